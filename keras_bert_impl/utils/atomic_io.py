@@ -1,0 +1,122 @@
+"""Crash-safe file and directory writes.
+
+Everything this package writes that a user would hate to lose (checkpoints, converted weights, TFRecord
+shards, exports, prediction files) goes through these helpers: the content is written under a temporary
+name in the destination's own folder (so the final rename never crosses a filesystem), flushed to disk, and
+renamed over the destination in one step. A crash mid-write leaves the previous good file in place and, at
+worst, a `*.tmp-*` leftover that the next successful write does not depend on.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+
+
+def _fsync_directory(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _ensure_parent(path):
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as error:
+        raise OSError(f"Cannot create output directory {parent!r}: {error.strerror}.") from error
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(
+            f"Output directory {parent!r} is not writable; choose another path or fix its permissions."
+        )
+    return parent
+
+
+@contextlib.contextmanager
+def atomic_write(path, mode="wb", encoding=None):
+    """Open a temporary file that replaces `path` only when the `with` block succeeds.
+
+    Args:
+        path: str. Final file path.
+        mode: str. `"wb"` or `"w"`. Defaults to `"wb"`.
+        encoding: str or None. Text encoding for `"w"`; defaults to UTF-8 in text mode.
+
+    Example:
+    >>> with atomic_write("/tmp/example.txt", "w") as f:
+    ...     _ = f.write("hello")
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_write supports modes 'w' and 'wb', got {mode!r}.")
+    parent = _ensure_parent(path)
+    fd, tmp_path = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    if mode == "w" and encoding is None:
+        encoding = "utf-8"
+    try:
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_path, path)
+        _fsync_directory(parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp_path)
+        raise
+
+
+def atomic_write_text(path, text):
+    """Write `text` (UTF-8) to `path` atomically."""
+    with atomic_write(path, "w") as handle:
+        handle.write(text)
+
+
+def atomic_write_json(path, obj, indent=2):
+    """Write `obj` as JSON to `path` atomically."""
+    atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_directory(path):
+    """Yield a temporary directory that replaces directory `path` only when the block succeeds.
+
+    The new directory is fully written before anything at `path` is touched; the old one is moved aside,
+    the new one renamed in, and only then is the old one deleted. If the block raises, `path` is left
+    exactly as it was.
+
+    Example:
+    >>> import os
+    >>> with atomic_directory("/tmp/example_dir") as tmp:
+    ...     with open(os.path.join(tmp, "a.txt"), "w") as f:
+    ...         _ = f.write("a")
+    """
+    path = os.path.abspath(path)
+    parent = _ensure_parent(path)
+    tmp_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    try:
+        yield tmp_dir
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    backup = None
+    if os.path.lexists(path):
+        backup = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.old-")
+        os.rmdir(backup)
+        os.replace(path, backup)
+    try:
+        os.replace(tmp_dir, path)
+    except BaseException:
+        if backup is not None:
+            os.replace(backup, path)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    _fsync_directory(parent)
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)

@@ -1,0 +1,40 @@
+"""Shared pytest configuration.
+
+The suite runs once per Keras backend (`KERAS_BACKEND=tensorflow|jax|torch`, see the Makefile). Tests of
+TensorFlow-only code (tf.data pipelines, SavedModel export) carry `@pytest.mark.tensorflow_only` and are
+deselected in the JAX and torch passes, where the TensorFlow pass already covers them.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+def pytest_report_header(config):
+    return f"keras backend: {keras.backend.backend()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if keras.backend.backend() == "tensorflow":
+        return
+    kept, deselected = [], []
+    for item in items:
+        (deselected if item.get_closest_marker("tensorflow_only") else kept).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    keras.utils.set_random_seed(1234)
+    yield
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)

