@@ -1,0 +1,122 @@
+"""One post-LayerNorm transformer encoder block, as in BERT."""
+
+import keras
+
+from keras_bert_impl.layers.activations import get_activation, validate_activation
+from keras_bert_impl.layers.self_attention import BertSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertEncoderBlock(keras.layers.Layer):
+    """Self-attention and feed-forward sublayers, each followed by dropout, residual and LayerNorm.
+
+    `y = LN(x + Dropout(Attention(x)))`, then `out = LN(y + Dropout(W2 act(W1 y)))` (post-LN, as the
+    original BERT and Vaswani et al., 2017).
+
+    Args:
+        hidden_dim: int. Model width `H`.
+        num_heads: int. Attention heads.
+        intermediate_dim: int. Feed-forward width (4H in the paper).
+        dropout: float. Dropout after each sublayer. Defaults to 0.1.
+        attention_dropout: float. Dropout on attention probabilities. Defaults to 0.1.
+        hidden_activation: str. Feed-forward activation, see `layers.activations.ACTIVATIONS`.
+            Defaults to `"gelu_approximate"` (the original BERT's).
+        layer_norm_epsilon: float. Defaults to 1e-12.
+        initializer_range: float. Truncated-normal stddev. Defaults to 0.02.
+
+    Inputs: `x` float `(B, T, H)`, `padding_mask` bool `(B, T)`. Output: float `(B, T, H)`.
+
+    Example:
+    >>> import numpy as np
+    >>> block = BertEncoderBlock(hidden_dim=8, num_heads=2, intermediate_dim=16)
+    >>> block(np.ones((2, 3, 8), "float32"), np.ones((2, 3), bool)).shape
+    (2, 3, 8)
+    """
+
+    def __init__(
+        self,
+        hidden_dim,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        attention_dropout=0.1,
+        hidden_activation="gelu_approximate",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_dim = hidden_dim
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.hidden_activation = validate_activation(hidden_activation)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+    def build(self, x_shape, padding_mask_shape=None):
+        x_shape = tuple(x_shape)
+        initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        policy = self.dtype_policy
+        self.self_attention = BertSelfAttention(
+            self.hidden_dim,
+            self.num_heads,
+            attention_dropout=self.attention_dropout,
+            initializer_range=self.initializer_range,
+            dtype=policy,
+            name="self_attention",
+        )
+        self.self_attention.build(x_shape, x_shape[:-1])
+        self.attention_dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=policy, name="attention_output_dropout"
+        )
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
+        )
+        self.attention_layer_norm.build(x_shape)
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim,
+            activation=get_activation(self.hidden_activation),
+            kernel_initializer=initializer,
+            dtype=policy,
+            name="intermediate_dense",
+        )
+        self.intermediate_dense.build(x_shape)
+        self.output_dense = keras.layers.Dense(
+            self.hidden_dim, kernel_initializer=initializer, dtype=policy, name="output_dense"
+        )
+        self.output_dense.build(x_shape[:-1] + (self.intermediate_dim,))
+        self.output_dropout = keras.layers.Dropout(self.dropout, dtype=policy, name="output_dropout")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
+        )
+        self.output_layer_norm.build(x_shape)
+        self.built = True
+
+    def call(self, x, padding_mask, training=None):
+        attention = self.self_attention(x, padding_mask, training=training)  # (B, T, H)
+        attention = self.attention_dropout_layer(attention, training=training)
+        x = self.attention_layer_norm(x + attention)
+        feed_forward = self.output_dense(self.intermediate_dense(x))  # (B, T, H)
+        feed_forward = self.output_dropout(feed_forward, training=training)
+        return self.output_layer_norm(x + feed_forward)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return tuple(x_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "hidden_activation": self.hidden_activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,112 @@
+"""Multi-head self-attention with a fused query/key/value projection and a padding mask.
+
+Shape legend: B batch, T tokens, N heads, D head size (hidden_dim = N * D).
+"""
+
+import math
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertSelfAttention(keras.layers.Layer):
+    """BERT's scaled dot-product self-attention (Vaswani et al., 2017; Devlin et al., 2018).
+
+    One Dense layer projects to queries, keys and values at once (kernel `(H, 3H)`, laid out as
+    `[query | key | value]`), which is one large matmul instead of three. When no attention dropout is
+    active (inference, or `attention_dropout=0`) the attention itself goes through
+    `keras.ops.dot_product_attention`, so GPUs get fused / flash kernels; with attention dropout in training
+    it is computed explicitly, with the softmax in float32, so dropout can be applied to the probabilities
+    as the original does.
+
+    Args:
+        hidden_dim: int. Model width `H`.
+        num_heads: int. Number of heads `N`; must divide `hidden_dim`.
+        attention_dropout: float. Dropout on the attention probabilities. Defaults to 0.1.
+        initializer_range: float. Stddev of the truncated-normal kernel initializer. Defaults to 0.02.
+
+    Inputs: `x` float `(B, T, H)`; `padding_mask` bool `(B, T)`, True for real tokens.
+    Output: float `(B, T, H)` (before the output projection's residual and LayerNorm, which the encoder
+    block applies).
+
+    Example:
+    >>> import numpy as np
+    >>> layer = BertSelfAttention(hidden_dim=8, num_heads=2)
+    >>> layer(np.ones((1, 3, 8), "float32"), np.array([[True, True, False]])).shape
+    (1, 3, 8)
+    """
+
+    def __init__(self, hidden_dim, num_heads, attention_dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads})."
+            )
+        self.hidden_dim = hidden_dim
+        self.num_heads = num_heads
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.head_dim = hidden_dim // num_heads
+
+    def build(self, x_shape, padding_mask_shape=None):
+        initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        self.query_key_value = keras.layers.Dense(
+            3 * self.hidden_dim,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="query_key_value",
+        )
+        self.query_key_value.build(x_shape)
+        self.attention_output = keras.layers.Dense(
+            self.hidden_dim,
+            kernel_initializer=initializer,
+            dtype=self.dtype_policy,
+            name="attention_output",
+        )
+        self.attention_output.build(tuple(x_shape[:-1]) + (self.hidden_dim,))
+        self.probability_dropout = keras.layers.Dropout(
+            self.attention_dropout, dtype=self.dtype_policy, name="probability_dropout"
+        )
+        self.built = True
+
+    def call(self, x, padding_mask, training=None):
+        batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
+        qkv = self.query_key_value(x)  # (B, T, 3H)
+        qkv = ops.reshape(qkv, (batch_size, sequence_length, 3, self.num_heads, self.head_dim))
+        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, T, N, D) each
+        mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, T) over keys
+        scale = 1.0 / math.sqrt(self.head_dim)
+        if training and self.attention_dropout > 0:
+            context = self._attention_with_dropout(query, key, value, mask, scale, training)
+        else:
+            mask = ops.broadcast_to(
+                mask, (batch_size, self.num_heads, sequence_length, sequence_length)
+            )  # (B, N, T, T)
+            context = ops.dot_product_attention(query, key, value, mask=mask, scale=scale)
+        context = ops.reshape(context, (batch_size, sequence_length, self.hidden_dim))  # (B, T, H)
+        return self.attention_output(context)
+
+    def _attention_with_dropout(self, query, key, value, mask, scale, training):
+        scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)
+        scores = ops.cast(scores, "float32") * scale
+        scores = ops.where(mask, scores, ops.convert_to_tensor(-1e9, "float32"))
+        probabilities = ops.softmax(scores, axis=-1)
+        probabilities = ops.cast(probabilities, self.compute_dtype)
+        probabilities = self.probability_dropout(probabilities, training=training)
+        return ops.einsum("bnts,bsnd->btnd", probabilities, value)  # (B, T, N, D)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return tuple(x_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "num_heads": self.num_heads,
+                "attention_dropout": self.attention_dropout,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,197 @@
+"""The BERT encoder: embeddings -> N post-LN transformer blocks -> tanh pooler on [CLS]."""
+
+import keras
+
+from keras_bert_impl.layers.activations import validate_activation
+from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.layers.encoder_block import BertEncoderBlock
+from keras_bert_impl.models.presets import preset_config
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertBackbone(keras.Model):
+    """BERT encoder network (Devlin et al., 2018), shared by every task model.
+
+    A functional Keras model with a plain constructor: the arguments are the config. Task models
+    (pretraining, classification, question answering) take a backbone and add only their head.
+
+    Args:
+        vocabulary_size: int. Number of WordPiece ids.
+        num_layers: int. Transformer blocks `L`.
+        num_heads: int. Attention heads `A`.
+        hidden_dim: int. Width `H`.
+        intermediate_dim: int. Feed-forward width (4H in the paper).
+        max_sequence_length: int. Learned position table size. Defaults to 512.
+        num_segments: int. Segment (token type) vocabulary. Defaults to 2.
+        dropout: float. Hidden dropout. Defaults to 0.1.
+        attention_dropout: float. Attention-probability dropout. Defaults to 0.1.
+        hidden_activation: str. `"gelu"` (exact erf, Hugging Face) or `"gelu_approximate"` (tanh,
+            the original BERT), `"relu"`, `"silu"`. Defaults to `"gelu_approximate"`.
+        layer_norm_epsilon: float. Defaults to 1e-12.
+        initializer_range: float. Truncated-normal stddev. Defaults to 0.02.
+        dtype: str or `keras.DTypePolicy`. E.g. `"mixed_bfloat16"`; LayerNorm and softmax compute in
+            float32 whatever the policy. Defaults to the global policy.
+
+    Inputs (dict): `token_ids` int `(B, T)`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`,
+    any `T <= max_sequence_length`.
+    Outputs (dict): `sequence_output` `(B, T, H)`, `pooled_output` `(B, H)`.
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = BertBackbone.from_preset("tiny", vocabulary_size=100, num_layers=1)
+    >>> batch = {"token_ids": np.array([[2, 5, 3, 0]]), "segment_ids": np.zeros((1, 4), "int32"),
+    ...          "padding_mask": np.array([[1, 1, 1, 0]], bool)}
+    >>> backbone(batch)["pooled_output"].shape
+    (1, 128)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.1,
+        attention_dropout=0.1,
+        hidden_activation="gelu_approximate",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        validate_activation(hidden_activation)
+        for arg, value in (
+            ("vocabulary_size", vocabulary_size),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
+            ("hidden_dim", hidden_dim),
+            ("intermediate_dim", intermediate_dim),
+            ("max_sequence_length", max_sequence_length),
+            ("num_segments", num_segments),
+        ):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"BertBackbone `{arg}` must be a positive integer, got {value!r}.")
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"BertBackbone `hidden_dim` ({hidden_dim}) must be divisible by `num_heads` "
+                f"({num_heads})."
+            )
+
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+        padding_mask = keras.Input(shape=(None,), dtype="bool", name="padding_mask")
+
+        embeddings = BertEmbeddings(
+            vocabulary_size,
+            hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        x = embeddings(token_ids, segment_ids)  # (B, T, H)
+        for index in range(num_layers):
+            x = BertEncoderBlock(
+                hidden_dim,
+                num_heads,
+                intermediate_dim,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                hidden_activation=hidden_activation,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"encoder_layer_{index}",
+            )(x, padding_mask)
+        pooled = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=dtype,
+            name="pooler_dense",
+        )(x[:, 0, :])  # (B, H), the [CLS] position
+        super().__init__(
+            inputs={"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+            outputs={"sequence_output": x, "pooled_output": pooled},
+            dtype=dtype,
+            **kwargs,
+        )
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.hidden_activation = hidden_activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+    @property
+    def embeddings(self):
+        return self.get_layer("embeddings")
+
+    @property
+    def token_embedding(self):
+        """The token `keras.layers.Embedding`; the MLM head ties its output projection to it."""
+        return self.embeddings.token_embedding
+
+    @property
+    def encoder_layers(self):
+        return [self.get_layer(f"encoder_layer_{index}") for index in range(self.num_layers)]
+
+    @property
+    def pooler(self):
+        return self.get_layer("pooler_dense")
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "hidden_activation": self.hidden_activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """Build a randomly initialised backbone of a published size (`models.presets.PRESETS`)."""
+        return cls(**preset_config(name, **overrides))
+
+    @classmethod
+    def from_pretrained(cls, path, **overrides):
+        """Load a Hugging Face, original TF, or our own checkpoint directory (see `checkpoints`)."""
+        from keras_bert_impl.checkpoints import load_backbone
+
+        return load_backbone(path, **overrides)
+
+    def save_pretrained(self, path):
+        """Write `config.json` + `model.weights.h5` to directory `path`, atomically."""
+        from keras_bert_impl.checkpoints import save_backbone
+
+        save_backbone(self, path)

@@ -1,0 +1,123 @@
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.presets import PRESETS, preset_config
+from tests.helpers import TINY_BACKBONE, assert_config_round_trip, random_batch, tiny_backbone, to_numpy
+
+
+def test_output_shapes_for_any_length_up_to_max():
+    backbone = tiny_backbone()
+    for length in (4, 11, TINY_BACKBONE["max_sequence_length"]):
+        outputs = backbone(random_batch(batch_size=2, sequence_length=length))
+        assert tuple(outputs["sequence_output"].shape) == (2, length, 16)
+        assert tuple(outputs["pooled_output"].shape) == (2, 16)
+
+
+def test_padding_does_not_change_real_positions():
+    backbone = tiny_backbone(dropout=0.0, attention_dropout=0.0)
+    short = random_batch(batch_size=1, sequence_length=6, lengths=[6])
+    padded = {key: np.pad(value, ((0, 0), (0, 4))) for key, value in short.items()}
+    padded["token_ids"][:, 6:] = 7  # garbage in padded slots must not leak into real positions
+    a, b = backbone(short), backbone(padded)
+    np.testing.assert_allclose(to_numpy(a["sequence_output"]), to_numpy(b["sequence_output"])[:, :6], atol=1e-5)
+    np.testing.assert_allclose(to_numpy(a["pooled_output"]), to_numpy(b["pooled_output"]), atol=1e-5)
+
+
+def test_pooled_output_is_tanh_dense_of_cls():
+    backbone = tiny_backbone()
+    outputs = backbone(random_batch())
+    kernel, bias = (to_numpy(w) for w in backbone.pooler.weights)
+    cls = to_numpy(outputs["sequence_output"])[:, 0]
+    np.testing.assert_allclose(to_numpy(outputs["pooled_output"]), np.tanh(cls @ kernel + bias), atol=1e-5)
+
+
+def test_dropout_only_in_training():
+    backbone = tiny_backbone(dropout=0.5)
+    batch = random_batch()
+    first, second = (to_numpy(backbone(batch)["sequence_output"]) for _ in range(2))
+    np.testing.assert_array_equal(first, second)
+    trained = to_numpy(backbone(batch, training=True)["sequence_output"])
+    assert np.abs(trained - first).max() > 1e-3
+
+
+def test_config_round_trip_and_from_preset():
+    backbone = tiny_backbone(hidden_activation="gelu", layer_norm_epsilon=1e-6)
+    restored = assert_config_round_trip(backbone)
+    assert restored.hidden_activation == "gelu" and restored.layer_norm_epsilon == 1e-6
+    mini = BertBackbone.from_preset("mini", vocabulary_size=64, max_sequence_length=32)
+    assert (mini.num_layers, mini.hidden_dim, mini.num_heads, mini.intermediate_dim) == (4, 256, 4, 1024)
+
+
+def test_presets_have_published_sizes():
+    sizes = {name: (c["num_layers"], c["hidden_dim"]) for name, c in PRESETS.items()}
+    assert sizes == {
+        "tiny": (2, 128), "mini": (4, 256), "small": (4, 512),
+        "medium": (8, 512), "base": (12, 768), "large": (24, 1024),
+    }
+    with pytest.raises(ValueError, match="Unknown preset 'huge'"):
+        preset_config("huge")
+
+
+@pytest.mark.slow
+def test_base_preset_parameter_count_matches_bert_base():
+    # Hugging Face BertModel (bert-base-uncased, with pooler) has exactly 109,482,240 parameters.
+    assert BertBackbone.from_preset("base").count_params() == 109_482_240
+
+
+def test_keras_file_save_load_gives_identical_outputs(tmp_path):
+    backbone = tiny_backbone()
+    batch = random_batch()
+    path = os.path.join(tmp_path, "backbone.keras")
+    backbone.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored, BertBackbone)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_array_equal(to_numpy(backbone(batch)[key]), to_numpy(restored(batch)[key]))
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_keeps_float32_weights_and_close_outputs(policy):
+    reference = tiny_backbone()
+    mixed = tiny_backbone(dtype=policy)
+    mixed.set_weights(reference.get_weights())
+    assert all(w.dtype == "float32" for w in mixed.weights)
+    batch = random_batch()
+    out = mixed(batch)["sequence_output"]
+    assert keras.backend.standardize_dtype(out.dtype) == policy.split("_")[1]
+    # LayerNorm computes in float32, so outputs stay within half-precision rounding of float32.
+    expected = to_numpy(reference(batch)["sequence_output"])
+    np.testing.assert_allclose(to_numpy(keras.ops.cast(out, "float32")), expected, atol=0.1)
+
+
+def test_invalid_configs_are_rejected():
+    with pytest.raises(ValueError, match="`hidden_dim` \\(10\\) must be divisible by `num_heads` \\(4\\)"):
+        tiny_backbone(hidden_dim=10, num_heads=4)
+    with pytest.raises(ValueError, match="`num_layers` must be a positive integer, got 0"):
+        tiny_backbone(num_layers=0)
+    with pytest.raises(ValueError, match="Unsupported activation"):
+        tiny_backbone(hidden_activation="gelu_fast_and_loose")
+
+
+def test_eager_calls_reject_bad_ids_and_lengths():
+    backbone = tiny_backbone()
+    batch = random_batch()
+    batch["token_ids"][1, 3] = 50
+    with pytest.raises(ValueError, match="id 50 at index \\(1, 3\\), outside the vocabulary \\[0, 50\\)"):
+        backbone(batch)
+    with pytest.raises(ValueError, match="exceeds the position table"):
+        backbone(random_batch(sequence_length=TINY_BACKBONE["max_sequence_length"] + 1))
+
+
+def test_one_step_fit_updates_weights():
+    backbone = tiny_backbone()
+    inputs = backbone.input
+    logits = keras.layers.Dense(2, name="probe")(backbone(inputs)["pooled_output"])
+    model = keras.Model(inputs, logits)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    before = to_numpy(backbone.embeddings.token_embedding.embeddings).copy()
+    model.fit(random_batch(batch_size=4), np.array([0, 1, 0, 1]), epochs=1, verbose=0)
+    assert np.abs(to_numpy(backbone.embeddings.token_embedding.embeddings) - before).max() > 0
