@@ -1,0 +1,180 @@
+"""Reading and writing Hugging Face BERT checkpoints (`config.json` + safetensors or `pytorch_model.bin`)."""
+
+import json
+import os
+
+import numpy as np
+
+from keras_bert_impl.checkpoints.conversion import CheckpointError
+
+CONFIG_FILE = "config.json"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
+PYTORCH_FILE = "pytorch_model.bin"
+
+# Hugging Face `hidden_act` -> ours. HF "gelu" is exact erf; "gelu_new" & co. are the tanh form.
+HUGGINGFACE_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_python": "gelu",
+    "gelu_new": "gelu_approximate",
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "gelu_fast": "gelu_approximate",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+}
+OUR_ACTIVATIONS_TO_HUGGINGFACE = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu", "silu": "silu"}
+
+
+def is_huggingface_directory(path):
+    if not os.path.isfile(os.path.join(path, CONFIG_FILE)):
+        return False
+    return any(
+        os.path.exists(os.path.join(path, name))
+        for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, PYTORCH_FILE)
+    )
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as error:
+        raise CheckpointError(f"Cannot read {path}: {error.strerror or error}.") from error
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"{path} is not valid JSON: {error}.") from error
+
+
+def backbone_config_from_huggingface(config, config_path):
+    """Translate a Hugging Face `BertConfig` dict into `BertBackbone` arguments, rejecting what we lack."""
+    model_type = config.get("model_type", "bert")
+    if model_type != "bert":
+        raise CheckpointError(
+            f"{config_path}: model_type {model_type!r} is not supported; only 'bert' checkpoints load."
+        )
+    position_type = config.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise CheckpointError(
+            f"{config_path}: position_embedding_type {position_type!r} is not supported (only learned "
+            f"absolute positions, as in BERT)."
+        )
+    activation = config.get("hidden_act", "gelu")
+    if activation not in HUGGINGFACE_ACTIVATIONS:
+        raise CheckpointError(
+            f"{config_path}: hidden_act {activation!r} is not supported; supported: "
+            f"{sorted(HUGGINGFACE_ACTIVATIONS)}."
+        )
+    try:
+        return {
+            "vocabulary_size": int(config["vocab_size"]),
+            "num_layers": int(config["num_hidden_layers"]),
+            "num_heads": int(config["num_attention_heads"]),
+            "hidden_dim": int(config["hidden_size"]),
+            "intermediate_dim": int(config["intermediate_size"]),
+            "max_sequence_length": int(config.get("max_position_embeddings", 512)),
+            "num_segments": int(config.get("type_vocab_size", 2)),
+            "dropout": float(config.get("hidden_dropout_prob", 0.1)),
+            "attention_dropout": float(config.get("attention_probs_dropout_prob", 0.1)),
+            "hidden_activation": HUGGINGFACE_ACTIVATIONS[activation],
+            "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12)),
+            "initializer_range": float(config.get("initializer_range", 0.02)),
+        }
+    except KeyError as error:
+        raise CheckpointError(f"{config_path}: required field {error.args[0]!r} is missing.") from error
+
+
+def huggingface_config_from_backbone(backbone, architectures=("BertModel",)):
+    return {
+        "architectures": list(architectures),
+        "model_type": "bert",
+        "vocab_size": backbone.vocabulary_size,
+        "num_hidden_layers": backbone.num_layers,
+        "num_attention_heads": backbone.num_heads,
+        "hidden_size": backbone.hidden_dim,
+        "intermediate_size": backbone.intermediate_dim,
+        "max_position_embeddings": backbone.max_sequence_length,
+        "type_vocab_size": backbone.num_segments,
+        "hidden_dropout_prob": backbone.dropout,
+        "attention_probs_dropout_prob": backbone.attention_dropout,
+        "hidden_act": OUR_ACTIVATIONS_TO_HUGGINGFACE[backbone.hidden_activation],
+        "layer_norm_eps": backbone.layer_norm_epsilon,
+        "initializer_range": backbone.initializer_range,
+        "position_embedding_type": "absolute",
+        "pad_token_id": 0,
+    }
+
+
+def _normalise_names(tensors):
+    """Strip the task models' `bert.` prefix and map legacy LayerNorm `gamma`/`beta` to `weight`/`bias`."""
+    normalised = {}
+    for name, value in tensors.items():
+        if name.startswith("bert."):
+            name = name[len("bert."):]
+        if ".LayerNorm." in name or name.startswith("LayerNorm."):
+            name = name.replace(".gamma", ".weight").replace(".beta", ".bias")
+        normalised[name] = value
+    return normalised
+
+
+def _load_safetensors(path):
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"Cannot read {path}: the file is truncated or corrupt ({error}).") from error
+
+
+def read_huggingface_tensors(directory):
+    """All weight tensors of a Hugging Face checkpoint directory as `{normalised name: np.ndarray}`."""
+    index_path = os.path.join(directory, SAFETENSORS_INDEX_FILE)
+    safetensors_path = os.path.join(directory, SAFETENSORS_FILE)
+    if os.path.exists(safetensors_path):
+        tensors = _load_safetensors(safetensors_path)
+    elif os.path.exists(index_path):
+        shards = sorted(set(read_json(index_path).get("weight_map", {}).values()))
+        if not shards:
+            raise CheckpointError(f"{index_path}: 'weight_map' is missing or empty.")
+        tensors = {}
+        for shard in shards:
+            shard_path = os.path.join(directory, shard)
+            if not os.path.exists(shard_path):
+                raise CheckpointError(f"{index_path} lists shard {shard!r}, which does not exist.")
+            tensors.update(_load_safetensors(shard_path))
+    else:
+        tensors = _read_pytorch_bin(os.path.join(directory, PYTORCH_FILE))
+    return _normalise_names(tensors)
+
+
+def _read_pytorch_bin(path):
+    if not os.path.exists(path):
+        raise CheckpointError(
+            f"No weights in {os.path.dirname(path)}: expected {SAFETENSORS_FILE}, "
+            f"{SAFETENSORS_INDEX_FILE} or {PYTORCH_FILE}."
+        )
+    try:
+        import torch
+    except ImportError as error:
+        raise CheckpointError(
+            f"{path} is a torch pickle; install torch (`pip install keras-bert-impl[torch]`) to read it, "
+            f"or convert it to safetensors."
+        ) from error
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 - torch raises several unrelated types for bad files
+        raise CheckpointError(f"Cannot read {path}: the file is truncated or corrupt ({error}).") from error
+    return {name: tensor.float().numpy() for name, tensor in state.items()}
+
+
+def write_huggingface_directory(directory, config, tensors):
+    """Write `config.json` + `model.safetensors` (torch layout) into an existing directory."""
+    from safetensors.numpy import save_file
+
+    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as handle:
+        json.dump(config, handle, indent=2)
+    save_file(
+        {name: np.ascontiguousarray(value, dtype="float32") for name, value in tensors.items()},
+        os.path.join(directory, SAFETENSORS_FILE),
+        metadata={"format": "pt"},
+    )

@@ -1,0 +1,85 @@
+"""Reading original google-research/bert checkpoints (`bert_config.json` + `bert_model.ckpt.*`).
+
+This is a TensorFlow edge: the TF checkpoint reader is the only dependable way to read the V2 bundle format.
+"""
+
+import os
+
+from keras_bert_impl.checkpoints.conversion import CheckpointError
+from keras_bert_impl.checkpoints.huggingface import read_json
+
+CONFIG_FILE = "bert_config.json"
+DEFAULT_PREFIX = "bert_model.ckpt"
+
+# The original's "gelu" is the tanh approximation (modeling.py), unlike Hugging Face's.
+ORIGINAL_ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu", "swish": "silu"}
+
+
+def checkpoint_prefix(path):
+    """The checkpoint prefix for a directory or prefix path, or None when there is no original checkpoint."""
+    if os.path.exists(path + ".index"):
+        return path
+    if os.path.isdir(path):
+        candidate = os.path.join(path, DEFAULT_PREFIX)
+        if os.path.exists(candidate + ".index"):
+            return candidate
+        indexes = sorted(name for name in os.listdir(path) if name.endswith(".ckpt.index"))
+        if indexes:
+            return os.path.join(path, indexes[0][: -len(".index")])
+        if os.path.exists(os.path.join(path, CONFIG_FILE)):
+            raise CheckpointError(
+                f"{path} has {CONFIG_FILE} but no checkpoint (expected {DEFAULT_PREFIX}.index and "
+                f"{DEFAULT_PREFIX}.data-*)."
+            )
+    return None
+
+
+def config_path_for(prefix):
+    return os.path.join(os.path.dirname(prefix), CONFIG_FILE)
+
+
+def backbone_config_from_original(config, config_path):
+    activation = config.get("hidden_act", "gelu")
+    if activation not in ORIGINAL_ACTIVATIONS:
+        raise CheckpointError(
+            f"{config_path}: hidden_act {activation!r} is not supported; supported: "
+            f"{sorted(ORIGINAL_ACTIVATIONS)}."
+        )
+    try:
+        return {
+            "vocabulary_size": int(config["vocab_size"]),
+            "num_layers": int(config["num_hidden_layers"]),
+            "num_heads": int(config["num_attention_heads"]),
+            "hidden_dim": int(config["hidden_size"]),
+            "intermediate_dim": int(config["intermediate_size"]),
+            "max_sequence_length": int(config.get("max_position_embeddings", 512)),
+            "num_segments": int(config.get("type_vocab_size", 16)),
+            "dropout": float(config.get("hidden_dropout_prob", 0.1)),
+            "attention_dropout": float(config.get("attention_probs_dropout_prob", 0.1)),
+            "hidden_activation": ORIGINAL_ACTIVATIONS[activation],
+            "layer_norm_epsilon": 1e-12,
+            "initializer_range": float(config.get("initializer_range", 0.02)),
+        }
+    except KeyError as error:
+        raise CheckpointError(f"{config_path}: required field {error.args[0]!r} is missing.") from error
+
+
+def read_original_config(prefix):
+    path = config_path_for(prefix)
+    if not os.path.exists(path):
+        raise CheckpointError(f"Checkpoint {prefix} has no {CONFIG_FILE} beside it ({path}).")
+    return backbone_config_from_original(read_json(path), path)
+
+
+def read_original_tensors(prefix):
+    """All variables of an original TF checkpoint as `{name: np.ndarray}`."""
+    import tensorflow as tf
+
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    except (tf.errors.OpError, ValueError, IndexError) as error:  # truncated data files raise IndexError
+        raise CheckpointError(
+            f"Cannot read TF checkpoint {prefix}: the index or data file is missing, truncated or corrupt "
+            f"({type(error).__name__}: {str(error).splitlines()[0]})."
+        ) from error
