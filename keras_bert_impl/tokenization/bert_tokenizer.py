@@ -1,0 +1,563 @@
+"""BERT's WordPiece tokenizer (Devlin et al., 2018), on tensorflow-text's fast WordPiece op.
+
+TensorFlow at the data edge: this module imports `tensorflow` and `tensorflow_text` on purpose. The
+tokenizer runs inside `tf.data.Dataset.map` and `tf.function` (so it can also live in an exported
+SavedModel) whatever the Keras backend; models never import it.
+
+The algorithm is the original `tokenization.py` of google-research/bert, expressed as TF string ops:
+
+1. Invalid UTF-8 byte sequences are dropped (the original decodes bytes with `errors="ignore"`).
+2. Cleaning: code point 0, U+FFFD and control/format characters (categories Cc, Cf) other than
+   `\\t \\n \\r` are deleted, so they join their neighbours ("nation\\u00adal" -> "national").
+3. Words are split on whitespace (`\\t \\n \\r`, category Zs, U+2028, U+2029), and every punctuation
+   character (ASCII 33-47, 58-64, 91-96, 123-126 and Unicode P*) and CJK ideograph becomes a word of its own.
+4. Uncased: lowercase, NFD, drop combining marks (category Mn).
+5. WordPiece: greedy longest match first, continuation pieces prefixed "##"; a word longer than
+   `max_input_chars_per_word` (200) characters, or one that cannot be matched completely, becomes one [UNK].
+
+Steps 1-4 are regular expressions and ICU normalisation; step 5 is `tensorflow_text.FastWordpieceTokenizer`
+on pre-split words. tensorflow-text's own end-to-end BERT tokenizers differ from the original (NFKC case
+folding, control characters as spaces, a 100-byte word limit), which is why the splitting and
+normalisation are done here.
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_impl.utils.atomic_io import atomic_write_json, atomic_write_text
+
+VOCABULARY_FILENAME = "vocab.txt"
+CONFIG_FILENAME = "tokenizer_config.json"
+
+PAD_TOKEN = "[PAD]"
+UNK_TOKEN = "[UNK]"
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+MASK_TOKEN = "[MASK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+
+CONTINUATION_PREFIX = "##"
+
+# RE2 character classes. RE2's `\s` includes \f and \v, which the original deletes as control
+# characters instead, so whitespace is spelled out.
+_DELETED_CHARACTERS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\p{Cf}\x{fffd}]"
+_WHITESPACE = r"\t\n\r\p{Zs}\x{2028}\x{2029}"
+_PUNCTUATION = r"!-/:-@\[-`{-~\p{P}"
+# The original's `_is_chinese_char` ranges: CJK Unified Ideographs and their extensions and compatibility
+# ideographs (not Hiragana, Katakana or Hangul, which are written with spaces).
+_CJK_IDEOGRAPHS = (
+    r"\x{4e00}-\x{9fff}\x{3400}-\x{4dbf}\x{20000}-\x{2a6df}\x{2a700}-\x{2b73f}\x{2b740}-\x{2b81f}"
+    r"\x{2b820}-\x{2ceaf}\x{f900}-\x{faff}\x{2f800}-\x{2fa1f}"
+)
+_COMBINING_MARKS = r"\p{Mn}"
+
+# A word is at most 200 characters of at most 4 UTF-8 bytes each; FastWordpiece's own limit is in bytes,
+# so it is set above any word that can reach it and the character limit is applied here.
+_BYTES_PER_CHARACTER = 4
+
+
+def _read_vocabulary_file(path):
+    try:
+        with open(path, "rb") as handle:
+            raw_lines = handle.read().split(b"\n")
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"Vocabulary file {path!r} does not exist.") from error
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    tokens = []
+    for line_number, raw in enumerate(raw_lines, start=1):
+        try:
+            tokens.append(raw.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"Vocabulary file {path!r}, line {line_number}: not valid UTF-8 ({error.reason} at byte "
+                f"{error.start} of the line)."
+            ) from error
+    return tokens
+
+
+def _check_vocabulary(tokens, source):
+    if not tokens:
+        raise ValueError(f"Vocabulary {source} is empty.")
+    first_index = {}
+    for index, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise TypeError(f"Vocabulary {source}: entry {index} is {type(token).__name__}, expected str.")
+        if token == "":
+            raise ValueError(f"Vocabulary {source}: entry {index} (line {index + 1}) is an empty token.")
+        if token in first_index:
+            raise ValueError(
+                f"Vocabulary {source}: token {token!r} appears twice, at lines {first_index[token] + 1} "
+                f"and {index + 1}; every token must be unique."
+            )
+        first_index[token] = index
+    for token in SPECIAL_TOKENS:
+        if token not in first_index:
+            raise ValueError(
+                f"Vocabulary {source} has no {token} token; BERT needs all of {', '.join(SPECIAL_TOKENS)}."
+            )
+    return first_index
+
+
+def _valid_utf8(text):
+    # Invalid sequences become U+FFFD, which cleaning then deletes. tensorflow-text's regex split stops at
+    # a NUL byte, so NUL (deleted by cleaning) becomes \x01 (also deleted), keeping byte offsets intact.
+    text = tf.strings.unicode_transcode(
+        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD, replace_control_characters=False
+    )
+    return tf.strings.regex_replace(text, r"\x00", "\x01")
+
+
+def _normalize(strings, lowercase, strip_accents):
+    """Clean, and optionally lowercase / strip accents from, a flat tf.string tensor, elementwise."""
+    strings = tf.strings.regex_replace(strings, _DELETED_CHARACTERS, "")
+    if lowercase:
+        strings = tf.strings.lower(strings, encoding="utf-8")
+    if strip_accents:
+        strings = tf_text.normalize_utf8(strings, "NFD")
+        strings = tf.strings.regex_replace(strings, _COMBINING_MARKS, "")
+    return strings
+
+
+def _split_and_normalize(text, lowercase, strip_accents, tokenize_chinese_chars):
+    """Valid-UTF-8 text `(B,)` -> flat words, normalized words, word byte starts, and row splits `(B + 1,)`."""
+    kept = _PUNCTUATION + (_CJK_IDEOGRAPHS if tokenize_chinese_chars else "")
+    words, starts, _ = tf_text.regex_split_with_offsets(text, f"[{_WHITESPACE}{kept}]", f"[{kept}]")
+    normalized = _normalize(words.flat_values, lowercase, strip_accents)
+    keep = tf.strings.length(normalized) > 0  # words made only of deleted characters vanish
+    row_ids = tf.boolean_mask(words.value_rowids(), keep)
+    row_splits = tf.ragged.segment_ids_to_row_splits(row_ids, num_segments=words.nrows())
+    return (
+        tf.boolean_mask(words.flat_values, keep),
+        tf.boolean_mask(normalized, keep),
+        tf.boolean_mask(starts.flat_values, keep),
+        row_splits,
+    )
+
+
+def split_words(text, lowercase=True, strip_accents=None, tokenize_chinese_chars=True):
+    """BERT's "basic tokenizer": clean, split and normalize text into words, before WordPiece.
+
+    The same steps `BertTokenizer` runs (module docstring, steps 1-4), in TensorFlow ops; vocabulary
+    training uses it so a learned vocabulary sees exactly the words the tokenizer will look up.
+
+    Args:
+        text: tf.string Tensor `(B,)` (or a list of str).
+        lowercase: bool. Lowercase the words. Defaults to True.
+        strip_accents: bool or None. NFD and drop combining marks; None follows `lowercase`. Defaults to None.
+        tokenize_chinese_chars: bool. Make each CJK ideograph a word. Defaults to True.
+
+    Returns:
+        tf.string RaggedTensor `(B, None)` of normalized words.
+
+    Example:
+    >>> split_words(["Héllo, wörld!"]).to_list()
+    [[b'hello', b',', b'world', b'!']]
+    """
+    text = tf.convert_to_tensor(text, dtype=tf.string)
+    strip_accents = lowercase if strip_accents is None else strip_accents
+    _, normalized, _, row_splits = _split_and_normalize(
+        _valid_utf8(text), lowercase, strip_accents, tokenize_chinese_chars
+    )
+    return tf.RaggedTensor.from_row_splits(normalized, row_splits)
+
+
+def _wordpiece_words(normalized_words, wordpiece, max_chars):
+    """Flat normalized words `(W,)` -> ragged piece ids and piece byte offsets within each word."""
+    too_long = tf.strings.length(normalized_words, unit="UTF8_CHAR") > max_chars
+    # FastWordpiece maps the [UNK] string itself to exactly one [UNK] id.
+    words = tf.where(too_long, tf.constant(UNK_TOKEN), normalized_words)
+    ids, piece_starts, piece_ends = wordpiece.tokenize_with_offsets(words)
+    piece_too_long = tf.gather(too_long, ids.value_rowids())
+    word_lengths = tf.gather(tf.cast(tf.strings.length(normalized_words), tf.int64), ids.value_rowids())
+    piece_ends = ids.with_flat_values(tf.where(piece_too_long, word_lengths, piece_ends.flat_values))
+    return ids, piece_starts, piece_ends
+
+
+def _tokenize_batch(batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
+    """Text `(B,)` -> int32 ids `(B, None)`."""
+    _, normalized, _, row_splits = _split_and_normalize(
+        _valid_utf8(batch), lowercase, strip_accents, tokenize_chinese_chars
+    )
+    ids, _, _ = _wordpiece_words(normalized, wordpiece, max_chars)
+    return tf.RaggedTensor.from_row_splits(ids.flat_values, tf.gather(ids.row_splits, row_splits))
+
+
+def _tokenize_with_offsets_batch(batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
+    """Text `(B,)` -> int32 ids, int64 byte starts and exclusive ends, each `(B, None)`."""
+    words, normalized, word_starts, row_splits = _split_and_normalize(
+        _valid_utf8(batch), lowercase, strip_accents, tokenize_chinese_chars
+    )
+    ids, piece_starts, piece_ends = _wordpiece_words(normalized, wordpiece, max_chars)
+    piece_word = ids.value_rowids()  # (P,) word index of every piece
+
+    # Map byte offsets in a normalized word back to the original word, character by character: every
+    # original character owns the bytes its own normalization produced (possibly none).
+    chars, char_starts = tf.strings.unicode_split_with_offsets(words, "UTF-8")
+    char_starts = char_starts.flat_values
+    char_ends = char_starts + tf.cast(tf.strings.length(chars.flat_values), tf.int64)
+    char_lengths = tf.cast(tf.strings.length(_normalize(chars.flat_values, lowercase, strip_accents)), tf.int64)
+    normalized_ends = tf.cumsum(char_lengths)  # (C,) position in all normalized words laid end to end
+    normalized_starts = normalized_ends - char_lengths
+    word_base = tf.gather(tf.concat([[0], normalized_ends], 0), chars.row_splits[:-1])  # (W,)
+    piece_base = tf.gather(word_base, piece_word)
+    first_char = tf.searchsorted(normalized_ends, piece_base + piece_starts.flat_values, side="right")
+    last_char = tf.searchsorted(normalized_starts, piece_base + piece_ends.flat_values, side="left") - 1
+    piece_word_start = tf.gather(word_starts, piece_word)
+    starts = piece_word_start + tf.gather(char_starts, first_char)
+    ends = piece_word_start + tf.gather(char_ends, last_char)
+    # The last piece of a word also covers characters deleted at the word's end (a trailing accent).
+    normalized_lengths = tf.cast(tf.strings.length(normalized), tf.int64)
+    word_ends = word_starts + tf.cast(tf.strings.length(words), tf.int64)
+    ends_word = piece_ends.flat_values >= tf.gather(normalized_lengths, piece_word)
+    ends = tf.where(ends_word, tf.gather(word_ends, piece_word), ends)
+
+    row_splits = tf.gather(ids.row_splits, row_splits)
+    ids = tf.RaggedTensor.from_row_splits(ids.flat_values, row_splits)
+    starts = tf.RaggedTensor.from_row_splits(starts, row_splits)
+    ends = tf.RaggedTensor.from_row_splits(ends, row_splits)
+    return ids, starts, ends
+
+
+_SHARED_FUNCTIONS = {}
+
+
+def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chinese_chars):
+    """One traced graph per setting, shared by all tokenizers: the vocabulary enters as a tensor.
+
+    Tracing the graph takes a second or two; sharing it makes building a second tokenizer cheap.
+    """
+    key = (with_offsets, lowercase, strip_accents, tokenize_chinese_chars)
+    if key not in _SHARED_FUNCTIONS:
+        body = _tokenize_with_offsets_batch if with_offsets else _tokenize_batch
+
+        def run(batch, model_buffer, max_chars):
+            wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=model_buffer, token_out_type=tf.int32)
+            return body(batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars)
+
+        _SHARED_FUNCTIONS[key] = tf.function(
+            run,
+            input_signature=[
+                tf.TensorSpec([None], tf.string),
+                tf.TensorSpec([None], tf.uint8),
+                tf.TensorSpec([], tf.int32),
+            ],
+        )
+    return _SHARED_FUNCTIONS[key]
+
+
+class BertTokenizer(tf.Module):
+    """BERT's WordPiece tokenizer: text to token ids, with character offsets, and back.
+
+    Faithful to the original google-research/bert `FullTokenizer` (see the module docstring for the exact
+    steps and how they are computed). Works on Python strings and lists of strings (returning Python lists)
+    and on `tf.string` tensors inside `tf.data.Dataset.map` / `tf.function` (returning `tf.RaggedTensor`).
+    The TensorFlow state (the compiled WordPiece model and, when built from a file, the vocabulary as a
+    SavedModel asset) is tracked by `tf.Module`, so a tokenizer can be attached to an exported module.
+
+    Args:
+        vocabulary: str or list[str]. Path to a `vocab.txt` (one token per line, the line number minus one
+            is the id) or the tokens in id order. Must contain [PAD], [UNK], [CLS], [SEP] and [MASK].
+        lowercase: bool. Lowercase the text (the "uncased" models). Defaults to True.
+        strip_accents: bool or None. NFD-decompose and drop combining marks; None follows `lowercase`, as in
+            the original. Defaults to None.
+        tokenize_chinese_chars: bool. Make every CJK ideograph a word of its own. Defaults to True.
+        max_input_chars_per_word: int. Words longer than this many characters become one [UNK]. Defaults
+            to 200, the original's value (Hugging Face's `tokenizers` uses 100).
+
+    Example:
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s", "!"])
+    >>> tokenizer.tokenize("Hello, Worlds!")
+    [5, 1, 6, 7, 8]
+    >>> tokenizer.detokenize([5, 6, 7])
+    'hello worlds'
+    """
+
+    def __init__(
+        self,
+        vocabulary,
+        lowercase=True,
+        strip_accents=None,
+        tokenize_chinese_chars=True,
+        max_input_chars_per_word=200,
+        name=None,
+    ):
+        super().__init__(name=name)
+        if isinstance(vocabulary, (str, os.PathLike)):
+            vocabulary_path = os.fspath(vocabulary)
+            tokens = _read_vocabulary_file(vocabulary_path)
+            source = repr(vocabulary_path)
+        else:
+            vocabulary_path = None
+            tokens = list(vocabulary)
+            source = "(token list)"
+        self._token_to_id = _check_vocabulary(tokens, source)
+        self._tokens = tokens
+        if int(max_input_chars_per_word) < 1:
+            raise ValueError(f"max_input_chars_per_word must be >= 1, got {max_input_chars_per_word}.")
+        self.lowercase = bool(lowercase)
+        self.strip_accents = self.lowercase if strip_accents is None else bool(strip_accents)
+        self._strip_accents_setting = strip_accents
+        self.tokenize_chinese_chars = bool(tokenize_chinese_chars)
+        self.max_input_chars_per_word = int(max_input_chars_per_word)
+
+        self.pad_token_id = self._token_to_id[PAD_TOKEN]
+        self.unk_token_id = self._token_to_id[UNK_TOKEN]
+        self.cls_token_id = self._token_to_id[CLS_TOKEN]
+        self.sep_token_id = self._token_to_id[SEP_TOKEN]
+        self.mask_token_id = self._token_to_id[MASK_TOKEN]
+
+        if vocabulary_path is not None:
+            self.vocabulary_asset = tf.saved_model.Asset(vocabulary_path)
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=tokens,
+            suffix_indicator=CONTINUATION_PREFIX,
+            max_bytes_per_word=self.max_input_chars_per_word * _BYTES_PER_CHARACTER,
+            token_out_type=tf.int32,
+            unknown_token=UNK_TOKEN,
+            no_pretokenization=True,
+        )
+
+    @classmethod
+    def from_pretrained(cls, directory, **kwargs):
+        """Load `vocab.txt` and, where present, `tokenizer_config.json` from a directory.
+
+        `tokenizer_config.json` (Hugging Face's format) supplies `do_lower_case`, `strip_accents`,
+        `tokenize_chinese_chars` and `max_input_chars_per_word` when it has them; keyword arguments override
+        it. Without the file the tokenizer is uncased, as the original's default.
+
+        Args:
+            directory: str. Folder holding `vocab.txt`.
+            **kwargs: constructor arguments that take precedence over the config file.
+        """
+        directory = os.fspath(directory)
+        vocabulary_path = os.path.join(directory, VOCABULARY_FILENAME)
+        if not os.path.isfile(vocabulary_path):
+            raise FileNotFoundError(f"No {VOCABULARY_FILENAME} in {directory!r}.")
+        settings = {}
+        config_path = os.path.join(directory, CONFIG_FILENAME)
+        if os.path.isfile(config_path):
+            try:
+                with open(config_path, encoding="utf-8") as handle:
+                    config = json.load(handle)
+            except (ValueError, UnicodeDecodeError) as error:
+                raise ValueError(f"{config_path!r} is not valid JSON: {error}.") from error
+            if not isinstance(config, dict):
+                raise ValueError(f"{config_path!r} must hold a JSON object, got {type(config).__name__}.")
+            for config_key, argument in (
+                ("do_lower_case", "lowercase"),
+                ("strip_accents", "strip_accents"),
+                ("tokenize_chinese_chars", "tokenize_chinese_chars"),
+                ("max_input_chars_per_word", "max_input_chars_per_word"),
+            ):
+                if config_key in config:
+                    settings[argument] = config[config_key]
+        settings.update(kwargs)
+        return cls(vocabulary_path, **settings)
+
+    def save_pretrained(self, directory):
+        """Write `vocab.txt` and `tokenizer_config.json` (atomically) so `from_pretrained` restores this.
+
+        Args:
+            directory: str. Folder to write into; created if missing. Other files in it are left alone.
+        """
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        atomic_write_text(os.path.join(directory, VOCABULARY_FILENAME), "".join(t + "\n" for t in self._tokens))
+        atomic_write_json(
+            os.path.join(directory, CONFIG_FILENAME),
+            {
+                "tokenizer_class": "BertTokenizer",
+                "do_lower_case": self.lowercase,
+                "strip_accents": self._strip_accents_setting,
+                "tokenize_chinese_chars": self.tokenize_chinese_chars,
+                "max_input_chars_per_word": self.max_input_chars_per_word,
+                "pad_token": PAD_TOKEN,
+                "unk_token": UNK_TOKEN,
+                "cls_token": CLS_TOKEN,
+                "sep_token": SEP_TOKEN,
+                "mask_token": MASK_TOKEN,
+            },
+        )
+
+    def vocabulary_size(self):
+        """Number of tokens in the vocabulary."""
+        return len(self._tokens)
+
+    def get_vocabulary(self):
+        """The tokens in id order (a copy)."""
+        return list(self._tokens)
+
+    def token_to_id(self, token):
+        """Id of `token`; a KeyError naming it if it is not in the vocabulary."""
+        try:
+            return self._token_to_id[token]
+        except KeyError:
+            raise KeyError(f"Token {token!r} is not in the vocabulary ({len(self._tokens)} tokens).") from None
+
+    def id_to_token(self, token_id):
+        """Token with id `token_id`; a ValueError if the id is outside the vocabulary."""
+        token_id = int(token_id)
+        if not 0 <= token_id < len(self._tokens):
+            raise ValueError(f"Token id {token_id} is outside the vocabulary [0, {len(self._tokens)}).")
+        return self._tokens[token_id]
+
+    # ----------------------------------------------------------------------------------------------
+    # TensorFlow graph path.
+
+    def _settings(self):
+        return self.max_input_chars_per_word, self.lowercase, self.strip_accents, self.tokenize_chinese_chars
+
+    def tokenize_tensor(self, text):
+        """Tokenize a `tf.string` tensor in TensorFlow ops (usable in `tf.data` and `tf.function`).
+
+        Args:
+            text: tf.string Tensor, a scalar or `(B,)`. Invalid UTF-8 byte sequences are dropped.
+
+        Returns:
+            int32 token ids: a 1-D Tensor for a scalar input, a `(B, None)` RaggedTensor for `(B,)`.
+        """
+        text = tf.convert_to_tensor(text, dtype=tf.string)
+        scalar = text.shape.rank == 0
+        batch = tf.reshape(text, [1]) if scalar else self._check_rank(text)
+        ids = _tokenize_batch(batch, self._wordpiece, *self._settings())
+        return ids[0] if scalar else ids
+
+    def tokenize_with_offsets_tensor(self, text):
+        """Tokenize a `tf.string` tensor and return each token's UTF-8 byte span in the input.
+
+        Byte offsets index the input after invalid UTF-8 sequences are replaced by U+FFFD (3 bytes);
+        for valid UTF-8 input, which every Python str encodes to, they index the input itself. A token's
+        span covers the input characters it came from, including deleted ones inside it (a soft hyphen
+        within a word, an accent stripped from a letter) and, for a word's last piece, at its end.
+
+        Args:
+            text: tf.string Tensor, a scalar or `(B,)`.
+
+        Returns:
+            (ids int32, starts int64, ends int64), each 1-D for a scalar input or a `(B, None)` RaggedTensor;
+            ends are exclusive.
+        """
+        text = tf.convert_to_tensor(text, dtype=tf.string)
+        scalar = text.shape.rank == 0
+        batch = tf.reshape(text, [1]) if scalar else self._check_rank(text)
+        ids, starts, ends = _tokenize_with_offsets_batch(batch, self._wordpiece, *self._settings())
+        if scalar:
+            return ids[0], starts[0], ends[0]
+        return ids, starts, ends
+
+    @staticmethod
+    def _check_rank(text):
+        if text.shape.rank != 1:
+            raise ValueError(f"Expected a scalar or 1-D tf.string tensor, got shape {text.shape}.")
+        return text
+
+    # ----------------------------------------------------------------------------------------------
+    # Python path.
+
+    @staticmethod
+    def _as_string_list(texts):
+        encoded = []
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"Input {index} is {type(text).__name__}, expected str.")
+            try:
+                encoded.append(text.encode("utf-8"))
+            except UnicodeEncodeError as error:
+                raise ValueError(
+                    f"Input {index} has a lone surrogate {text[error.start]!r} at character {error.start}; "
+                    "it cannot be encoded as UTF-8."
+                ) from error
+        return encoded
+
+    def _run_python(self, texts, with_offsets):
+        """Tokenize a list of str in one graph call; numpy arrays per text (ids, or ids, starts, ends)."""
+        encoded = self._as_string_list(texts)
+        if not encoded:
+            return []
+        function = _shared_batch_function(with_offsets, self.lowercase, self.strip_accents, self.tokenize_chinese_chars)
+        # `_model` is FastWordpieceTokenizer's compiled vocabulary (a uint8 tensor).
+        outputs = function(
+            tf.constant(encoded, dtype=tf.string), self._wordpiece._model, tf.constant(self.max_input_chars_per_word)
+        )
+        outputs = outputs if with_offsets else (outputs,)
+        splits = outputs[0].row_splits.numpy()[1:-1]
+        columns = [np.split(output.flat_values.numpy(), splits) for output in outputs]
+        return list(zip(*columns))
+
+    def tokenize(self, inputs):
+        """Token ids of a str, a list of str, or a tf.string tensor.
+
+        Args:
+            inputs: str, list[str], or tf.string Tensor (scalar or `(B,)`).
+
+        Returns:
+            list[int] for a str, list[list[int]] for a list, and `tokenize_tensor(inputs)` for a tensor.
+        """
+        if isinstance(inputs, (tf.Tensor, tf.Variable)):
+            return self.tokenize_tensor(inputs)
+        if isinstance(inputs, str):
+            return self.tokenize([inputs])[0]
+        return [ids.tolist() for (ids,) in self._run_python(list(inputs), with_offsets=False)]
+
+    def tokenize_with_offsets(self, inputs):
+        """Token ids with the character span each token came from.
+
+        Args:
+            inputs: str or list[str].
+
+        Returns:
+            For a str, `(ids, starts, ends)` Python lists where `text[starts[i]:ends[i]]` is the surface
+            text of token i (code point offsets, end exclusive); for a list, a list of such tuples.
+        """
+        if isinstance(inputs, str):
+            return self.tokenize_with_offsets([inputs])[0]
+        texts = list(inputs)
+        results = []
+        for text, (row_ids, row_starts, row_ends) in zip(texts, self._run_python(texts, with_offsets=True)):
+            char_byte_starts = _character_byte_starts(text)
+            results.append(
+                (
+                    row_ids.tolist(),
+                    np.searchsorted(char_byte_starts, row_starts).tolist(),
+                    np.searchsorted(char_byte_starts, row_ends).tolist(),
+                )
+            )
+        return results
+
+    def detokenize(self, token_ids):
+        """Join tokens back into text: "##" pieces attach to the previous token, others are space-separated.
+
+        Every id is kept, special tokens and [UNK] included. This inverts tokenization only up to what
+        tokenization removes (case, accents, spacing around punctuation).
+
+        Args:
+            token_ids: list[int] (or a 1-D array / tensor), or a list of such lists.
+
+        Returns:
+            str, or list[str] for a list of lists.
+        """
+        if isinstance(token_ids, (tf.Tensor, tf.RaggedTensor)):
+            token_ids = token_ids.to_list() if isinstance(token_ids, tf.RaggedTensor) else token_ids.numpy()
+        token_ids = list(token_ids)
+        if token_ids and not np.isscalar(token_ids[0]):
+            return [self.detokenize(row) for row in token_ids]
+        words = []
+        for token_id in token_ids:
+            token = self.id_to_token(token_id)
+            if token.startswith(CONTINUATION_PREFIX) and words:
+                words[-1] += token[len(CONTINUATION_PREFIX) :]
+            else:
+                words.append(token)
+        return " ".join(words)
+
+
+def _character_byte_starts(text):
+    """UTF-8 byte offset at which each character of `text` starts, plus the total length, as int64."""
+    code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    byte_lengths = 1 + (code_points >= 0x80) + (code_points >= 0x800) + (code_points >= 0x10000)
+    return np.concatenate([[0], np.cumsum(byte_lengths)]).astype(np.int64)
