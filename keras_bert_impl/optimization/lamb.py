@@ -1,0 +1,132 @@
+"""LAMB: layer-wise adaptive moments for large-batch BERT training (You et al., 2019, arXiv:1904.00962).
+
+Why not `keras.optimizers.Lamb` (Keras 3.15 ships one): it takes weight decay from the base optimizer, which
+subtracts `lr * wd * p` before the step, so the decay is neither part of the update whose norm gives the trust
+ratio nor scaled by that ratio, unlike Algorithm 2 of the paper; it has no constructor exclusion list (its
+base-class exclusion matches only bare variable names such as "gamma", not ".../layer_norm/gamma"), no
+switch for the trust ratio per variable group, and no way to turn bias correction off.
+
+Backend-agnostic: `keras.ops` only.
+"""
+
+import keras
+from keras import ops
+
+from keras_bert_impl.optimization.decoupled_weight_decay import (
+    DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+    DecoupledWeightDecayOptimizer,
+    compile_variable_patterns,
+    variable_matches,
+)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class Lamb(DecoupledWeightDecayOptimizer):
+    """LAMB optimizer (You et al., 2019): Adam moments, decoupled decay, and a per-variable trust ratio.
+
+    Per variable `p` with gradient `g` (after global-norm clipping), at step `t` (1-based):
+
+        m = beta_1 * m + (1 - beta_1) * g ;  v = beta_2 * v + (1 - beta_2) * g^2
+        m_hat = m / (1 - beta_1^t) ;  v_hat = v / (1 - beta_2^t)          (if `bias_correction`)
+        r = m_hat / (sqrt(v_hat) + epsilon) + weight_decay_rate * p      (decay unless excluded)
+        ratio = ||p|| / ||r||, or 1 when either norm is 0                 (1 for layer-adaptation exclusions)
+        p = p - lr * ratio * r
+
+    The scaling function phi of the paper is the identity, as in the reference implementations.
+
+    Args:
+        learning_rate: float, `keras.optimizers.schedules.LearningRateSchedule` or callable. Defaults to 0.001.
+        beta_1: float. Decay rate of the first moment. Defaults to 0.9.
+        beta_2: float. Decay rate of the second moment. Defaults to 0.999.
+        epsilon: float. Added to `sqrt(v_hat)`. Defaults to 1e-6.
+        weight_decay_rate: float. Decoupled weight decay coefficient. Defaults to 0.01.
+        exclude_from_weight_decay: list or tuple of str. Regular expressions searched in `variable.path` and
+            `variable.name`; matches get no decay. Defaults to `("layer_norm", "LayerNorm", "bias")`.
+        exclude_from_layer_adaptation: list or tuple of str, or None. Variables matching these get trust ratio
+            1 (a plain Adam step). None means the same list as `exclude_from_weight_decay` (the convention of
+            TensorFlow Addons' LAMB); pass `()` to adapt every variable. Defaults to None.
+        bias_correction: bool. Divide the moments by `1 - beta^t` as in the paper. Defaults to True.
+        global_clipnorm: float or None. Global gradient-norm clip. Defaults to 1.0.
+        **kwargs: other `keras.optimizers.Optimizer` arguments (`gradient_accumulation_steps`, `name`, ...).
+
+    Example:
+    >>> import keras
+    >>> kernel = keras.Variable(keras.ops.full((2, 2), 3.0), name="kernel")
+    >>> optimizer = Lamb(learning_rate=0.1, weight_decay_rate=0.0)
+    >>> _ = optimizer.apply_gradients([(keras.ops.full((2, 2), 0.5), kernel)])
+    >>> # r = 1 everywhere, ratio = ||p|| / ||r|| = 6 / 2 = 3: p = 3 - 0.1 * 3 * 1.
+    >>> round(float(keras.ops.convert_to_numpy(kernel)[0, 0]), 4)
+    2.7
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        weight_decay_rate=0.01,
+        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+        exclude_from_layer_adaptation=None,
+        bias_correction=True,
+        global_clipnorm=1.0,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
+            weight_decay_rate=weight_decay_rate,
+            exclude_from_weight_decay=exclude_from_weight_decay,
+            global_clipnorm=global_clipnorm,
+            **kwargs,
+        )
+        self._layer_adaptation_exclusion = compile_variable_patterns(
+            exclude_from_weight_decay if exclude_from_layer_adaptation is None else exclude_from_layer_adaptation,
+            "exclude_from_layer_adaptation",
+        )
+        self.exclude_from_layer_adaptation = (
+            None if exclude_from_layer_adaptation is None else tuple(exclude_from_layer_adaptation)
+        )
+        self.bias_correction = bool(bias_correction)
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._adapt_flags = [not variable_matches(self._layer_adaptation_exclusion, v) for v in var_list]
+
+    def update_step(self, gradient, variable, learning_rate):
+        dtype = variable.dtype
+        learning_rate = ops.cast(learning_rate, dtype)
+        gradient = ops.cast(gradient, dtype)
+        first_moment, second_moment = self._update_moments(gradient, variable)
+        if self.bias_correction:
+            # `iterations` counts optimizer updates (micro-steps / accumulation steps), so t starts at 1.
+            step = ops.cast(self.iterations + 1, dtype)
+            first_moment = first_moment / (1.0 - ops.power(ops.cast(self.beta_1, dtype), step))
+            second_moment = second_moment / (1.0 - ops.power(ops.cast(self.beta_2, dtype), step))
+        update = first_moment / (ops.sqrt(second_moment) + ops.cast(self.epsilon, dtype))
+        update = self._add_weight_decay(update, variable)
+        if self._adapt_flags[self._get_variable_index(variable)]:
+            weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
+            update_norm = ops.sqrt(ops.sum(ops.square(update)))
+            both_positive = ops.logical_and(weight_norm > 0, update_norm > 0)
+            # The safe denominator keeps the unselected branch finite (0 / 0 would be NaN).
+            trust_ratio = ops.where(
+                both_positive, weight_norm / ops.where(both_positive, update_norm, 1.0), 1.0
+            )
+            update = trust_ratio * update
+        self.assign_sub(variable, learning_rate * update)
+
+    def get_config(self):
+        config = super().get_config()
+        exclusion = self.exclude_from_layer_adaptation
+        config.update(
+            {
+                "exclude_from_layer_adaptation": None if exclusion is None else list(exclusion),
+                "bias_correction": self.bias_correction,
+            }
+        )
+        return config
