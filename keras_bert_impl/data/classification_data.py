@@ -1,0 +1,456 @@
+"""Sentence and sentence-pair classification data: TSV/CSV/JSONL readers, label vocabularies, packed datasets.
+
+Files are tables with named (or, without a header, numbered) text and label columns:
+
+- TSV is read with `csv.QUOTE_NONE`, as GLUE's files need (MRPC and others contain unbalanced quotes); a
+  UTF-8 byte order mark (MRPC has one) is ignored.
+- CSV uses standard quoting; a quoted field may span lines.
+- JSONL holds one JSON object per line; columns are keys.
+
+`GLUE_LAYOUTS` names the columns of the GLUE train/dev files (`read_glue_examples("mrpc", path)`).
+
+Labels: string labels become ids through a `LabelVocabulary` (saved as JSON next to a model, atomically);
+in regression mode (STS-B) labels are floats. A label outside the vocabulary, a missing column or a
+non-numeric regression label raises `ClassificationDataError` naming the file, the line and the value.
+
+Packing follows `run_classifier.py`: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, the longer segment
+truncated first (`keras_bert_impl.data.packing.SegmentPacker`). `make_classification_dataset` returns a
+`tf.data.Dataset` of `(x, y)`: TensorFlow at the data edge.
+"""
+
+import csv
+import dataclasses
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.data.packing import SegmentPacker
+from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+FILE_FORMATS = ("tsv", "csv", "jsonl")
+LABEL_VOCABULARY_FILENAME = "label_vocabulary.json"
+
+
+class ClassificationDataError(ValueError):
+    """A classification data file that cannot be used: a missing column, a bad label, a malformed line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationExample:
+    """One example: its text(s), its raw label and where it came from.
+
+    Args:
+        texts: tuple of str. One text (single sentence) or two (sentence pair).
+        label: str, float or None. The label as read (a float in regression mode); None for unlabeled data.
+        source: str. The file it was read from. Defaults to "".
+        line: int. Line number (1-based, header included) where the row starts. Defaults to 0.
+    """
+
+    texts: tuple
+    label: object = None
+    source: str = ""
+    line: int = 0
+
+    @property
+    def location(self):
+        """`"path, line N"` for error messages."""
+        return f"{self.source}, line {self.line}"
+
+
+@dataclasses.dataclass(frozen=True)
+class TableLayout:
+    """Where a file keeps its texts and labels.
+
+    Args:
+        text_columns: tuple of str or int. One or two column names (or 0-based indices without a header).
+        label_column: str, int or None. Label column; None for unlabeled files.
+        has_header: bool. The first row names the columns. Defaults to True.
+        labels: tuple of str or None. The fixed label set (ids in this order); None for regression.
+        regression: bool. Float labels. Defaults to False.
+    """
+
+    text_columns: tuple
+    label_column: object
+    has_header: bool = True
+    labels: tuple = None
+    regression: bool = False
+
+
+# Train/dev files of the GLUE benchmark; label orders follow `run_classifier.py`'s `get_labels`.
+GLUE_LAYOUTS = {
+    "cola": TableLayout((3,), 1, has_header=False, labels=("0", "1")),
+    "sst2": TableLayout(("sentence",), "label", labels=("0", "1")),
+    "mrpc": TableLayout(("#1 String", "#2 String"), "Quality", labels=("0", "1")),
+    "qqp": TableLayout(("question1", "question2"), "is_duplicate", labels=("0", "1")),
+    "stsb": TableLayout(("sentence1", "sentence2"), "score", regression=True),
+    "mnli": TableLayout(("sentence1", "sentence2"), "gold_label", labels=("contradiction", "entailment", "neutral")),
+    "qnli": TableLayout(("question", "sentence"), "label", labels=("entailment", "not_entailment")),
+    "rte": TableLayout(("sentence1", "sentence2"), "label", labels=("entailment", "not_entailment")),
+    "wnli": TableLayout(("sentence1", "sentence2"), "label", labels=("0", "1")),
+}
+
+
+def _file_format(path, file_format):
+    if file_format is None:
+        file_format = os.path.splitext(path)[1].lstrip(".").lower()
+    if file_format not in FILE_FORMATS:
+        raise ClassificationDataError(
+            f"{path}: cannot tell the file format; pass file_format as one of {FILE_FORMATS}."
+        )
+    return file_format
+
+
+def _as_column_list(text_columns):
+    if isinstance(text_columns, (str, int)):
+        text_columns = (text_columns,)
+    text_columns = tuple(text_columns)
+    if len(text_columns) not in (1, 2):
+        raise ValueError(f"text_columns must name one or two columns, got {text_columns!r}.")
+    return text_columns
+
+
+def _regression_label(value, location, column):
+    if isinstance(value, bool):
+        raise ClassificationDataError(f"{location}: regression label {value!r} in column {column!r} is not a number.")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ClassificationDataError(
+            f"{location}: regression label {value!r} in column {column!r} is not a number."
+        ) from None
+
+
+def _class_label(value, location, column):
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ClassificationDataError(
+        f"{location}: label {value!r} in column {column!r} must be a string or an integer."
+    )
+
+
+def _table_rows(path, delimiter, quoting, has_header):
+    """Yields (line number, cells) of the data rows, after the header; blank lines are skipped."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
+        header = None
+        previous_line = 0
+        for cells in reader:
+            line = previous_line + 1
+            previous_line = reader.line_num
+            if not cells:
+                continue
+            if has_header and header is None:
+                header = cells
+                yield line, None, header
+                continue
+            yield line, cells, header
+
+
+def _read_table(path, text_columns, label_column, has_header, delimiter, quoting):
+    """(line, texts, raw label) of each row of a TSV/CSV file."""
+    columns = text_columns + ((label_column,) if label_column is not None else ())
+    indices = None
+    for line, cells, header in _table_rows(path, delimiter, quoting, has_header):
+        if indices is None:
+            indices = _column_indices(path, columns, header)
+            if cells is None:
+                continue
+        needed = max(indices) + 1
+        if len(cells) < needed:
+            raise ClassificationDataError(
+                f"{path}, line {line}: expected at least {needed} columns, found {len(cells)}."
+            )
+        texts = tuple(cells[index] for index in indices[: len(text_columns)])
+        label = cells[indices[-1]] if label_column is not None else None
+        yield line, texts, label
+
+
+def _column_indices(path, columns, header):
+    if header is None:
+        for column in columns:
+            if not isinstance(column, int) or column < 0:
+                raise ClassificationDataError(
+                    f"{path}: without a header, columns are 0-based indices; got {column!r}."
+                )
+        return list(columns)
+    indices = []
+    for column in columns:
+        if isinstance(column, int):
+            if not 0 <= column < len(header):
+                raise ClassificationDataError(
+                    f"{path}: column index {column} is outside the header ({len(header)} columns)."
+                )
+            indices.append(column)
+        elif column in header:
+            indices.append(header.index(column))
+        else:
+            raise ClassificationDataError(f"{path}: no column {column!r} in the header {header}.")
+    return indices
+
+
+def _read_jsonl(path, text_columns, label_column):
+    with open(path, encoding="utf-8-sig") as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise ClassificationDataError(
+                    f"{path}, line {line}: malformed JSON at column {error.colno}: {error.msg}."
+                ) from error
+            if not isinstance(record, dict):
+                raise ClassificationDataError(
+                    f"{path}, line {line}: expected a JSON object, got {type(record).__name__}."
+                )
+            texts = []
+            for column in text_columns:
+                if column not in record:
+                    raise ClassificationDataError(f"{path}, line {line}: missing the text field {column!r}.")
+                if not isinstance(record[column], str):
+                    raise ClassificationDataError(
+                        f"{path}, line {line}: text field {column!r} must be a string, got {record[column]!r:.60}."
+                    )
+                texts.append(record[column])
+            if label_column is not None and label_column not in record:
+                raise ClassificationDataError(f"{path}, line {line}: missing the label field {label_column!r}.")
+            yield line, tuple(texts), record[label_column] if label_column is not None else None
+
+
+def read_classification_examples(
+    path,
+    text_columns,
+    label_column=None,
+    file_format=None,
+    has_header=True,
+    regression=False,
+):
+    """Reads a TSV, CSV or JSONL file of texts and labels.
+
+    Args:
+        path: str. The file.
+        text_columns: str, int, or a sequence of one or two of them. Text column names (header names or JSONL
+            keys) or 0-based indices (files without a header).
+        label_column: str, int or None. Label column; None for unlabeled data. Defaults to None.
+        file_format: str or None. "tsv", "csv" or "jsonl"; None takes the file extension. Defaults to None.
+        has_header: bool. TSV/CSV: the first non-blank row names the columns. Defaults to True.
+        regression: bool. Parse labels as floats (STS-B). Defaults to False.
+
+    Returns:
+        list of `ClassificationExample`.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("sentence\\tlabel\\nit's \\"great\\tok\\n")
+    >>> read_classification_examples(path, "sentence", "label")[0].texts
+    ('it\\'s "great',)
+    """
+    text_columns = _as_column_list(text_columns)
+    file_format = _file_format(path, file_format)
+    if file_format == "jsonl":
+        rows = _read_jsonl(path, text_columns, label_column)
+    else:
+        delimiter, quoting = ("\t", csv.QUOTE_NONE) if file_format == "tsv" else (",", csv.QUOTE_MINIMAL)
+        rows = _read_table(path, text_columns, label_column, has_header, delimiter, quoting)
+    examples = []
+    for line, texts, label in rows:
+        location = f"{path}, line {line}"
+        if label is not None:
+            label = (_regression_label if regression else _class_label)(label, location, label_column)
+        examples.append(ClassificationExample(texts, label, path, line))
+    return examples
+
+
+def read_glue_examples(task, path, labeled=True):
+    """Reads a GLUE train or dev file with the task's layout (`GLUE_LAYOUTS`).
+
+    Args:
+        task: str. "cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte" or "wnli" (case and "-"
+            ignored).
+        path: str. The task's train.tsv or dev.tsv.
+        labeled: bool. Read the label column. Defaults to True.
+
+    Returns:
+        list of `ClassificationExample`.
+    """
+    layout = glue_layout(task)
+    return read_classification_examples(
+        path,
+        layout.text_columns,
+        layout.label_column if labeled else None,
+        file_format="tsv",
+        has_header=layout.has_header,
+        regression=layout.regression,
+    )
+
+
+def glue_layout(task):
+    """The `TableLayout` of a GLUE task's train/dev files."""
+    key = task.lower().replace("-", "")
+    if key not in GLUE_LAYOUTS:
+        raise ValueError(f"Unknown GLUE task {task!r}; expected one of {sorted(GLUE_LAYOUTS)}.")
+    return GLUE_LAYOUTS[key]
+
+
+class LabelVocabulary:
+    """String labels <-> class ids, saved as JSON next to a model.
+
+    Args:
+        labels: sequence of str. The labels, id i being `labels[i]`; no repeats.
+
+    Example:
+    >>> vocabulary = LabelVocabulary(["contradiction", "entailment", "neutral"])
+    >>> vocabulary.label_to_id("neutral"), vocabulary.id_to_label(1)
+    (2, 'entailment')
+    """
+
+    def __init__(self, labels):
+        labels = [str(label) for label in labels]
+        if not labels:
+            raise ValueError("A label vocabulary needs at least one label.")
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(f"Repeated labels in the label vocabulary: {repeated}.")
+        self.labels = labels
+        self._ids = {label: index for index, label in enumerate(labels)}
+
+    @classmethod
+    def from_examples(cls, examples):
+        """The sorted set of labels in `examples` (numerically if they are all integers: "2" < "10")."""
+        labels = {example.label for example in examples if example.label is not None}
+        if not labels:
+            raise ValueError("The examples have no labels to build a label vocabulary from.")
+        if all(label.lstrip("-").isdigit() for label in labels):
+            return cls(sorted(labels, key=int))
+        return cls(sorted(labels))
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __eq__(self, other):
+        return isinstance(other, LabelVocabulary) and self.labels == other.labels
+
+    def __repr__(self):
+        return f"LabelVocabulary({self.labels!r})"
+
+    def label_to_id(self, label, location=None):
+        """The id of `label`; `location` ("file, line N") goes into the error for an unknown label."""
+        if label not in self._ids:
+            where = f"{location}: " if location else ""
+            raise ClassificationDataError(f"{where}label {label!r} is not one of the known labels {self.labels}.")
+        return self._ids[label]
+
+    def id_to_label(self, label_id):
+        """The label with id `label_id`."""
+        if not 0 <= int(label_id) < len(self.labels):
+            raise ValueError(f"Label id {label_id} is outside [0, {len(self.labels)}).")
+        return self.labels[int(label_id)]
+
+    def encode(self, examples):
+        """int32 `(N,)` ids of the examples' labels; an unknown or missing label names its file and line."""
+        ids = np.zeros((len(examples),), dtype=np.int32)
+        for index, example in enumerate(examples):
+            if example.label is None:
+                raise ClassificationDataError(f"{example.location}: the example has no label.")
+            ids[index] = self.label_to_id(example.label, example.location)
+        return ids
+
+    def save(self, path):
+        """Writes `{"labels": [...]}` to `path` atomically (by convention `label_vocabulary.json`)."""
+        atomic_write_json(path, {"labels": self.labels})
+
+    @classmethod
+    def load(cls, path):
+        """Reads a vocabulary written by `save`."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ClassificationDataError(
+                f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
+            ) from error
+        if not isinstance(content, dict) or not isinstance(content.get("labels"), list):
+            raise ClassificationDataError(f"{path}: expected a JSON object with a 'labels' list.")
+        return cls(content["labels"])
+
+
+def pack_classification_examples(examples, tokenizer, sequence_length=128, label_vocabulary=None,
+                                 regression=False):
+    """Tokenizes and packs examples into NumPy backbone inputs and labels.
+
+    Args:
+        examples: sequence of `ClassificationExample`, all with one text or all with two.
+        tokenizer: `keras_bert_impl.tokenization.BertTokenizer`.
+        sequence_length: int. T. Defaults to 128.
+        label_vocabulary: `LabelVocabulary` or None. Needed for labeled classification data. Defaults to None.
+        regression: bool. Float labels. Defaults to False.
+
+    Returns:
+        `(x, y)`: x the dict `{"token_ids", "segment_ids", "padding_mask"}` of `(N, T)` arrays; y int32
+        `(N,)` class ids, float32 `(N,)` scores for regression, or None when the examples have no labels.
+    """
+    examples = list(examples)
+    if not examples:
+        raise ValueError("No examples to pack.")
+    widths = {len(example.texts) for example in examples}
+    if len(widths) != 1:
+        raise ValueError("Mix of single-text and text-pair examples; read them with the same text_columns.")
+    labeled = {example.label is not None for example in examples}
+    if len(labeled) != 1:
+        missing = next(example for example in examples if example.label is None)
+        raise ClassificationDataError(f"{missing.location}: the example has no label, others do.")
+    first = tokenizer.tokenize([example.texts[0] for example in examples])
+    second = tokenizer.tokenize([example.texts[1] for example in examples]) if widths == {2} else None
+    packer = SegmentPacker(sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+    x = packer.pack(first, second)
+    if labeled == {False}:
+        return x, None
+    if regression:
+        return x, np.asarray([example.label for example in examples], dtype=np.float32)
+    if label_vocabulary is None:
+        raise ValueError(
+            "Labeled classification data needs a label_vocabulary (LabelVocabulary.from_examples(train) for "
+            "the training set, the same vocabulary for dev and test)."
+        )
+    return x, label_vocabulary.encode(examples)
+
+
+def make_classification_dataset(
+    examples,
+    tokenizer,
+    sequence_length=128,
+    label_vocabulary=None,
+    regression=False,
+    batch_size=32,
+    shuffle=False,
+    seed=None,
+    drop_remainder=False,
+):
+    """A `tf.data.Dataset` of packed `(x, y)` batches (`x` alone for unlabeled examples).
+
+    Args:
+        examples: sequence of `ClassificationExample`.
+        tokenizer: `keras_bert_impl.tokenization.BertTokenizer`.
+        sequence_length: int. T. Defaults to 128.
+        label_vocabulary: `LabelVocabulary` or None. For labeled classification data. Defaults to None.
+        regression: bool. Float labels. Defaults to False.
+        batch_size: int. Defaults to 32.
+        shuffle: bool. Reshuffle every epoch. Defaults to False.
+        seed: int or None. Shuffle seed. Defaults to None.
+        drop_remainder: bool. Drop a last partial batch. Defaults to False.
+
+    Returns:
+        `tf.data.Dataset` yielding `(x, y)` with x `{"token_ids": int32 (B, T), "segment_ids": int32 (B, T),
+        "padding_mask": bool (B, T)}` and y int32 `(B,)` (float32 for regression).
+    """
+    x, y = pack_classification_examples(examples, tokenizer, sequence_length, label_vocabulary, regression)
+    dataset = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y))
+    if shuffle:
+        dataset = dataset.shuffle(len(x["token_ids"]), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

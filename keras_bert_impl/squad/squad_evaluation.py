@@ -1,0 +1,309 @@
+"""SQuAD v1.1 and v2.0 evaluation with the semantics of the official evaluation scripts.
+
+Written independently; it reproduces the official `evaluate-v1.1.py` and `evaluate-v2.0.py` numbers,
+including their corner cases:
+
+- `normalize_answer`: lowercase, drop ASCII punctuation (`string.punctuation`), replace the words a/an/the
+  by a space, collapse whitespace.
+- Exact match: normalized strings equal. F1: token overlap of the normalized answers (multiset
+  intersection). Each question takes the max over its gold answers.
+- v1.1: an empty normalized prediction or gold scores F1 0 (even against each other); a question without
+  a prediction scores 0 and still counts in the total. Keys `exact_match`, `f1`.
+- v2.0: gold answers that normalize to "" are dropped; a question with none left has gold [""]; F1 is 1
+  when both the prediction and the gold are empty, 0 when only one is. A question without a prediction is
+  left out of the total (logged). With no-answer probabilities (null odds), a question is predicted
+  unanswerable iff its odds exceed `na_prob_thresh` (score 1 if it has no answer, else 0), and
+  `best_exact` / `best_f1` with their thresholds come from the official sweep over the odds
+  (`find_best_thresh`). Keys `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*`, `best_*`.
+
+The official v2.0 script raises on the HasAns/NoAns splits when some predictions are missing; here the
+missing questions are left out of those splits too.
+"""
+
+import collections
+import json
+import logging
+import re
+import string
+
+from keras_bert_impl.squad.squad_reader import SquadFormatError, load_squad_json
+
+logger = logging.getLogger(__name__)
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+
+
+def normalize_answer(text):
+    """Normalizes an answer as the official SQuAD scripts do.
+
+    Args:
+        text: str.
+
+    Returns:
+        str. Lowercased, ASCII punctuation removed, articles a/an/the removed, whitespace collapsed.
+
+    Example:
+    >>> normalize_answer("The  Eiffel-Tower!")
+    'eiffeltower'
+    """
+    text = "".join(character for character in text.lower() if character not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match_score(prediction, ground_truth):
+    """1 if the normalized prediction equals the normalized gold answer, else 0."""
+    return int(normalize_answer(prediction) == normalize_answer(ground_truth))
+
+
+def f1_score(prediction, ground_truth, empty_answers_match=True):
+    """Token-overlap F1 between normalized answers.
+
+    Args:
+        prediction: str.
+        ground_truth: str.
+        empty_answers_match: bool. v2.0 semantics (True): if either side normalizes to no tokens, the
+            score is 1 when both do and 0 otherwise. v1.1 semantics (False): no common token scores 0,
+            so two empty answers score 0. Defaults to True.
+
+    Returns:
+        float in [0, 1].
+
+    Example:
+    >>> round(f1_score("the cat sat", "a cat sat down"), 4)
+    0.8
+    """
+    prediction_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(ground_truth).split()
+    if empty_answers_match and (not prediction_tokens or not gold_tokens):
+        return float(prediction_tokens == gold_tokens)
+    common = collections.Counter(prediction_tokens) & collections.Counter(gold_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = num_same / len(prediction_tokens)
+    recall = num_same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _articles(dataset):
+    """The list of articles, from the file's whole JSON object or its `data` list."""
+    if isinstance(dataset, dict):
+        if "data" not in dataset:
+            raise SquadFormatError("The SQuAD dataset object has no 'data' field.")
+        dataset = dataset["data"]
+    return dataset
+
+
+def _questions(dataset):
+    """(qas_id, gold answer texts) for every question of the dataset, in file order."""
+    for article in _articles(dataset):
+        for paragraph in article["paragraphs"]:
+            for question in paragraph["qas"]:
+                yield question["id"], [answer["text"] for answer in question.get("answers", [])]
+
+
+def evaluate_v1(dataset, predictions):
+    """SQuAD v1.1 exact match and F1, as the official `evaluate-v1.1.py`.
+
+    Args:
+        dataset: dict or list. The SQuAD JSON object, or its `data` list of articles.
+        predictions: dict qas_id -> predicted text.
+
+    Returns:
+        dict `{"exact_match": float, "f1": float}` in percent.
+
+    Example:
+    >>> data = [{"paragraphs": [{"qas": [{"id": "q", "answers": [{"text": "the Cat"}]}]}]}]
+    >>> evaluate_v1(data, {"q": "cat"})
+    {'exact_match': 100.0, 'f1': 100.0}
+    """
+    exact_total = f1_total = 0.0
+    total = 0
+    for qas_id, gold_texts in _questions(dataset):
+        total += 1
+        if qas_id not in predictions:
+            logger.warning("Unanswered question %s will receive score 0.", qas_id)
+            continue
+        if not gold_texts:
+            raise ValueError(
+                f"Question {qas_id!r} has no gold answers; SQuAD v1.1 evaluation needs at least one (use "
+                f"evaluate_v2 for data with unanswerable questions)."
+            )
+        prediction = predictions[qas_id]
+        exact_total += max(exact_match_score(prediction, gold) for gold in gold_texts)
+        f1_total += max(f1_score(prediction, gold, empty_answers_match=False) for gold in gold_texts)
+    if total == 0:
+        raise ValueError("The SQuAD dataset has no questions to evaluate.")
+    return {"exact_match": 100.0 * exact_total / total, "f1": 100.0 * f1_total / total}
+
+
+def question_has_answer(dataset):
+    """dict qas_id -> True if the question has at least one gold answer (the v2.0 HasAns split)."""
+    return {qas_id: bool(gold_texts) for qas_id, gold_texts in _questions(dataset)}
+
+
+def raw_scores_v2(dataset, predictions):
+    """Per-question exact and F1 (0/1 and [0, 1]) before any no-answer threshold, v2.0 semantics.
+
+    Args:
+        dataset: dict or list. The SQuAD JSON object or its `data` list.
+        predictions: dict qas_id -> predicted text ("" = no answer).
+
+    Returns:
+        (exact, f1): dicts qas_id -> score, for the questions that have a prediction.
+    """
+    exact, f1 = {}, {}
+    for qas_id, gold_texts in _questions(dataset):
+        gold_texts = [gold for gold in gold_texts if normalize_answer(gold)] or [""]
+        if qas_id not in predictions:
+            logger.warning("Missing prediction for %s.", qas_id)
+            continue
+        prediction = predictions[qas_id]
+        exact[qas_id] = max(exact_match_score(prediction, gold) for gold in gold_texts)
+        f1[qas_id] = max(f1_score(prediction, gold) for gold in gold_texts)
+    return exact, f1
+
+
+def _apply_no_answer_threshold(scores, na_probs, has_answer, na_prob_thresh):
+    return {
+        qas_id: float(not has_answer[qas_id]) if na_probs[qas_id] > na_prob_thresh else score
+        for qas_id, score in scores.items()
+    }
+
+
+def _summary(exact, f1, qas_ids):
+    total = len(qas_ids)
+    return {
+        "exact": 100.0 * sum(exact[qas_id] for qas_id in qas_ids) / total,
+        "f1": 100.0 * sum(f1[qas_id] for qas_id in qas_ids) / total,
+        "total": total,
+    }
+
+
+def find_best_threshold(predictions, scores, na_probs, has_answer):
+    """The official v2.0 sweep for the best no-answer threshold.
+
+    Questions are visited by increasing odds; answering all questions up to the current one (the rest
+    predicted unanswerable) changes the score by the question's raw score if it has an answer, by -1 if it
+    has none but a non-empty prediction, else 0. Starting from "everything unanswerable" (threshold 0.0, the
+    official starting value), the best strictly improving point wins.
+
+    Args:
+        predictions: dict qas_id -> predicted text.
+        scores: dict qas_id -> raw exact or F1 score (from `raw_scores_v2`).
+        na_probs: dict qas_id -> null odds / no-answer probability.
+        has_answer: dict qas_id -> bool (from `question_has_answer`).
+
+    Returns:
+        (best score in percent, threshold).
+    """
+    score = best_score = sum(1 for answerable in has_answer.values() if not answerable)
+    best_threshold = 0.0
+    for qas_id in sorted(na_probs, key=lambda key: na_probs[key]):
+        if qas_id not in scores:
+            continue
+        if has_answer[qas_id]:
+            score += scores[qas_id]
+        elif predictions[qas_id]:
+            score -= 1
+        if score > best_score:
+            best_score = score
+            best_threshold = na_probs[qas_id]
+    return 100.0 * best_score / len(scores), best_threshold
+
+
+def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
+    """SQuAD v2.0 evaluation, as the official `evaluate-v2.0.py`.
+
+    Args:
+        dataset: dict or list. The SQuAD JSON object, or its `data` list of articles.
+        predictions: dict qas_id -> predicted text ("" = no answer).
+        na_probs: dict qas_id -> float or None. No-answer probabilities or null odds (null_odds.json).
+            When given, the `best_*` keys are added. Defaults to None (all 0.0).
+        na_prob_thresh: float. Predict "no answer" where `na_probs > na_prob_thresh`. Defaults to 1.0.
+
+    Returns:
+        dict with `exact`, `f1`, `total`, and when present `HasAns_exact`, `HasAns_f1`, `HasAns_total`,
+        `NoAns_exact`, `NoAns_f1`, `NoAns_total`; with `na_probs` also `best_exact`,
+        `best_exact_thresh`, `best_f1`, `best_f1_thresh`. Scores in percent.
+
+    Example:
+    >>> data = [{"paragraphs": [{"qas": [{"id": "a", "answers": [{"text": "Paris"}]},
+    ...                                  {"id": "b", "answers": []}]}]}]
+    >>> result = evaluate_v2(data, {"a": "paris", "b": ""})
+    >>> result["exact"], result["HasAns_total"], result["NoAns_exact"]
+    (100.0, 1, 100.0)
+    """
+    has_answer = question_has_answer(dataset)
+    exact_raw, f1_raw = raw_scores_v2(dataset, predictions)
+    if not exact_raw:
+        raise ValueError("No question of the SQuAD dataset has a prediction; nothing to evaluate.")
+    given_na_probs = na_probs is not None
+    if not given_na_probs:
+        na_probs = {qas_id: 0.0 for qas_id in predictions}
+    missing = [qas_id for qas_id in exact_raw if qas_id not in na_probs]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} predicted questions have no no-answer probability, e.g. {missing[0]!r}."
+        )
+    exact = _apply_no_answer_threshold(exact_raw, na_probs, has_answer, na_prob_thresh)
+    f1 = _apply_no_answer_threshold(f1_raw, na_probs, has_answer, na_prob_thresh)
+    result = _summary(exact, f1, list(exact))
+    for prefix, answerable in (("HasAns", True), ("NoAns", False)):
+        split = [qas_id for qas_id, value in has_answer.items() if value == answerable and qas_id in exact]
+        if split:
+            for key, value in _summary(exact, f1, split).items():
+                result[f"{prefix}_{key}"] = value
+    if given_na_probs:
+        result["best_exact"], result["best_exact_thresh"] = find_best_threshold(
+            predictions, exact_raw, na_probs, has_answer
+        )
+        result["best_f1"], result["best_f1_thresh"] = find_best_threshold(predictions, f1_raw, na_probs, has_answer)
+    return result
+
+
+def evaluate_squad_files(dataset_path, predictions_path, na_prob_path=None, version_2=None,
+                         na_prob_thresh=1.0):
+    """Evaluates predictions.json (and null_odds.json) against a SQuAD file, like the official scripts.
+
+    Args:
+        dataset_path: str. The SQuAD v1.1 or v2.0 JSON file.
+        predictions_path: str. predictions.json (qas_id -> text).
+        na_prob_path: str or None. null_odds.json (v2.0 only). Defaults to None.
+        version_2: bool or None. Use v2.0 evaluation; None picks v2.0 if the file's `version` starts
+            with "v2" or any question has `is_impossible`. Defaults to None.
+        na_prob_thresh: float. v2.0 no-answer threshold. Defaults to 1.0.
+
+    Returns:
+        dict, as `evaluate_v1` or `evaluate_v2`.
+    """
+    dataset = load_squad_json(dataset_path)
+    predictions = _load_json_object(predictions_path)
+    if version_2 is None:
+        version_2 = str(dataset.get("version", "")).startswith("v2") or any(
+            question.get("is_impossible", False)
+            for article in _articles(dataset)
+            for paragraph in article["paragraphs"]
+            for question in paragraph["qas"]
+        )
+    if not version_2:
+        if na_prob_path is not None:
+            raise ValueError("No-answer probabilities (na_prob_path) only apply to SQuAD v2.0 evaluation.")
+        return evaluate_v1(dataset, predictions)
+    na_probs = _load_json_object(na_prob_path) if na_prob_path is not None else None
+    return evaluate_v2(dataset, predictions, na_probs, na_prob_thresh)
+
+
+def _load_json_object(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except json.JSONDecodeError as error:
+        raise SquadFormatError(
+            f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
+        ) from error
+    if not isinstance(value, dict):
+        raise SquadFormatError(f"{path}: expected a JSON object mapping question ids, got {type(value).__name__}.")
+    return value

@@ -1,0 +1,283 @@
+"""Reading SQuAD v1.1 and v2.0 JSON files into question/context examples.
+
+A SQuAD file is `{"version": ..., "data": [article, ...]}`; each article holds `paragraphs`, each paragraph a
+`context` string and its `qas`; each question has an `id`, the `question` text, a list of `answers`
+(`{"text", "answer_start"}`, `answer_start` a character offset into the context) and, in v2.0, an
+`is_impossible` flag (impossible questions have no answers).
+
+The original `run_squad.py` maps answers onto whitespace-split words; here answers stay character spans of
+the context, and `squad_features.py` maps them onto WordPiece tokens through the tokenizer's character
+offsets.
+
+Bad input:
+- Malformed JSON raises `SquadFormatError` naming the file, line and column.
+- A missing or mistyped field raises `SquadFormatError` naming the file, the article/paragraph/question
+  index (`data[0].paragraphs[3].qas[1]`) and the field.
+- For training, a question whose first answer does not match the context at `answer_start` is skipped with
+  a `logging` warning; `SquadExamples.skipped` lists every skip and why.
+"""
+
+import collections.abc
+import dataclasses
+import json
+import logging
+
+logger = logging.getLogger(__name__)
+
+# Individual skip warnings are logged up to this many per file; a summary line always reports the total.
+_MAX_INDIVIDUAL_SKIP_WARNINGS = 20
+
+
+class SquadFormatError(ValueError):
+    """A SQuAD file that cannot be read: malformed JSON, or a missing or mistyped field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadAnswer:
+    """One gold answer: its text and the character offset where it starts in the context.
+
+    Args:
+        text: str. The answer text.
+        answer_start: int or None. Character (code point) offset of the answer in the context; None when
+            the file does not give one (allowed for evaluation-only data).
+    """
+
+    text: str
+    answer_start: int | None
+
+    @property
+    def answer_end(self):
+        """Character offset one past the answer's last character, or None without `answer_start`."""
+        if self.answer_start is None:
+            return None
+        return self.answer_start + len(self.text)
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+    """One SQuAD question about one context.
+
+    Args:
+        qas_id: str. The question id (the key of predictions.json).
+        question_text: str. The question.
+        context_text: str. The paragraph the answer is taken from (may be empty).
+        answers: tuple of `SquadAnswer`. Gold answers; empty for impossible questions. For training the
+            first answer is the label.
+        is_impossible: bool. True for SQuAD v2.0 questions without an answer in the context.
+        title: str. The article title. Defaults to "".
+    """
+
+    qas_id: str
+    question_text: str
+    context_text: str
+    answers: tuple
+    is_impossible: bool = False
+    title: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedQuestion:
+    """A training question left out because its answer could not be located in the context.
+
+    Args:
+        qas_id: str. The question id.
+        location: str. Where the question is in the file, e.g. `data[0].paragraphs[3].qas[1]`.
+        reason: str. Why it was skipped.
+    """
+
+    qas_id: str
+    location: str
+    reason: str
+
+
+class SquadExamples(collections.abc.Sequence):
+    """The examples read from one SQuAD file: a sequence of `SquadExample` plus what was skipped.
+
+    Args:
+        examples: list of `SquadExample`.
+        skipped: list of `SkippedQuestion`. Training questions that were left out.
+        version: str. The file's `version` field ("" when absent).
+    """
+
+    def __init__(self, examples, skipped=(), version=""):
+        self.examples = list(examples)
+        self.skipped = list(skipped)
+        self.version = version
+
+    def __getitem__(self, index):
+        return self.examples[index]
+
+    def __len__(self):
+        return len(self.examples)
+
+    @property
+    def has_impossible_questions(self):
+        """True if any example is an impossible (SQuAD v2.0) question."""
+        return any(example.is_impossible for example in self.examples)
+
+
+def _field(container, key, expected_type, source, location, default=dataclasses.MISSING):
+    if not isinstance(container, dict):
+        raise SquadFormatError(
+            f"{source}: {location} must be a JSON object, got {type(container).__name__}."
+        )
+    if key not in container:
+        if default is not dataclasses.MISSING:
+            return default
+        raise SquadFormatError(f"{source}: {location} is missing the field {key!r}.")
+    value = container[key]
+    # bool is a subclass of int; an answer_start of `true` is a mistake, not an offset.
+    wrong_bool = isinstance(value, bool) and expected_type is not bool
+    if not isinstance(value, expected_type) or wrong_bool:
+        raise SquadFormatError(
+            f"{source}: {location}.{key} must be {expected_type.__name__}, got {type(value).__name__} "
+            f"({value!r:.60})."
+        )
+    return value
+
+
+def _answer_mismatch(context, answer):
+    """Why `answer` cannot be located in `context`, or None if its text is there at answer_start."""
+    if answer.answer_start is None:
+        return "the answer has no answer_start"
+    if not answer.text.strip():
+        return "the answer text is empty"
+    if answer.answer_start < 0 or answer.answer_end > len(context):
+        return (
+            f"answer_start {answer.answer_start} + length {len(answer.text)} is outside the context "
+            f"({len(context)} characters)"
+        )
+    found = context[answer.answer_start : answer.answer_end]
+    if found != answer.text:
+        return f"the context at answer_start {answer.answer_start} reads {found!r:.80}, not {answer.text!r:.80}"
+    return None
+
+
+def parse_squad_examples(squad_json, is_training=False, source="<squad json>"):
+    """Turns an already loaded SQuAD JSON object into examples.
+
+    Args:
+        squad_json: dict. The parsed file (`{"version": ..., "data": [...]}`).
+        is_training: bool. If True, each answerable question needs an answer with `answer_start`, and
+            questions whose first answer does not match the context are skipped (logged and listed in
+            `skipped`). If False, answers are kept as they are (evaluation only uses their text) and a
+            question may have no `answers` field. Defaults to False.
+        source: str. Name used in error messages. Defaults to "<squad json>".
+
+    Returns:
+        `SquadExamples`.
+
+    Example:
+    >>> data = {"data": [{"title": "t", "paragraphs": [{"context": "Paris is in France.",
+    ...     "qas": [{"id": "q1", "question": "Where is Paris?",
+    ...              "answers": [{"text": "France", "answer_start": 12}]}]}]}]}
+    >>> examples = parse_squad_examples(data, is_training=True)
+    >>> examples[0].answers[0].text
+    'France'
+    """
+    articles = _field(squad_json, "data", list, source, "the top level")
+    version = squad_json.get("version", "")
+    version = version if isinstance(version, str) else str(version)
+    examples, skipped = [], []
+    for article_index, article in enumerate(articles):
+        article_location = f"data[{article_index}]"
+        title = _field(article, "title", str, source, article_location, default="")
+        paragraphs = _field(article, "paragraphs", list, source, article_location)
+        for paragraph_index, paragraph in enumerate(paragraphs):
+            paragraph_location = f"{article_location}.paragraphs[{paragraph_index}]"
+            context = _field(paragraph, "context", str, source, paragraph_location)
+            questions = _field(paragraph, "qas", list, source, paragraph_location)
+            for question_index, question in enumerate(questions):
+                location = f"{paragraph_location}.qas[{question_index}]"
+                example = _parse_question(question, context, title, is_training, source, location)
+                reason = None
+                if is_training and not example.is_impossible:
+                    reason = _answer_mismatch(context, example.answers[0])
+                if reason is None:
+                    examples.append(example)
+                    continue
+                skipped.append(SkippedQuestion(example.qas_id, location, reason))
+                if len(skipped) <= _MAX_INDIVIDUAL_SKIP_WARNINGS:
+                    logger.warning("%s: skipping %s (id %r): %s.", source, location, example.qas_id, reason)
+    if skipped:
+        logger.warning(
+            "%s: skipped %d of %d training questions whose answer does not match the context.",
+            source,
+            len(skipped),
+            len(skipped) + len(examples),
+        )
+    return SquadExamples(examples, skipped, version)
+
+
+def _parse_question(question, context, title, is_training, source, location):
+    qas_id = _field(question, "id", str, source, location)
+    question_text = _field(question, "question", str, source, location)
+    is_impossible = _field(question, "is_impossible", bool, source, location, default=False)
+    raw_answers = _field(question, "answers", list, source, location, default=None)
+    if raw_answers is None:
+        if is_training and not is_impossible:
+            raise SquadFormatError(f"{source}: {location} (id {qas_id!r}) is missing the field 'answers'.")
+        raw_answers = []
+    answers = []
+    for answer_index, raw_answer in enumerate(raw_answers):
+        answer_location = f"{location}.answers[{answer_index}]"
+        text = _field(raw_answer, "text", str, source, answer_location)
+        if is_training:
+            answer_start = _field(raw_answer, "answer_start", int, source, answer_location)
+        else:
+            answer_start = _field(raw_answer, "answer_start", int, source, answer_location, default=None)
+        answers.append(SquadAnswer(text, answer_start))
+    if is_training and not is_impossible and not answers:
+        raise SquadFormatError(
+            f"{source}: {location} (id {qas_id!r}) has no answers and is not marked is_impossible; a "
+            f"training question needs an answer."
+        )
+    if is_impossible and is_training:
+        # v2.0 training files keep `plausible_answers` aside; an impossible question's label is [CLS].
+        answers = []
+    return SquadExample(qas_id, question_text, context, tuple(answers), is_impossible, title)
+
+
+def load_squad_json(path):
+    """Loads a SQuAD JSON file, raising `SquadFormatError` with the line and column of malformed JSON.
+
+    Args:
+        path: str. Path of the JSON file.
+
+    Returns:
+        The parsed JSON object.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except UnicodeDecodeError as error:
+        raise SquadFormatError(f"{path}: not UTF-8 text (byte offset {error.start}): {error.reason}.") from error
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SquadFormatError(
+            f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
+        ) from error
+
+
+def read_squad_examples(path, is_training=False):
+    """Reads a SQuAD v1.1 or v2.0 JSON file into examples.
+
+    Args:
+        path: str. Path of the SQuAD JSON file.
+        is_training: bool. Training mode: questions whose first answer does not match the context at
+            `answer_start` are skipped with a warning (see `parse_squad_examples`). Defaults to False.
+
+    Returns:
+        `SquadExamples`: a sequence of `SquadExample`, with `.skipped` and `.version`.
+
+    Example:
+    >>> import json, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.json")
+    >>> with open(path, "w") as f:
+    ...     json.dump({"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "A cat.",
+    ...         "qas": [{"id": "q", "question": "Who?", "answers": [], "is_impossible": True}]}]}]}, f)
+    >>> read_squad_examples(path)[0].is_impossible
+    True
+    """
+    return parse_squad_examples(load_squad_json(path), is_training=is_training, source=path)
