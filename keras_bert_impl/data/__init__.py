@@ -1,0 +1,14 @@
+"""Data pipelines for BERT: pair packing, pretraining instances and TFRecords, masked-LM masking."""
+
+from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
+from keras_bert_impl.data.packing import SegmentPacker, truncate_pair
+from keras_bert_impl.data.pretraining_data import (
+    pretraining_dataset,
+    pretraining_instances_dataset,
+    read_documents,
+    read_pretraining_tfrecords,
+    split_sentences,
+    tokenize_documents,
+    write_pretraining_tfrecords,
+)
+from keras_bert_impl.data.classification_data import LabelVocabulary, make_classification_dataset, read_classification_examples

@@ -1,0 +1,410 @@
+"""Masked-LM masking for BERT pretraining (Devlin et al., 2018, section 3.1 "Task #1: Masked LM").
+
+TensorFlow at the data edge: `MaskedLMMasker` is a Keras layer whose `call` is written in TensorFlow ops on
+purpose. It is meant to run inside `tf.data.Dataset.map`, where only TensorFlow ops can run, and it does so
+under every Keras backend (TensorFlow, JAX, torch): the layer turns off Keras' input conversion, so the
+tensors it receives and returns are TensorFlow tensors whatever the backend (the same choice keras-hub makes
+for its preprocessing layers). Being a layer gives it `get_config` / `from_config` and a place in saved
+preprocessing; nothing in it is a backend op, so it is never part of a model's compute graph.
+
+Shape legend: `B` batch, `T` tokens per sequence, `P` max predictions per sequence, `W` = T + 1 word slots.
+
+Algorithm (the original `create_masked_lm_predictions`, vectorised over the batch):
+1. Candidates are the real tokens (not padding) whose id is not in `unselectable_token_ids`. With whole-word
+   masking a "##" piece joins the word of the candidate right before it; every other candidate starts a word.
+   (The original joins a "##" piece to the last candidate word even across a [SEP], e.g. when truncation
+   cut B's first word in half; here such a piece starts a word of its own.)
+2. The number to predict per sequence depends on `counting`:
+   `"original"`: `min(P, max(1, round(n * mask_rate)))`, `n` the sequence length including [CLS]/[SEP]
+   (Python 3 / TensorFlow round half to even, computed in float64 as the original's Python floats);
+   `"ceil"`: `min(P, ceil(n_candidates * mask_rate))` as tensorflow-text's `RandomItemSelector`;
+   `"bernoulli"`: every candidate word is kept with probability `mask_rate` (as Hugging Face's
+   `DataCollatorForLanguageModeling`), then capped at `P`.
+3. Words are visited in a random order; a word is taken if it still fits, a word that would pass the count is
+   skipped (the original's rule), and the visit stops once the count is reached.
+4. Each chosen word (or token, with `replacement_unit="token"`) becomes [MASK] with probability
+   `mask_token_rate`, a uniformly random id from the whole vocabulary with probability `random_token_rate`,
+   and stays unchanged otherwise (80/10/10 by default, also under whole-word masking, unlike Hugging Face's
+   whole-word collator which drops the random replacement).
+5. Outputs: positions sorted ascending, padded to `P` with position 0, id 0 and weight 0.
+
+Randomness is stateless (`tf.random.stateless_*`) keyed by a seed of shape `(2,)`: the same seed gives the
+same masks on every run and backend. `mask_dataset` keys each dataset element by a per-element seed drawn
+from `tf.data.Dataset.random`, which gives new, reproducible masks every epoch (dynamic masking) or the same
+masks every epoch (static masking).
+"""
+
+import keras
+import tensorflow as tf
+
+COUNTING_RULES = ("original", "ceil", "bernoulli")
+REPLACEMENT_UNITS = ("word", "token")
+SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")
+
+
+def _read_vocabulary(vocabulary):
+    if isinstance(vocabulary, str):
+        with open(vocabulary, encoding="utf-8") as handle:
+            return [line.rstrip("\n").strip() for line in handle]
+    return list(vocabulary)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class MaskedLMMasker(keras.layers.Layer):
+    """Choose and replace tokens for the masked-LM objective; runs in `tf.data` under any Keras backend.
+
+    Args:
+        vocabulary_size: int. Size of the vocabulary; random replacements are drawn uniformly from
+            `[0, vocabulary_size)` as in the original. Defaults to `len(vocabulary)` when `vocabulary` is given.
+        mask_token_id: int. Id of `[MASK]`. Defaults to the id of `"[MASK]"` in `vocabulary`.
+        max_predictions_per_seq: int. `P`, the width of the prediction outputs. Defaults to 20 (the original's
+            value at sequence length 128; it uses 80 at 512).
+        mask_rate: float. Fraction of tokens to predict. Defaults to 0.15.
+        mask_token_rate: float. Probability that a chosen token becomes `[MASK]`. Defaults to 0.8.
+        random_token_rate: float. Probability that a chosen token becomes a random id; the rest stay
+            unchanged. Defaults to 0.1.
+        counting: str. `"original"`, `"ceil"` or `"bernoulli"` (see the module docstring). Defaults to
+            `"original"`.
+        whole_word_masking: bool. Mask "##" pieces together with the word they continue. Needs
+            `vocabulary`. Defaults to False.
+        replacement_unit: str. `"word"`: one 80/10/10 draw per chosen word, so a whole word is masked, kept or
+            randomised together; `"token"`: one draw per token, as the original script does even under
+            whole-word masking. Only matters with `whole_word_masking`. Defaults to `"word"`.
+        unselectable_token_ids: list of int. Ids never chosen. Defaults to the ids of `[CLS]`, `[SEP]`,
+            `[PAD]` in `vocabulary`; required when `vocabulary` is not given.
+        pad_token_id: int. Id used to pad ragged input and, for dense input without a `padding_mask`, the id
+            that marks padding. Defaults to the id of `"[PAD]"` in `vocabulary`, else 0.
+        vocabulary: list of str or str. The vocabulary (or a `vocab.txt` path); needed for whole-word masking
+            and for the defaults above. Defaults to None.
+        seed: int. Seed of the stateless randomness when `call` gets no `seed`. Defaults to 0.
+
+    Call arguments:
+        inputs: a dict with `"token_ids"` (int, `(B, T)` dense or ragged, or `(T,)`), optionally
+            `"padding_mask"` (bool, same shape as dense `token_ids`); other keys are passed through.
+            A bare `token_ids` tensor is accepted too.
+        seed: optional int tensor of shape `(2,)` (a stateless seed) or a scalar (combined with the layer's
+            `seed`). Defaults to a seed drawn from the layer's `seed`.
+
+    Returns:
+        The input dict with `"token_ids"` replaced by the masked ids (same shape, dtype and raggedness) and
+        `"mask_positions"` int32 `(B, P)`, `"mask_ids"` int32 `(B, P)` (the original ids) and
+        `"mask_weights"` float32 `(B, P)` added. TensorFlow tensors under every backend.
+
+    Example:
+    >>> masker = MaskedLMMasker(vocabulary_size=10, mask_token_id=3, max_predictions_per_seq=3,
+    ...                         mask_rate=1.0, random_token_rate=0.0, mask_token_rate=1.0,
+    ...                         unselectable_token_ids=[0, 1, 2])
+    >>> out = masker({"token_ids": [[1, 5, 6, 2, 0]]}, seed=[1, 2])
+    >>> out["token_ids"].numpy().tolist(), out["mask_positions"].numpy().tolist()
+    ([[1, 3, 3, 2, 0]], [[1, 2, 0]])
+    """
+
+    def __init__(
+        self,
+        vocabulary_size=None,
+        mask_token_id=None,
+        max_predictions_per_seq=20,
+        mask_rate=0.15,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        counting="original",
+        whole_word_masking=False,
+        replacement_unit="word",
+        unselectable_token_ids=None,
+        pad_token_id=None,
+        vocabulary=None,
+        seed=0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        # TensorFlow tensors in, TensorFlow tensors out, whatever the backend (see the module docstring).
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.vocabulary_size = vocabulary_size
+        self.mask_token_id = mask_token_id
+        self.max_predictions_per_seq = max_predictions_per_seq
+        self.mask_rate = mask_rate
+        self.mask_token_rate = mask_token_rate
+        self.random_token_rate = random_token_rate
+        self.counting = counting
+        self.whole_word_masking = whole_word_masking
+        self.replacement_unit = replacement_unit
+        self.unselectable_token_ids = unselectable_token_ids
+        self.pad_token_id = pad_token_id
+        self.vocabulary = vocabulary
+        self.seed = seed
+        self._resolve_settings()
+        self.built = True
+
+    def _resolve_settings(self):
+        tokens = _read_vocabulary(self.vocabulary) if self.vocabulary is not None else None
+        ids = {token: index for index, token in enumerate(tokens)} if tokens else {}
+
+        def look_up(token, purpose):
+            if token not in ids:
+                raise ValueError(
+                    f"MaskedLMMasker: the vocabulary has no {token!r} token, needed for {purpose}; pass the "
+                    "id explicitly."
+                )
+            return ids[token]
+
+        if self.vocabulary is None and (self.vocabulary_size is None or self.mask_token_id is None):
+            raise ValueError("MaskedLMMasker needs `vocabulary_size` and `mask_token_id`, or a `vocabulary`.")
+        self._vocabulary_size = self.vocabulary_size if self.vocabulary_size is not None else len(tokens)
+        self._mask_token_id = (
+            self.mask_token_id if self.mask_token_id is not None else look_up("[MASK]", "mask_token_id")
+        )
+        if self.unselectable_token_ids is not None:
+            self._unselectable_ids = [int(i) for i in self.unselectable_token_ids]
+        elif tokens is not None:
+            self._unselectable_ids = [look_up(token, "unselectable_token_ids") for token in SPECIAL_TOKENS]
+        else:
+            raise ValueError(
+                "MaskedLMMasker needs `unselectable_token_ids` (e.g. the ids of [CLS], [SEP], [PAD]) when no "
+                "`vocabulary` is given."
+            )
+        if self.pad_token_id is not None:
+            self._pad_token_id = self.pad_token_id
+        else:
+            self._pad_token_id = ids.get("[PAD]", 0)
+        if not 0 <= self._mask_token_id < self._vocabulary_size:
+            raise ValueError(
+                f"mask_token_id={self._mask_token_id} is outside the vocabulary [0, {self._vocabulary_size})."
+            )
+        if self.counting not in COUNTING_RULES:
+            raise ValueError(f"counting must be one of {COUNTING_RULES}, got {self.counting!r}.")
+        if self.replacement_unit not in REPLACEMENT_UNITS:
+            raise ValueError(f"replacement_unit must be one of {REPLACEMENT_UNITS}, got {self.replacement_unit!r}.")
+        if not 0.0 <= self.mask_rate <= 1.0:
+            raise ValueError(f"mask_rate must be in [0, 1], got {self.mask_rate}.")
+        if self.mask_token_rate < 0 or self.random_token_rate < 0 or (
+            self.mask_token_rate + self.random_token_rate > 1.0 + 1e-9
+        ):
+            raise ValueError(
+                "mask_token_rate and random_token_rate must be >= 0 with a sum <= 1, got "
+                f"{self.mask_token_rate} and {self.random_token_rate}."
+            )
+        if int(self.max_predictions_per_seq) < 1:
+            raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}.")
+        self._continuation_table = None
+        if self.whole_word_masking:
+            if tokens is None:
+                raise ValueError("whole_word_masking=True needs `vocabulary` to know which ids are '##' pieces.")
+            self._continuation_table = [token.startswith("##") for token in tokens]
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, **kwargs):
+        """Build a masker whose ids come from a `BertTokenizer` (`[MASK]`; never `[CLS]`, `[SEP]`, `[PAD]`).
+
+        Args:
+            tokenizer: BertTokenizer. Gives the vocabulary and the special token ids.
+            **kwargs: other `MaskedLMMasker` arguments.
+        """
+        kwargs.setdefault("vocabulary_size", tokenizer.vocabulary_size())
+        if kwargs.get("whole_word_masking"):
+            # Only whole-word masking needs the tokens themselves (to find the "##" pieces).
+            kwargs.setdefault("vocabulary", [tokenizer.id_to_token(i) for i in range(tokenizer.vocabulary_size())])
+        kwargs.setdefault("mask_token_id", tokenizer.mask_token_id)
+        kwargs.setdefault("pad_token_id", tokenizer.pad_token_id)
+        kwargs.setdefault(
+            "unselectable_token_ids", [tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id]
+        )
+        return cls(**kwargs)
+
+    def _stateless_seed(self, seed):
+        if seed is None:
+            return tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int64, seed=self.seed)
+        seed = tf.cast(tf.convert_to_tensor(seed), tf.int64)
+        if seed.shape.rank == 0:
+            return tf.stack([tf.constant(self.seed, tf.int64), seed])
+        return tf.reshape(seed, [2])
+
+    def call(self, inputs, seed=None):
+        with tf.device("cpu"):
+            return self._mask(inputs, seed)
+
+    def _mask(self, inputs, seed):
+        features = dict(inputs) if isinstance(inputs, dict) else {"token_ids": inputs}
+        token_ids = features["token_ids"]
+        if not isinstance(token_ids, tf.RaggedTensor):
+            token_ids = tf.convert_to_tensor(token_ids)
+        unbatched = token_ids.shape.rank == 1
+        ragged = isinstance(token_ids, tf.RaggedTensor)
+        if unbatched:
+            token_ids = token_ids[tf.newaxis]
+        if ragged:
+            row_lengths = token_ids.row_lengths()
+            dense_ids = token_ids.to_tensor(default_value=tf.cast(self._pad_token_id, token_ids.dtype))
+            valid = tf.sequence_mask(row_lengths, tf.shape(dense_ids)[1])
+        else:
+            dense_ids = token_ids
+            if "padding_mask" in features:
+                padding_mask = tf.convert_to_tensor(features["padding_mask"])
+                valid = tf.cast(padding_mask[tf.newaxis] if unbatched else padding_mask, tf.bool)
+            else:
+                valid = tf.not_equal(dense_ids, tf.cast(self._pad_token_id, dense_ids.dtype))
+        masked, positions, mask_ids, weights = self._mask_dense(dense_ids, valid, self._stateless_seed(seed))
+        if ragged:
+            masked = tf.RaggedTensor.from_tensor(masked, lengths=row_lengths)
+        if unbatched:
+            masked, positions, mask_ids, weights = masked[0], positions[0], mask_ids[0], weights[0]
+        features.update(
+            token_ids=masked, mask_positions=positions, mask_ids=mask_ids, mask_weights=weights
+        )
+        return features
+
+    def _mask_dense(self, token_ids, valid, seed):
+        P = int(self.max_predictions_per_seq)
+        ids = tf.cast(token_ids, tf.int32)  # (B, T)
+        B, T = tf.shape(ids)[0], tf.shape(ids)[1]
+        W = T + 1  # word slots; slot T collects non-candidates
+        word_seed, choice_seed, random_id_seed, coin_seed = tf.unstack(
+            tf.random.experimental.stateless_split(seed, num=4)
+        )
+
+        unselectable = tf.constant(self._unselectable_ids or [-1], tf.int32)
+        candidate = valid & ~tf.reduce_any(ids[..., tf.newaxis] == unselectable, axis=-1)  # (B, T)
+        if self.whole_word_masking:
+            table = tf.constant(self._continuation_table, tf.bool)
+            is_piece = tf.gather(table, tf.clip_by_value(ids, 0, len(self._continuation_table) - 1))
+            previous_candidate = tf.pad(candidate[:, :-1], [[0, 0], [1, 0]])
+            starts_word = candidate & ~(is_piece & previous_candidate)
+        else:
+            starts_word = candidate
+        word_of_token = tf.where(candidate, tf.cumsum(tf.cast(starts_word, tf.int32), axis=1) - 1, T)  # (B, T)
+        row_offsets = tf.range(B)[:, tf.newaxis] * W
+        word_length = tf.reshape(
+            tf.math.unsorted_segment_sum(
+                tf.reshape(tf.cast(candidate, tf.int32), [-1]), tf.reshape(word_of_token + row_offsets, [-1]), B * W
+            ),
+            [B, W],
+        )  # (B, W), 0 for unused slots
+        is_word = tf.range(W)[tf.newaxis] < tf.reduce_sum(tf.cast(starts_word, tf.int32), axis=1, keepdims=True)
+
+        num_tokens = tf.reduce_sum(tf.cast(valid, tf.int32), axis=1)
+        num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1)
+        eligible = is_word
+        if self.counting == "original":
+            wanted = tf.maximum(1, tf.cast(tf.round(tf.cast(num_tokens, tf.float64) * self.mask_rate), tf.int32))
+        elif self.counting == "ceil":
+            wanted = tf.cast(tf.math.ceil(tf.cast(num_candidates, tf.float32) * self.mask_rate), tf.int32)
+        else:
+            wanted = tf.fill([B], P)
+            eligible = is_word & (tf.random.stateless_uniform([B, W], coin_seed) < self.mask_rate)
+        wanted = tf.minimum(wanted, P)  # (B,)
+
+        # Visit eligible words in a random order (ineligible slots sort last).
+        priority = tf.where(eligible, tf.random.stateless_uniform([B, W], word_seed), 2.0)  # (B, W)
+        if self.whole_word_masking:
+            order = tf.argsort(priority, axis=1, stable=True)  # (B, W)
+            length_in_order = tf.gather(word_length, order, batch_dims=1)
+            eligible_in_order = tf.gather(eligible, order, batch_dims=1)
+            taken_in_order = self._take_words_that_fit(length_in_order, eligible_in_order, wanted)
+            taken_word = tf.gather(taken_in_order, tf.argsort(order, axis=1), batch_dims=1)  # (B, W)
+        else:
+            # Every word is one token, so the first `wanted` eligible ones in the order are taken; they are
+            # among the P lowest priorities, which top-k finds without sorting the whole row.
+            padded_priority = tf.concat([priority, tf.fill([B, P], 3.0)], axis=1)  # (B, W + P)
+            _, lowest = tf.math.top_k(-padded_priority, k=P)  # (B, P), lowest priority first
+            take = (tf.range(P)[tf.newaxis] < wanted[:, tf.newaxis]) & (
+                tf.gather(padded_priority, lowest, batch_dims=1) < 2.0
+            )
+            slots = tf.range(W)[tf.newaxis, tf.newaxis]
+            taken_word = tf.reduce_any((lowest[:, :, tf.newaxis] == slots) & take[:, :, tf.newaxis], axis=1)
+        selected = candidate & tf.gather(taken_word, word_of_token, batch_dims=1)  # (B, T)
+
+        if self.whole_word_masking and self.replacement_unit == "word":
+            choice = tf.gather(tf.random.stateless_uniform([B, W], choice_seed), word_of_token, batch_dims=1)
+        else:
+            choice = tf.random.stateless_uniform([B, T], choice_seed)
+        to_mask = selected & (choice < self.mask_token_rate)
+        to_random = selected & ~to_mask & (choice < self.mask_token_rate + self.random_token_rate)
+        random_ids = tf.random.stateless_uniform([B, T], random_id_seed, maxval=self._vocabulary_size, dtype=tf.int32)
+        masked = tf.where(to_mask, self._mask_token_id, tf.where(to_random, random_ids, ids))
+
+        # Sorted selected positions first, then padding (keys >= T); widen so that T < P still gives P columns.
+        positions = tf.range(T)[tf.newaxis]
+        keys = tf.where(selected, positions, T + positions)
+        keys = tf.concat([keys, tf.fill([B, P], 2 * T + P)], axis=1)
+        first_keys = -tf.math.top_k(-keys, k=P).values  # (B, P), the P smallest keys in ascending order
+        is_prediction = first_keys < T
+        mask_positions = tf.where(is_prediction, first_keys, 0)
+        mask_ids = tf.where(is_prediction, tf.gather(ids, mask_positions, batch_dims=1), 0)
+        mask_weights = tf.cast(is_prediction, tf.float32)
+        return tf.cast(masked, token_ids.dtype), mask_positions, mask_ids, mask_weights
+
+    @staticmethod
+    def _take_words_that_fit(length_in_order, eligible_in_order, wanted):
+        """The original greedy pass: take a word if it fits, skip one that would pass `wanted`, stop when full."""
+        num_slots = tf.shape(length_in_order)[1]
+        taken = tf.TensorArray(tf.bool, size=num_slots, element_shape=wanted.shape)
+
+        def visit(k, count, taken):
+            length = length_in_order[:, k]
+            fits = eligible_in_order[:, k] & (count < wanted) & (count + length <= wanted)
+            return k + 1, count + tf.where(fits, length, 0), taken.write(k, fits)
+
+        def some_row_open(k, count, taken):
+            next_eligible = tf.gather(eligible_in_order, tf.minimum(k, num_slots - 1), axis=1)
+            return (k < num_slots) & tf.reduce_any((count < wanted) & next_eligible)
+
+        k, _, taken = tf.while_loop(some_row_open, visit, (0, tf.zeros_like(wanted), taken))
+        # Slots after the early stop are not taken.
+        taken = tf.concat([taken.stack()[:k], tf.zeros([num_slots - k, tf.shape(wanted)[0]], tf.bool)], axis=0)
+        return tf.transpose(taken)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocabulary_size=self.vocabulary_size,
+            mask_token_id=self.mask_token_id,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            mask_rate=self.mask_rate,
+            mask_token_rate=self.mask_token_rate,
+            random_token_rate=self.random_token_rate,
+            counting=self.counting,
+            whole_word_masking=self.whole_word_masking,
+            replacement_unit=self.replacement_unit,
+            unselectable_token_ids=self.unselectable_token_ids,
+            pad_token_id=self.pad_token_id,
+            vocabulary=self.vocabulary,
+            seed=self.seed,
+        )
+        return config
+
+
+def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_parallel_calls=tf.data.AUTOTUNE):
+    """Apply `masker` to every element of `dataset` with its own reproducible stateless seed.
+
+    Each element is paired with a number from `tf.data.Dataset.random(seed)`; with `new_masks_each_epoch`
+    that stream is redrawn (deterministically) on every pass over the dataset, so each epoch sees new masks
+    (the dynamic masking of Liu et al., 2019) that are the same on every run with the same seed; without it
+    every epoch sees the same masks (static masking). The pipeline stays deterministic with parallel calls
+    because the seeds are attached before the parallel `map`.
+
+    Args:
+        dataset: tf.data.Dataset. Elements are dicts with `"token_ids"` (see `MaskedLMMasker`), batched or not.
+        masker: MaskedLMMasker. The masker to apply.
+        seed: int. Seed of the per-element seeds. Defaults to `masker.seed`.
+        new_masks_each_epoch: bool. Dynamic (True) or static (False) masks. Defaults to True.
+        num_parallel_calls: int. Parallelism of the `map`. Defaults to `tf.data.AUTOTUNE`.
+
+    Returns:
+        A tf.data.Dataset of the masker's output dicts.
+
+    Example:
+    >>> ds = tf.data.Dataset.from_tensor_slices({"token_ids": [[1, 5, 6, 2]]})
+    >>> masker = MaskedLMMasker(vocabulary_size=10, mask_token_id=3, max_predictions_per_seq=2,
+    ...                         unselectable_token_ids=[0, 1, 2])
+    >>> sorted(next(iter(mask_dataset(ds, masker, seed=1))))
+    ['mask_ids', 'mask_positions', 'mask_weights', 'token_ids']
+    """
+    seed = masker.seed if seed is None else seed
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=new_masks_each_epoch)
+
+    def mask_element(features, element_seed):
+        return masker(features, seed=tf.stack([tf.constant(seed, tf.int64), element_seed]))
+
+    return tf.data.Dataset.zip((dataset, seeds)).map(
+        mask_element, num_parallel_calls=num_parallel_calls, deterministic=True
+    )

@@ -1,0 +1,315 @@
+"""Pack one or two token id segments into BERT inputs: `[CLS] A [SEP] B [SEP]`.
+
+TensorFlow at the data edge: `SegmentPacker.call` uses TensorFlow ops (ragged tensors) so that it runs inside
+`tf.data.Dataset.map` under every Keras backend; `SegmentPacker.pack` is the same computation in Python and
+NumPy, with identical results, for code that does not use TensorFlow.
+
+Layout (Devlin et al., 2018, section 3): `[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1, padding
+(id `pad_token_id`, segment 0) has `padding_mask` False.
+
+Truncation when `len(A) + len(B)` exceeds the room (`seq_length - 3` for pairs, `seq_length - 2` alone):
+- `"longest_first"` (`run_classifier.py`): repeatedly drop the last token of the longer segment (of B on a
+  tie).
+- `"random_front_back"` (`create_pretraining_data.py`): the same choice of segment, but each removed token
+  comes from the front or the back with probability 0.5. `truncate_pair` does it with a `random.Random` (the
+  original's draw order, used by `pretraining_data`); `SegmentPacker` draws the coins from a counter-based hash
+  of its `seed` and the segments' content, so that the NumPy and the TensorFlow paths agree exactly and every
+  pair of segments gets its own coins. Only the number of front and back removals per segment changes the
+  result, so the hash needs no sequential state.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+TRUNCATION_RULES = ("longest_first", "random_front_back")
+PADDING_MODES = ("fixed", "dynamic")
+_MASK32 = 0xFFFFFFFF
+_MIX_MULTIPLIER = 0x45D9F3B
+_STEP_MULTIPLIER = 0x27D4EB2D
+
+
+def truncate_pair(first, second, max_tokens, truncation="longest_first", rng=None):
+    """Truncate two token lists so that together they hold at most `max_tokens` tokens.
+
+    Args:
+        first: list. Segment A (any items). Not modified.
+        second: list or None. Segment B. Not modified.
+        max_tokens: int. Room for both segments together.
+        truncation: str. `"longest_first"` or `"random_front_back"` (see the module docstring). Defaults to
+            `"longest_first"`.
+        rng: random.Random. Coin source for `"random_front_back"`: one `rng.random()` per removed token, as
+            `truncate_seq_pair` in the original. Defaults to None.
+
+    Returns:
+        `(first, second)` as new lists (`second` is `[]` when None was given).
+
+    Example:
+    >>> truncate_pair([1, 2, 3, 4], [5, 6], 4)
+    ([1, 2], [5, 6])
+    """
+    if truncation not in TRUNCATION_RULES:
+        raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
+    if truncation == "random_front_back" and rng is None:
+        raise ValueError("truncation='random_front_back' needs `rng` (a random.Random).")
+    first, second = list(first), list(second or [])
+    while len(first) + len(second) > max_tokens:
+        longer = first if len(first) > len(second) else second
+        if truncation == "random_front_back" and rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    return first, second
+
+
+def _kept_lengths(length_a, length_b, max_tokens, xp):
+    """Closed form of the longest-first loop: trim the longer side to the shorter, then alternate B, A."""
+    excess = xp.maximum(length_a + length_b - max_tokens, 0)
+    gap = xp.abs(length_a - length_b)
+    to_level = xp.minimum(excess, gap)
+    rest = excess - to_level
+    a_is_longer = length_a > length_b
+    kept_a = length_a - xp.where(a_is_longer, to_level, to_level * 0) - rest // 2
+    kept_b = length_b - xp.where(a_is_longer, to_level * 0, to_level) - (rest - rest // 2)
+    return kept_a, kept_b
+
+
+def _is_single_row(ids):
+    if isinstance(ids, np.ndarray):
+        return ids.ndim == 1
+    return len(ids) == 0 or np.ndim(ids[0]) == 0
+
+
+def _mix_numpy(x):
+    x = x & _MASK32
+    for _ in range(2):
+        x = ((x ^ (x >> 16)) * _MIX_MULTIPLIER) & _MASK32
+    return x ^ (x >> 16)
+
+
+def _mix_tf(x):
+    x = tf.bitwise.bitwise_and(x, _MASK32)
+    for _ in range(2):
+        x = tf.bitwise.bitwise_and(tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16)) * _MIX_MULTIPLIER, _MASK32)
+    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16))
+
+
+def _content_key_numpy(ids):
+    ids = np.asarray(ids, np.int64)
+    return int(((ids + 1) * np.arange(1, len(ids) + 1, dtype=np.int64)).sum()) & _MASK32
+
+
+def _content_key_tf(ids):
+    positions = tf.cast(tf.ragged.range(ids.row_lengths()), tf.int64) + 1
+    return tf.bitwise.bitwise_and(tf.reduce_sum((tf.cast(ids, tf.int64) + 1) * positions, axis=1), _MASK32)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class SegmentPacker(keras.layers.Layer):
+    """Pack one or two id segments into `token_ids`, `segment_ids`, `padding_mask`, truncating as needed.
+
+    Args:
+        seq_length: int. Output length `T` with `padding="fixed"`, and the limit on the packed length.
+        cls_token_id: int. Id of `[CLS]`.
+        sep_token_id: int. Id of `[SEP]`.
+        pad_token_id: int. Id used for padding. Defaults to 0.
+        truncation: str. `"longest_first"` or `"random_front_back"` (see the module docstring). Defaults to
+            `"longest_first"`.
+        padding: str. `"fixed"` pads every row to `seq_length`; `"dynamic"` pads to the longest packed row of
+            the call (the batch). Defaults to `"fixed"`.
+        seed: int. Key of the `"random_front_back"` coins. Defaults to 0.
+
+    Call arguments (`call` for TensorFlow, `pack` for Python/NumPy):
+        first: ids of segment A, `(B, None)` (ragged, or a list of lists) or `(None,)` for one example.
+        second: ids of segment B, same batch structure, or None for single segments.
+
+    Returns:
+        A dict of `"token_ids"` int32 `(B, T)`, `"segment_ids"` int32 `(B, T)`, `"padding_mask"` bool
+        `(B, T)` (no batch axis for one example): TensorFlow tensors from `call`, NumPy arrays from `pack`.
+
+    Example:
+    >>> packer = SegmentPacker(seq_length=8, cls_token_id=1, sep_token_id=2)
+    >>> packer.pack([5, 6, 7], [8, 9])["token_ids"].tolist()
+    [1, 5, 6, 7, 2, 8, 9, 2]
+    >>> packer(tf.ragged.constant([[5, 6, 7, 10, 11]]), tf.ragged.constant([[8, 9]]))["token_ids"].numpy().tolist()
+    [[1, 5, 6, 7, 2, 8, 9, 2]]
+    """
+
+    def __init__(
+        self,
+        seq_length,
+        cls_token_id,
+        sep_token_id,
+        pad_token_id=0,
+        truncation="longest_first",
+        padding="fixed",
+        seed=0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        # TensorFlow tensors in, TensorFlow tensors out, whatever the backend (see the module docstring).
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if truncation not in TRUNCATION_RULES:
+            raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
+        if padding not in PADDING_MODES:
+            raise ValueError(f"padding must be one of {PADDING_MODES}, got {padding!r}.")
+        if int(seq_length) < 3:
+            raise ValueError(f"seq_length must be at least 3 ([CLS] x [SEP]), got {seq_length}.")
+        self.seq_length = int(seq_length)
+        self.cls_token_id = cls_token_id
+        self.sep_token_id = sep_token_id
+        self.pad_token_id = pad_token_id
+        self.truncation = truncation
+        self.padding = padding
+        self.seed = seed
+        self.built = True
+
+    def _room(self, has_second):
+        room = self.seq_length - (3 if has_second else 2)
+        if room < (2 if has_second else 1):
+            raise ValueError(f"seq_length={self.seq_length} leaves no room for both segments of a pair.")
+        return room
+
+    # Python / NumPy path.
+
+    def pack(self, first, second=None):
+        """Pack with Python and NumPy only; same arguments and results as calling the layer."""
+        unbatched = _is_single_row(first)
+        firsts = [first] if unbatched else list(first)
+        seconds = None if second is None else ([second] if unbatched else list(second))
+        if seconds is not None and len(seconds) != len(firsts):
+            raise ValueError(f"first has {len(firsts)} rows but second has {len(seconds)}.")
+        room = self._room(seconds is not None)
+        rows = []
+        for index, a in enumerate(firsts):
+            a = [int(i) for i in a]
+            b = [int(i) for i in seconds[index]] if seconds is not None else []
+            kept_a, kept_b = (int(n) for n in _kept_lengths(len(a), len(b), room, np))
+            front_a, front_b = 0, 0
+            if self.truncation == "random_front_back":
+                state = self._coin_state_numpy(a, b)
+                front_a = sum(self._coin_numpy(state, 2 * j) for j in range(len(a) - kept_a))
+                front_b = sum(self._coin_numpy(state, 2 * j + 1) for j in range(len(b) - kept_b))
+            a = a[front_a : front_a + kept_a]
+            b = b[front_b : front_b + kept_b]
+            tokens = [self.cls_token_id, *a, self.sep_token_id]
+            segments = [0] * len(tokens)
+            if seconds is not None:
+                tokens += [*b, self.sep_token_id]
+                segments += [1] * (len(b) + 1)
+            rows.append((tokens, segments))
+        width = self.seq_length if self.padding == "fixed" else max(len(tokens) for tokens, _ in rows)
+        token_ids = np.full((len(rows), width), self.pad_token_id, np.int32)
+        segment_ids = np.zeros((len(rows), width), np.int32)
+        padding_mask = np.zeros((len(rows), width), bool)
+        for index, (tokens, segments) in enumerate(rows):
+            token_ids[index, : len(tokens)] = tokens
+            segment_ids[index, : len(tokens)] = segments
+            padding_mask[index, : len(tokens)] = True
+        packed = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+        return {key: value[0] for key, value in packed.items()} if unbatched else packed
+
+    def _coin_state_numpy(self, first, second):
+        key = (_content_key_numpy(first) * 31 + _content_key_numpy(second)) & _MASK32
+        return int(_mix_numpy(((self.seed & _MASK32) * _MIX_MULTIPLIER + key) & _MASK32))
+
+    @staticmethod
+    def _coin_numpy(state, step):
+        return int(_mix_numpy((state + step * _STEP_MULTIPLIER) & _MASK32) >> 15) & 1
+
+    # TensorFlow path.
+
+    def call(self, first, second=None):
+        with tf.device("cpu"):
+            return self._pack_tf(first, second)
+
+    @staticmethod
+    def _as_ragged(ids):
+        if isinstance(ids, tf.RaggedTensor):
+            return ids
+        if isinstance(ids, (list, tuple)) and ids and isinstance(ids[0], (list, tuple, np.ndarray)):
+            return tf.ragged.constant([list(row) for row in ids], dtype=tf.int64)
+        ids = tf.convert_to_tensor(ids)
+        return tf.RaggedTensor.from_tensor(ids) if ids.shape.rank == 2 else ids
+
+    def _pack_tf(self, first, second):
+        has_second = second is not None
+        room = self._room(has_second)
+        first = self._as_ragged(first)
+        unbatched = first.shape.rank == 1
+        if unbatched:
+            first = tf.RaggedTensor.from_tensor(first[tf.newaxis])
+        first = tf.cast(first, tf.int32)
+        batch = first.nrows()
+        if has_second:
+            second = self._as_ragged(second)
+            if unbatched:
+                second = tf.RaggedTensor.from_tensor(second[tf.newaxis])
+            second = tf.cast(second, tf.int32)
+        else:
+            second = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([batch], tf.int64))
+        length_a = first.row_lengths()
+        length_b = second.row_lengths()
+        kept_a, kept_b = _kept_lengths(length_a, length_b, room, tf)
+        front_a, front_b = tf.zeros_like(kept_a), tf.zeros_like(kept_b)
+        if self.truncation == "random_front_back":
+            front_a, front_b = self._front_removals_tf(first, second, length_a - kept_a, length_b - kept_b)
+        # Every output position j reads [CLS], a kept token of A, [SEP], a kept token of B, [SEP] or padding:
+        # one gather from each segment's flat values instead of ragged concatenation.
+        packed_length = kept_a + kept_b + (3 if has_second else 2)  # (B,)
+        width = self.seq_length if self.padding == "fixed" else tf.reduce_max(tf.concat([packed_length, [0]], 0))
+        j = tf.range(tf.cast(width, tf.int64), dtype=tf.int64)[tf.newaxis]  # (1, T)
+        kept_a, kept_b = kept_a[:, tf.newaxis], kept_b[:, tf.newaxis]  # (B, 1)
+        in_a = (j >= 1) & (j <= kept_a)
+        in_b = (j >= kept_a + 2) & (j < kept_a + 2 + kept_b)
+        is_sep = j == kept_a + 1
+        if has_second:
+            is_sep |= j == kept_a + kept_b + 2
+        from_a = self._gather_rows(first, first.row_starts()[:, tf.newaxis] + front_a[:, tf.newaxis] + j - 1, in_a)
+        from_b = self._gather_rows(
+            second, second.row_starts()[:, tf.newaxis] + front_b[:, tf.newaxis] + j - kept_a - 2, in_b
+        )
+        padding_mask = j < packed_length[:, tf.newaxis]
+        token_ids = tf.where(in_a, from_a, tf.where(in_b, from_b, self.pad_token_id))
+        token_ids = tf.where(is_sep, self.sep_token_id, tf.where(j == 0, self.cls_token_id, token_ids))
+        segment_ids = tf.cast((j >= kept_a + 2) & padding_mask, tf.int32)  # all 0 without B
+        packed = {
+            "token_ids": tf.cast(token_ids, tf.int32),
+            "segment_ids": segment_ids,
+            "padding_mask": padding_mask,
+        }
+        return {key: value[0] for key, value in packed.items()} if unbatched else packed
+
+    @staticmethod
+    def _gather_rows(ids, flat_index, inside):
+        """`ids.flat_values[flat_index]` where `inside`, 0 elsewhere."""
+        num_values = tf.shape(ids.flat_values, out_type=tf.int64)[0]
+        values = tf.concat([ids.flat_values, tf.zeros([1], ids.dtype)], axis=0)  # slot `num_values` reads 0
+        return tf.gather(values, tf.where(inside, flat_index, num_values))
+
+    def _front_removals_tf(self, first, second, removed_a, removed_b):
+        key = tf.bitwise.bitwise_and(_content_key_tf(first) * 31 + _content_key_tf(second), _MASK32)
+        state = _mix_tf(tf.bitwise.bitwise_and((self.seed & _MASK32) * _MIX_MULTIPLIER + key, _MASK32))
+        steps = tf.range(tf.reduce_max(tf.concat([removed_a, removed_b, tf.zeros([1], removed_a.dtype)], axis=0)))
+
+        def front_count(step_offset, removed):
+            step = 2 * steps + step_offset  # (S,)
+            mixed = _mix_tf(tf.bitwise.bitwise_and(state[:, tf.newaxis] + step * _STEP_MULTIPLIER, _MASK32))
+            coins = tf.bitwise.bitwise_and(tf.bitwise.right_shift(mixed, 15), 1)  # (B, S)
+            return tf.reduce_sum(tf.where(steps < removed[:, tf.newaxis], coins, 0), axis=1)
+
+        return front_count(0, removed_a), front_count(1, removed_b)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            seq_length=self.seq_length,
+            cls_token_id=self.cls_token_id,
+            sep_token_id=self.sep_token_id,
+            pad_token_id=self.pad_token_id,
+            truncation=self.truncation,
+            padding=self.padding,
+            seed=self.seed,
+        )
+        return config

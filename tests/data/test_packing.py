@@ -1,0 +1,148 @@
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl.data.packing import SegmentPacker, truncate_pair
+
+tensorflow_only = pytest.mark.tensorflow_only
+
+CLS, SEP, PAD = 101, 102, 0
+
+
+def _packer(**kwargs):
+    settings = dict(seq_length=10, cls_token_id=CLS, sep_token_id=SEP, pad_token_id=PAD)
+    settings.update(kwargs)
+    return SegmentPacker(**settings)
+
+
+def _random_segments(rng, rows, longest):
+    return [rng.integers(1, 100, rng.integers(0, longest)).tolist() for _ in range(rows)]
+
+
+def test_pair_layout_segments_and_padding():
+    out = _packer().pack([5, 6, 7], [8, 9])
+    np.testing.assert_array_equal(out["token_ids"], [CLS, 5, 6, 7, SEP, 8, 9, SEP, PAD, PAD])
+    np.testing.assert_array_equal(out["segment_ids"], [0, 0, 0, 0, 0, 1, 1, 1, 0, 0])
+    np.testing.assert_array_equal(out["padding_mask"], [1, 1, 1, 1, 1, 1, 1, 1, 0, 0])
+    assert out["token_ids"].dtype == np.int32 and out["padding_mask"].dtype == bool
+
+
+def test_single_segment_and_dynamic_padding():
+    out = _packer(padding="dynamic").pack([[5, 6], [7]])
+    np.testing.assert_array_equal(out["token_ids"], [[CLS, 5, 6, SEP], [CLS, 7, SEP, PAD]])
+    np.testing.assert_array_equal(out["segment_ids"], np.zeros((2, 4)))
+    np.testing.assert_array_equal(out["padding_mask"], [[1, 1, 1, 1], [1, 1, 1, 0]])
+
+
+def test_longest_first_trims_the_longer_side_from_the_end():
+    out = _packer(seq_length=9).pack([1, 2, 3, 4, 5, 6], [7, 8, 9])  # room 6
+    np.testing.assert_array_equal(out["token_ids"], [CLS, 1, 2, 3, SEP, 7, 8, 9, SEP])
+    # On a tie the second segment loses the token (run_classifier's rule).
+    out = _packer(seq_length=8).pack([1, 2, 3], [4, 5, 6])  # room 5
+    np.testing.assert_array_equal(out["token_ids"], [CLS, 1, 2, 3, SEP, 4, 5, SEP])
+
+
+def test_longest_first_matches_the_token_by_token_loop():
+    rng = np.random.default_rng(0)
+    firsts, seconds = _random_segments(rng, 300, 20), _random_segments(rng, 300, 20)
+    packer = _packer(seq_length=16)
+    out = packer.pack(firsts, seconds)
+    for row, (a, b) in enumerate(zip(firsts, seconds)):
+        a, b = truncate_pair(a, b, 13)
+        n = len(a) + len(b) + 3
+        assert out["token_ids"][row, :n].tolist() == [CLS, *a, SEP, *b, SEP]
+        assert not out["padding_mask"][row, n:].any()
+
+
+def test_random_front_back_keeps_a_slice_of_each_side_with_front_and_back_removals():
+    rng = np.random.default_rng(1)
+    firsts = [list(range(1, 1 + int(n))) for n in rng.integers(5, 30, 400)]
+    seconds = [list(range(200, 200 + int(n))) for n in rng.integers(5, 30, 400)]
+    packer = _packer(seq_length=20, truncation="random_front_back", seed=3)
+    out = packer.pack(firsts, seconds)
+    fronts = backs = 0
+    for row, (a, b) in enumerate(zip(firsts, seconds)):
+        expected_a, expected_b = truncate_pair(a, b, 17)  # lengths are those of longest-first
+        tokens = out["token_ids"][row][out["padding_mask"][row]].tolist()
+        kept_a = tokens[1 : 1 + len(expected_a)]
+        kept_b = tokens[2 + len(expected_a) : -1]
+        assert len(kept_b) == len(expected_b)
+        for original, kept in ((a, kept_a), (b, kept_b)):
+            start = original.index(kept[0])
+            assert original[start : start + len(kept)] == kept  # contiguous
+            fronts += start
+            backs += len(original) - start - len(kept)
+    assert abs(fronts / (fronts + backs) - 0.5) < 0.03
+
+
+def test_truncate_pair_with_rng_is_the_original_loop():
+    rng, again = random.Random(5), random.Random(5)
+    a, b = truncate_pair(list(range(10)), list(range(10, 14)), 8, "random_front_back", rng)
+    expected_a, expected_b = list(range(10)), list(range(10, 14))
+    while len(expected_a) + len(expected_b) > 8:
+        longer = expected_a if len(expected_a) > len(expected_b) else expected_b
+        if again.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    assert (a, b) == (expected_a, expected_b)
+    with pytest.raises(ValueError, match="needs `rng`"):
+        truncate_pair([1], [2], 1, "random_front_back")
+
+
+def test_over_long_and_empty_inputs_never_fail():
+    packer = _packer(seq_length=12, truncation="random_front_back")
+    out = packer.pack([list(range(1, 10_001)), []], [list(range(1, 5_001)), []])
+    assert out["token_ids"].shape == (2, 12)
+    assert out["padding_mask"][0].all()
+    np.testing.assert_array_equal(out["token_ids"][1, :3], [CLS, SEP, SEP])
+
+
+def test_bad_settings_raise_clear_errors():
+    with pytest.raises(ValueError, match="truncation"):
+        _packer(truncation="middle")
+    with pytest.raises(ValueError, match="padding"):
+        _packer(padding="none")
+    with pytest.raises(ValueError, match="no room"):
+        _packer(seq_length=4).pack([1], [2])
+    with pytest.raises(ValueError, match="rows"):
+        _packer().pack([[1], [2]], [[3]])
+
+
+def test_get_config_round_trip():
+    packer = _packer(truncation="random_front_back", padding="dynamic", seed=9)
+    assert SegmentPacker.from_config(packer.get_config()).get_config() == packer.get_config()
+
+
+@tensorflow_only
+@pytest.mark.parametrize("truncation", ["longest_first", "random_front_back"])
+@pytest.mark.parametrize("padding", ["fixed", "dynamic"])
+@pytest.mark.parametrize("pairs", [True, False])
+def test_tensorflow_path_equals_numpy_path(truncation, padding, pairs):
+    rng = np.random.default_rng(2)
+    firsts, seconds = _random_segments(rng, 200, 25), _random_segments(rng, 200, 12)
+    packer = _packer(seq_length=16, truncation=truncation, padding=padding, seed=4)
+    expected = packer.pack(firsts, seconds if pairs else None)
+    ragged_second = tf.ragged.constant(seconds, dtype=tf.int32) if pairs else None
+    actual = packer(tf.ragged.constant(firsts, dtype=tf.int32), ragged_second)
+    for key in expected:
+        np.testing.assert_array_equal(actual[key].numpy(), expected[key])
+
+
+@tensorflow_only
+def test_packer_in_dataset_map_on_ragged_ids():
+    rng = np.random.default_rng(3)
+    firsts, seconds = _random_segments(rng, 40, 30), _random_segments(rng, 40, 30)
+    packer = _packer(seq_length=24, truncation="random_front_back", seed=1)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (tf.ragged.constant(firsts, dtype=tf.int32), tf.ragged.constant(seconds, dtype=tf.int32))
+    )
+    per_example = list(dataset.map(packer).as_numpy_iterator())
+    batched = next(iter(dataset.batch(40).map(packer)))
+    for row, (a, b) in enumerate(zip(firsts, seconds)):
+        expected = packer.pack(a, b)
+        for key in expected:
+            np.testing.assert_array_equal(per_example[row][key], expected[key])
+            np.testing.assert_array_equal(batched[key][row].numpy(), expected[key])

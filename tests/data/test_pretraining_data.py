@@ -1,0 +1,330 @@
+import glob
+import os
+import random
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl.data.masking import MaskedLMMasker
+from keras_bert_impl.data.pretraining_data import (
+    instances_from_document,
+    iterate_pretraining_instances,
+    pretraining_dataset,
+    read_documents,
+    read_pretraining_tfrecords,
+    split_sentences,
+    tokenize_documents,
+    write_pretraining_tfrecords,
+)
+from keras_bert_impl.tokenization import BertTokenizer
+
+tensorflow_only = pytest.mark.tensorflow_only
+
+CLS, SEP = 1, 2
+WORDS = [f"word{i}" for i in range(60)]
+VOCABULARY = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", ".", "##s"] + WORDS
+
+
+def _tokenizer():
+    return BertTokenizer(VOCABULARY)
+
+
+def _id_corpus(num_documents, sentences_per_document, sentence_length, seed=0):
+    """Documents of unique ids, so every token says which document and sentence it came from."""
+    rng = random.Random(seed)
+    documents, origin, next_id = [], {}, 10
+    for d in range(num_documents):
+        document = []
+        for s in range(rng.randint(*sentences_per_document)):
+            length = rng.randint(*sentence_length)
+            document.append(list(range(next_id, next_id + length)))
+            for token in document[-1]:
+                origin[token] = (d, s)
+            next_id += length
+        documents.append(document)
+    return documents, origin
+
+
+def _split_instance(instance):
+    tokens, segments = instance["token_ids"], instance["segment_ids"]
+    first_sep = tokens.index(SEP)
+    return tokens[1:first_sep], tokens[first_sep + 1 : -1], segments, first_sep
+
+
+def _text_documents(num_documents, seed=0):
+    rng = random.Random(seed)
+    return [
+        " ".join(
+            " ".join(rng.choice(WORDS).capitalize() if w == 0 else rng.choice(WORDS) for w in range(rng.randint(3, 12)))
+            + "."
+            for _ in range(rng.randint(1, 8))
+        )
+        for _ in range(num_documents)
+    ]
+
+
+def test_split_sentences_handles_abbreviations_initials_quotes_and_cjk():
+    text = 'Dr. Smith met J. Doe at 5 p.m. yesterday. "Really?" She asked! (It was late.) 3 left. 你好。再见！'
+    assert split_sentences(text) == [
+        "Dr. Smith met J. Doe at 5 p.m. yesterday.",
+        '"Really?"',
+        "She asked!",
+        "(It was late.)",
+        "3 left.",
+        "你好。",
+        "再见！",
+    ]
+    assert split_sentences("   ") == []
+    assert split_sentences("no end mark") == ["no end mark"]
+
+
+def test_read_documents_formats_and_empty_lines(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n\nFirst.\n  Second.  \n\n\n\nOnly one.\n\n", encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text("Continues? No, a new file starts a new document.\n", encoding="utf-8")
+    assert read_documents([str(path), str(other)]) == [
+        ["First.", "Second."],
+        ["Only one."],
+        ["Continues? No, a new file starts a new document."],
+    ]
+    per_line = tmp_path / "docs.txt"
+    per_line.write_text("A one. A two.\n\nB one.\n", encoding="utf-8")
+    assert read_documents(str(per_line), "document_per_line") == [["A one.", "A two."], ["B one."]]
+    assert read_documents(str(tmp_path / "*.txt"))  # glob patterns
+
+
+def test_non_utf8_bytes_raise_an_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("fine line\nsecond\ncaf\xe9 au lait\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1\.txt, line 3: .*not valid UTF-8"):
+        read_documents(str(path))
+    assert read_documents(str(path), errors="replace") == [["fine line", "second", "caf\ufffd au lait"]]
+    with pytest.raises(FileNotFoundError, match="missing"):
+        read_documents(str(tmp_path / "missing*.txt"))
+
+
+def test_tokenize_documents_drops_sentences_and_documents_without_tokens():
+    documents = tokenize_documents([["word1 word2.", "\u200b"], ["\x00"], ["word3"]], _tokenizer())
+    assert documents == [[[VOCABULARY.index("word1"), VOCABULARY.index("word2"), 5]], [[VOCABULARY.index("word3")]]]
+
+
+def test_instances_follow_the_layout_and_length_limits():
+    documents, origin = _id_corpus(40, (1, 12), (1, 30))
+    instances = list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=32, dupe_factor=2, seed=1))
+    assert instances
+    for instance in instances:
+        tokens_a, tokens_b, segments, first_sep = _split_instance(instance)
+        assert len(instance["token_ids"]) <= 32
+        assert tokens_a and tokens_b and instance["token_ids"][0] == CLS and instance["token_ids"][-1] == SEP
+        assert segments == [0] * (first_sep + 1) + [1] * (len(tokens_b) + 1)
+        # Each segment is a contiguous run of its document (ids count up through a document).
+        for segment in (tokens_a, tokens_b):
+            assert segment == list(range(segment[0], segment[0] + len(segment)))
+        if instance["next_sentence_labels"] == 0:
+            # IsNext: B follows A in the same document.
+            assert origin[tokens_a[0]][0] == origin[tokens_b[-1]][0] and tokens_a[-1] < tokens_b[0]
+
+
+def test_random_next_comes_from_another_document_and_labels_are_balanced():
+    documents, origin = _id_corpus(300, (20, 40), (5, 15))
+    instances = list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=64, seed=2))
+    labels = np.array([instance["next_sentence_labels"] for instance in instances])
+    assert len(labels) > 2000
+    # Random next with probability 0.5, and always for one-sentence chunks (a document's last sentence left
+    # over after put-backs), so a little above one half, as in the original.
+    assert 0.5 < labels.mean() < 0.6
+    for instance in instances:
+        tokens_a, tokens_b, _, _ = _split_instance(instance)
+        same_document = origin[tokens_a[0]][0] == origin[tokens_b[-1]][0]
+        assert same_document != bool(instance["next_sentence_labels"])
+
+
+def test_short_seq_prob_picks_short_targets_per_document():
+    documents, _ = _id_corpus(3000, (30, 30), (8, 8))
+    rng = random.Random(0)
+    first_instances = [instances_from_document(documents, index, 67, 0.1, rng)[0] for index in range(3000)]
+    # An IsNext pair is a whole chunk: sentences of 8 tokens until the target t is reached, so it holds
+    # 8 * ceil(t / 8) tokens (64 after truncation). It is shorter than 57 iff t <= 56. Chunks with t <= 8
+    # have one sentence and are always random next, so among IsNext pairs the expected short fraction is
+    # P(short target, 9 <= t <= 56) / P(t >= 9) = 0.1 * 48/63 / (0.9 + 0.1 * 56/63).
+    lengths = np.array([len(a) + len(b) for a, b, is_random_next in first_instances if not is_random_next])
+    assert len(lengths) > 1200
+    assert abs(np.mean(lengths < 57) - 0.1 * 48 / 63 / (0.9 + 0.1 * 56 / 63)) < 0.025
+    rng = random.Random(0)
+    first_instances = [instances_from_document(documents, index, 67, 0.0, rng)[0] for index in range(200)]
+    assert all(len(a) + len(b) == 64 for a, b, is_random_next in first_instances if not is_random_next)
+
+
+def test_same_seed_same_instances():
+    documents, _ = _id_corpus(30, (1, 8), (1, 20))
+    first = list(iterate_pretraining_instances(documents, CLS, SEP, 40, seed=3))
+    again = list(iterate_pretraining_instances(documents, CLS, SEP, 40, seed=3))
+    other = list(iterate_pretraining_instances(documents, CLS, SEP, 40, seed=4))
+    assert first == again and first != other
+
+
+def test_one_sentence_documents_long_sentences_and_a_single_document():
+    long_sentence = list(range(10, 5010))
+    documents = [[long_sentence], [[7, 8]], [[9]]]
+    instances = list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=16, seed=0))
+    assert instances and all(len(instance["token_ids"]) <= 16 for instance in instances)
+    assert all(instance["next_sentence_labels"] == 1 for instance in instances)  # one-sentence chunks
+    alone = list(iterate_pretraining_instances([[[5, 6]]], CLS, SEP, max_seq_length=8, seed=0))
+    assert len(alone) == 1 and alone[0]["token_ids"] == [CLS, 5, 6, SEP, 5, 6, SEP]
+    with pytest.raises(ValueError, match="max_seq_length"):
+        list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=4))
+
+
+@tensorflow_only
+def test_static_tfrecords_round_trip(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join(split_sentences(d)) for d in _text_documents(60)), encoding="utf-8")
+    tokenizer = _tokenizer()
+    prefix = str(tmp_path / "out" / "train")
+    paths = write_pretraining_tfrecords(
+        str(corpus), prefix, tokenizer, max_seq_length=32, max_predictions_per_seq=5, num_shards=3, dupe_factor=2
+    )
+    assert paths == [f"{prefix}-0000{i}-of-00003.tfrecord" for i in range(3)]
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(os.path.basename(p) for p in paths)  # no temporaries
+    again = write_pretraining_tfrecords(
+        str(corpus), str(tmp_path / "again"), tokenizer, max_seq_length=32, max_predictions_per_seq=5, num_shards=3,
+        dupe_factor=2,
+    )
+    for path, other in zip(paths, again):
+        assert list(tf.data.TFRecordDataset(path).as_numpy_iterator()) == list(
+            tf.data.TFRecordDataset(other).as_numpy_iterator()
+        )
+
+    dataset = read_pretraining_tfrecords(prefix + "-*", 8, 32, 5, shuffle=False, drop_remainder=False)
+    batches = list(dataset.as_numpy_iterator())
+    x = {key: np.concatenate([b[0][key] for b in batches]) for key in batches[0][0]}
+    y = {key: np.concatenate([b[1][key] for b in batches]) for key in batches[0][1]}
+    assert x["token_ids"].dtype == np.int32 and x["padding_mask"].dtype == bool
+    assert y["mask_weights"].dtype == np.float32 and y["next_sentence_labels"].shape == (len(x["token_ids"]),)
+    for row in range(len(x["token_ids"])):
+        count = int(y["mask_weights"][row].sum())
+        positions = x["mask_positions"][row, :count]
+        assert count >= 1 and (np.diff(positions) > 0).all()
+        assert x["padding_mask"][row, positions].all()
+        assert not np.isin(y["mask_ids"][row, :count], [0, CLS, SEP]).any()
+        assert (x["mask_positions"][row, count:] == 0).all()
+
+
+@tensorflow_only
+def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("\n".join(_text_documents(40)), encoding="utf-8")
+    tokenizer = _tokenizer()
+    prefix = str(tmp_path / "dyn")
+    write_pretraining_tfrecords(
+        str(corpus), prefix, tokenizer, max_seq_length=32, masking="dynamic", dupe_factor=1,
+        input_format="document_per_line",
+    )
+    with pytest.raises(ValueError, match="no 'masked_lm_positions' feature"):
+        read_pretraining_tfrecords(prefix + "-*", 4, 32)
+    with pytest.raises(ValueError, match="'input_ids' has length 32, expected 64"):
+        read_pretraining_tfrecords(prefix + "-*", 4, 64, masker=MaskedLMMasker.from_tokenizer(tokenizer))
+    record = next(iter(tf.data.TFRecordDataset(glob.glob(prefix + "-*"))))
+    features = tf.train.Example.FromString(record.numpy()).features.feature
+    assert "masked_lm_positions" not in features and "input_ids" in features
+    masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=5)
+    dataset = read_pretraining_tfrecords(prefix + "-*", 4, 32, masker=masker, shuffle=False)
+    epochs = [np.concatenate([x["mask_positions"] for x, _ in dataset.as_numpy_iterator()]) for _ in range(2)]
+    assert not np.array_equal(epochs[0], epochs[1])
+
+
+@tensorflow_only
+@pytest.mark.parametrize("masking", ["dynamic", "static"])
+def test_pretraining_dataset_structure_and_determinism(masking):
+    tokenizer = _tokenizer()
+
+    def epochs(seed):
+        dataset = pretraining_dataset(
+            tokenizer, documents=_text_documents(50), seq_length=24, batch_size=8, max_predictions_per_seq=4,
+            masking=masking, seed=seed,
+        )
+        return [list(dataset.as_numpy_iterator()) for _ in range(2)]
+
+    first, again, other = epochs(5), epochs(5), epochs(6)
+    x, y = first[0][0]
+    assert set(x) == {"token_ids", "segment_ids", "padding_mask", "mask_positions"}
+    assert set(y) == {"mask_ids", "mask_weights", "next_sentence_labels"}
+    assert x["token_ids"].shape == (8, 24) and x["mask_positions"].shape == (8, 4)
+    assert y["next_sentence_labels"].shape == (8,)
+    assert x["token_ids"].dtype == np.int32 and y["next_sentence_labels"].dtype == np.int32
+    for epoch in range(2):
+        for (x1, y1), (x2, y2) in zip(first[epoch], again[epoch]):
+            np.testing.assert_array_equal(x1["token_ids"], x2["token_ids"])
+            np.testing.assert_array_equal(y1["mask_ids"], y2["mask_ids"])
+    assert not np.array_equal(first[0][0][0]["token_ids"], other[0][0][0]["token_ids"])
+
+    def masks_by_instance(epoch):
+        # Unmasked instance (token ids with the original ids put back) -> its mask positions.
+        masks = {}
+        for x, y in epoch:
+            for row in range(len(x["token_ids"])):
+                tokens = x["token_ids"][row].copy()
+                count = int(y["mask_weights"][row].sum())
+                tokens[x["mask_positions"][row, :count]] = y["mask_ids"][row, :count]
+                masks[tokens.tobytes()] = x["mask_positions"][row].tolist()
+        return masks
+
+    masks = [masks_by_instance(epoch) for epoch in first]
+    assert masks[0].keys() == masks[1].keys()
+    assert (masks[0] == masks[1]) == (masking == "static")
+
+
+def test_pretraining_dataset_feeds_fit_on_every_backend():
+    tokenizer = _tokenizer()
+    dataset = pretraining_dataset(
+        tokenizer, documents=_text_documents(30), seq_length=16, batch_size=4, max_predictions_per_seq=3
+    )
+    seq_length, predictions, vocabulary_size = 16, 3, len(VOCABULARY)
+
+    inputs = {
+        "token_ids": keras.Input((seq_length,), dtype="int32", name="token_ids"),
+        "segment_ids": keras.Input((seq_length,), dtype="int32", name="segment_ids"),
+        "padding_mask": keras.Input((seq_length,), dtype="bool", name="padding_mask"),
+        "mask_positions": keras.Input((predictions,), dtype="int32", name="mask_positions"),
+    }
+    hidden = keras.layers.Embedding(vocabulary_size, 8)(inputs["token_ids"])
+    hidden = hidden + keras.layers.Embedding(2, 8)(inputs["segment_ids"])
+    gathered = keras.ops.take_along_axis(hidden, keras.ops.expand_dims(inputs["mask_positions"], -1), axis=1)
+    mlm = keras.layers.Dense(vocabulary_size, name="mlm")(gathered)
+    nsp = keras.layers.Dense(2, name="nsp")(hidden[:, 0])
+    model = keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
+    model.compile(
+        optimizer="adam",
+        loss={
+            "mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        },
+    )
+    dataset = dataset.map(
+        lambda x, y: (
+            x,
+            {"mlm": y["mask_ids"], "nsp": y["next_sentence_labels"]},
+            {"mlm": y["mask_weights"], "nsp": tf.ones_like(y["next_sentence_labels"], tf.float32)},
+        )
+    )
+    history = model.fit(dataset, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+@tensorflow_only
+def test_masker_from_tokenizer_masks_whole_words():
+    tokenizer = _tokenizer()
+    masker = MaskedLMMasker.from_tokenizer(
+        tokenizer, whole_word_masking=True, mask_rate=0.4, max_predictions_per_seq=4  # round(5 * 0.4) = 2
+    )
+    token_ids = [[CLS, *tokenizer.tokenize("word1s word2"), SEP]]  # [CLS] word1 ##s word2 [SEP]
+    assert token_ids[0][2] == VOCABULARY.index("##s")
+    outcomes = set()
+    for seed in range(20):
+        out = masker({"token_ids": np.array(token_ids, np.int32)}, seed=[seed, 0])
+        count = int(out["mask_weights"].numpy().sum())
+        outcomes.add(tuple(out["mask_positions"].numpy()[0, :count]))
+    assert outcomes == {(1, 2), (3,)}
