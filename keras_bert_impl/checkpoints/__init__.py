@@ -1,0 +1,126 @@
+"""Checkpoint loading and writing for every format `from_pretrained` accepts.
+
+- Hugging Face directories: `config.json` + `model.safetensors` (or sharded, or `pytorch_model.bin`).
+- Original google-research/bert: `bert_config.json` + `bert_model.ckpt.{index,data-*}`.
+- Ours: `config.json` with `"format": "keras_bert_impl"` + `model.safetensors` keyed by variable path.
+
+Names map through one table, `name_map.py`.
+"""
+
+import logging
+import os
+
+from keras_bert_impl.checkpoints import huggingface, native, original_tf
+from keras_bert_impl.checkpoints.conversion import (
+    HUGGINGFACE,
+    ORIGINAL,
+    CheckpointError,
+    LoadReport,
+    assign_from_checkpoint,
+    export_tensors,
+)
+from keras_bert_impl.checkpoints.name_map import WeightSpec, backbone_weight_specs
+from keras_bert_impl.utils.atomic_io import atomic_directory
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CheckpointError",
+    "LoadReport",
+    "WeightSpec",
+    "backbone_weight_specs",
+    "load_backbone",
+    "read_checkpoint",
+    "save_backbone",
+    "save_huggingface",
+]
+
+
+def read_checkpoint(path):
+    """Identify and read a checkpoint: `(format, backbone_config, tensors, extra)`.
+
+    `format` is "native", "huggingface" or "original"; `tensors` maps names in that format to arrays;
+    `extra` holds what our own format stores beside the backbone (task-model config).
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path) and not os.path.exists(path + ".index"):
+        raise CheckpointError(f"Checkpoint path {path} does not exist.")
+    if os.path.isdir(path) and native.is_native_directory(path):
+        class_name, config, extra, tensors = native.read_native(path)
+        extra = dict(extra, class_name=class_name)
+        return "native", config, tensors, extra
+    if os.path.isdir(path) and huggingface.is_huggingface_directory(path):
+        config_path = os.path.join(path, huggingface.CONFIG_FILE)
+        hf_config = huggingface.read_json(config_path)
+        config = huggingface.backbone_config_from_huggingface(hf_config, config_path)
+        return HUGGINGFACE, config, huggingface.read_huggingface_tensors(path), {"source_config": hf_config}
+    prefix = original_tf.checkpoint_prefix(path)
+    if prefix is not None:
+        return ORIGINAL, original_tf.read_original_config(prefix), original_tf.read_original_tensors(prefix), {}
+    if os.path.isdir(path) and os.path.isfile(os.path.join(path, huggingface.CONFIG_FILE)):
+        raise CheckpointError(
+            f"{path} has config.json but no weights: expected {huggingface.SAFETENSORS_FILE}, "
+            f"{huggingface.SAFETENSORS_INDEX_FILE} or {huggingface.PYTORCH_FILE}."
+        )
+    raise CheckpointError(
+        f"{path} is not a checkpoint this package reads: expected a Hugging Face directory (config.json + "
+        f"model.safetensors / pytorch_model.bin), an original BERT directory (bert_config.json + "
+        f"bert_model.ckpt.*) or one written by save_pretrained."
+    )
+
+
+def load_weights(model, backbone, fmt, tensors, path, head_specs=(), strict_backbone=True):
+    """Assign backbone (and head) weights from tensors read by `read_checkpoint`; return a LoadReport.
+
+    Backbone weights must all be present (a silently random encoder is never what a user wants); head
+    weights that the checkpoint lacks keep their initial values and are listed in `report.missing`.
+    """
+    if fmt == "native":
+        unused = native.assign_native(model, tensors, path)
+        return LoadReport(loaded=[v.path for v in model.weights], missing=[], unused=unused)
+    specs = backbone_weight_specs(backbone.num_layers) + list(head_specs)
+    report = assign_from_checkpoint(model, specs, tensors, fmt, path)
+    backbone_paths = {spec.ours for spec in backbone_weight_specs(backbone.num_layers)}
+    missing_backbone = [name for name in report.missing if name in backbone_paths]
+    if strict_backbone and missing_backbone:
+        raise CheckpointError(f"{path}: encoder weights missing from the checkpoint: {missing_backbone}.")
+    return report
+
+
+def load_backbone(path, **overrides):
+    """Build a `BertBackbone` from any supported checkpoint. `overrides` change config values
+    (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`) without touching weights."""
+    from keras_bert_impl.models.backbone import BertBackbone
+
+    fmt, config, tensors, extra = read_checkpoint(path)
+    if fmt == "native" and extra.get("class_name") != "BertBackbone":
+        # A task model's directory: its encoder config is stored beside the task config.
+        config = extra["backbone_config"]
+    config = {key: value for key, value in config.items() if key not in ("name", "trainable")}
+    config.update(overrides)
+    backbone = BertBackbone(**config)
+    report = load_weights(backbone, backbone, fmt, tensors, path)
+    logger.info("Loaded BertBackbone from %s (%s): %s", path, fmt, report.summary())
+    backbone.load_report = report
+    return backbone
+
+
+def save_backbone(backbone, path):
+    native.write_native(os.fspath(path), backbone, backbone.get_config())
+
+
+def save_huggingface(model, path, head_specs=(), architectures=("BertModel",), config_updates=None):
+    """Write `model` (a backbone, or a task model via its `backbone` and `head_specs`) as a Hugging Face
+    directory that `transformers.AutoModel.from_pretrained` loads. Replaces `path` only when complete.
+    `config_updates` adds task fields to config.json (e.g. `num_labels`, `id2label`)."""
+    backbone = getattr(model, "backbone", model)
+    specs = backbone_weight_specs(backbone.num_layers)
+    tensors = export_tensors(model, specs, HUGGINGFACE)
+    if head_specs:
+        # Task-model checkpoints nest the encoder under `bert.`, as transformers' BertFor* classes do.
+        tensors = {f"bert.{name}": value for name, value in tensors.items()}
+        tensors.update(export_tensors(model, head_specs, HUGGINGFACE))
+    config = huggingface.huggingface_config_from_backbone(backbone, architectures)
+    config.update(config_updates or {})
+    with atomic_directory(os.fspath(path)) as tmp:
+        huggingface.write_huggingface_directory(tmp, config, tensors)
