@@ -1,0 +1,1 @@
+"""Training utilities: the per-backend gradient step (`backend_train_steps`) and fit callbacks."""

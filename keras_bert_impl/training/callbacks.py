@@ -1,0 +1,269 @@
+"""`fit` callbacks for long pretraining runs: crash-safe checkpoints and exact resume, a metrics log, a
+non-finite-loss guard, and the training-curve plot.
+
+Resuming at the same step, learning rate and data position rests on three facts:
+- `TrainingCheckpoint` saves the model weights together with the optimizer state (its `iterations` drive the
+  learning-rate schedule) at the end of each `fit` epoch; the pretraining script makes one epoch one
+  checkpoint interval (`steps_per_epoch=N`);
+- the input is a deterministic, endless stream (seeded shuffles and masks), so batch `k` is the same batch in
+  every run, and a resumed run skips the `step` batches already consumed (`dataset.skip(step)`);
+- the RNG states of the dropout layers (Keras `SeedGenerator` variables, which `save_weights` leaves out) are
+  saved beside the weights and restored with them.
+Every file goes through `utils.atomic_io`: a checkpoint directory appears complete or not at all, and the
+`latest` pointer is replaced only after it.
+"""
+
+import io
+import json
+import logging
+import math
+import os
+import shutil
+
+import keras
+import numpy as np
+
+from keras_bert_impl.utils.atomic_io import atomic_directory, atomic_write, atomic_write_text
+
+logger = logging.getLogger(__name__)
+
+WEIGHTS_FILE = "training.weights.h5"
+RNG_STATE_FILE = "rng_state.npz"
+SEED_STATE_SUFFIX = "seed_generator_state"  # the variable name of every keras.random.SeedGenerator
+STATE_FILE = "training_state.json"
+LATEST_FILE = "latest"
+
+
+def _as_float(value):
+    return float(np.asarray(keras.ops.convert_to_numpy(value)))
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN or infinite loss; the message names the step and the logged values."""
+
+
+class TrainingCheckpoint(keras.callbacks.Callback):
+    """Save weights + optimizer state every `fit` epoch into `directory/step_XXXXXXXX/`, atomically.
+
+    Args:
+        directory: str. Folder of this run's checkpoints (created when missing).
+        steps_per_epoch: int. Batches per `fit` epoch, so epoch `e` ends at step `(e + 1) * steps_per_epoch`.
+        keep: int. Number of most recent checkpoints kept; older ones are deleted. Defaults to 2.
+        extra_state: dict. JSON values stored in every checkpoint's state file (e.g. the phase). Defaults to
+            None.
+        write: bool. Whether this process writes (False on non-chief workers of a multi-worker run).
+            Defaults to True.
+
+    Example:
+    >>> checkpoint = TrainingCheckpoint("/tmp/run/checkpoints", steps_per_epoch=100)
+    >>> # model.fit(dataset, epochs=10, steps_per_epoch=100, callbacks=[checkpoint])
+    """
+
+    def __init__(self, directory, steps_per_epoch, keep=2, extra_state=None, write=True):
+        super().__init__()
+        if int(keep) < 1:
+            raise ValueError(f"`keep` must be >= 1, got {keep}.")
+        self.directory = os.fspath(directory)
+        self.steps_per_epoch = int(steps_per_epoch)
+        self.keep = int(keep)
+        self.extra_state = dict(extra_state or {})
+        self.write = write
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = (epoch + 1) * self.steps_per_epoch
+        logs = {name: _as_float(value) for name, value in (logs or {}).items()}
+        non_finite = {name: value for name, value in logs.items() if not math.isfinite(value)}
+        if non_finite:
+            raise NonFiniteLossError(
+                f"Not checkpointing step {step}: non-finite values {non_finite}. The last good checkpoint is "
+                f"{latest_training_checkpoint(self.directory)}."
+            )
+        if not self.write:
+            return
+        path = os.path.join(self.directory, f"step_{step:08d}")
+        state = {"step": step, "epoch": epoch + 1, "logs": logs, **self.extra_state}
+        with atomic_directory(path) as tmp:
+            self.model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
+            np.savez(os.path.join(tmp, RNG_STATE_FILE), *[
+                keras.ops.convert_to_numpy(v.value) for v in _seed_states(self.model)])
+            with open(os.path.join(tmp, STATE_FILE), "w", encoding="utf-8") as handle:
+                json.dump(state, handle, indent=2)
+        atomic_write_text(os.path.join(self.directory, LATEST_FILE), os.path.basename(path) + "\n")
+        logger.info("Checkpoint at step %d: %s", step, path)
+        self._delete_old_checkpoints()
+
+    def _delete_old_checkpoints(self):
+        names = sorted(name for name in os.listdir(self.directory) if name.startswith("step_"))
+        for name in names[: -self.keep]:
+            shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+
+
+def _seed_states(model):
+    # Matched by order: SeedGenerator names carry a process-wide counter, so paths differ between builds.
+    return [v for v in model.variables if v.path.endswith(SEED_STATE_SUFFIX)]
+
+
+def latest_training_checkpoint(directory):
+    """`(path, state)` of the newest complete checkpoint under `directory`, or None when there is none."""
+    directory = os.fspath(directory)
+    pointer = os.path.join(directory, LATEST_FILE)
+    if not os.path.isfile(pointer):
+        return None
+    with open(pointer, encoding="utf-8") as handle:
+        path = os.path.join(directory, handle.read().strip())
+    state_path = os.path.join(path, STATE_FILE)
+    if not os.path.isfile(state_path) or not os.path.isfile(os.path.join(path, WEIGHTS_FILE)):
+        raise FileNotFoundError(
+            f"{pointer} names {path}, which lacks {WEIGHTS_FILE} or {STATE_FILE}; the checkpoint directory was "
+            f"modified by hand. Remove {pointer} to start over."
+        )
+    with open(state_path, encoding="utf-8") as handle:
+        return path, json.load(handle)
+
+
+def restore_training_checkpoint(model, path):
+    """Load weights, optimizer state and dropout RNG states saved by `TrainingCheckpoint` into a compiled
+    `model`."""
+    if getattr(model, "optimizer", None) is None:
+        raise ValueError("Compile the model (with the same optimizer) before restoring a training checkpoint.")
+    if not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
+    path = os.fspath(path)
+    model.load_weights(os.path.join(path, WEIGHTS_FILE))
+    with np.load(os.path.join(path, RNG_STATE_FILE)) as saved:
+        values = [saved[f"arr_{index}"] for index in range(len(saved.files))]
+    states = _seed_states(model)
+    if len(values) != len(states):
+        raise ValueError(
+            f"{path}/{RNG_STATE_FILE} holds {len(values)} RNG states but the model has {len(states)} dropout "
+            f"seed generators: the checkpoint is from a different architecture."
+        )
+    for variable, value in zip(states, values):
+        variable.assign(value)
+
+
+class NonFiniteLossGuard(keras.callbacks.Callback):
+    """Stop training with `NonFiniteLossError` as soon as a batch's loss is NaN or infinite.
+
+    Raising (rather than `TerminateOnNaN`'s quiet stop) keeps the epoch-end checkpoint from saving the
+    diverged weights: the newest checkpoint stays the last good one.
+
+    Args:
+        check_every: int. Check the loss every this many batches (reading it synchronises with the device).
+            Defaults to 1.
+    """
+
+    def __init__(self, check_every=1):
+        super().__init__()
+        self.check_every = int(check_every)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if batch % self.check_every or not logs or "loss" not in logs:
+            return
+        loss = _as_float(logs["loss"])
+        if not math.isfinite(loss):
+            step = _as_float(self.model.optimizer.iterations)
+            raise NonFiniteLossError(
+                f"Loss became {loss} at batch {batch} of this epoch (optimizer step {step:.0f}); logs: "
+                f"{ {name: _as_float(value) for name, value in logs.items()} }. Resume from the last checkpoint "
+                f"with a lower learning rate or more warmup."
+            )
+
+
+class MetricsLog(keras.callbacks.Callback):
+    """Append one JSON line per `fit` epoch (`step`, the epoch's mean metrics, `learning_rate`) to `path`.
+
+    A resumed run appends again from its checkpoint's step; `read_metrics_log` keeps the last line per step,
+    so the log stays one curve across interruptions.
+
+    Args:
+        path: str. The `.jsonl` file.
+        steps_per_epoch: int. Batches per `fit` epoch.
+        extra: dict. Values added to every line (e.g. `{"phase": 1}`). Defaults to None.
+        step_offset: int. Added to the step (e.g. the steps of earlier phases). Defaults to 0.
+        write: bool. Whether this process writes. Defaults to True.
+    """
+
+    def __init__(self, path, steps_per_epoch, extra=None, step_offset=0, write=True):
+        super().__init__()
+        self.path = os.fspath(path)
+        self.steps_per_epoch = int(steps_per_epoch)
+        self.extra = dict(extra or {})
+        self.step_offset = int(step_offset)
+        self.write = write
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.write:
+            return
+        entry = {"step": self.step_offset + (epoch + 1) * self.steps_per_epoch, **self.extra}
+        entry.update({name: _as_float(value) for name, value in (logs or {}).items()})
+        entry["learning_rate"] = _as_float(self.model.optimizer.learning_rate)
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+
+
+def read_metrics_log(path):
+    """Entries of a `MetricsLog` file sorted by step, the last line winning for a repeated step."""
+    entries = {}
+    with open(os.fspath(path), encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as error:
+                # A crash can cut the last line short; anything earlier is corruption worth naming.
+                logger.warning("%s, line %d: skipping an unreadable entry (%s).", path, number, error)
+                continue
+            entries[entry["step"]] = entry
+    return [entries[step] for step in sorted(entries)]
+
+
+def plot_training_curves(entries, path, title="BERT pretraining"):
+    """Write a PNG with loss, accuracy and learning-rate panels from `read_metrics_log` entries.
+
+    Needs matplotlib (`pip install matplotlib`); uses the non-interactive Agg backend. Validation values
+    (`val_*`) are drawn dashed where present.
+
+    Args:
+        entries: list of dict. Each has `step` and any of `loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`,
+            `nsp_accuracy`, `learning_rate` (and `val_` versions).
+        path: str. The PNG file, written atomically.
+        title: str. Figure title. Defaults to "BERT pretraining".
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError as error:
+        raise ImportError("plot_training_curves needs matplotlib: `pip install matplotlib`.") from error
+    if not entries:
+        raise ValueError("No metrics to plot: the log is empty.")
+    panels = (
+        ("loss", ("loss", "mlm_loss", "nsp_loss")),
+        ("accuracy", ("mlm_accuracy", "nsp_accuracy")),
+        ("learning rate", ("learning_rate",)),
+    )
+    figure, axes = pyplot.subplots(1, len(panels), figsize=(15, 4))
+    for axis, (label, names) in zip(axes, panels):
+        for name in names:
+            for prefix, style in (("", "-"), ("val_", "--")):
+                points = [(e["step"], e[prefix + name]) for e in entries if prefix + name in e]
+                if points:
+                    steps, values = zip(*points)
+                    axis.plot(steps, values, style, marker=".", label=prefix + name)
+        if label == "accuracy":
+            axis.axhline(0.5, color="grey", linewidth=0.8, linestyle=":", label="NSP chance")
+        axis.set_xlabel("step")
+        axis.set_title(label)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    figure.suptitle(title)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    pyplot.close(figure)
+    with atomic_write(os.fspath(path), "wb") as handle:
+        handle.write(buffer.getvalue())

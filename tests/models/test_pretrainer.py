@@ -1,0 +1,378 @@
+import logging
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.models.pretrainer import METRIC_NAMES, BertPretrainer, pretraining_losses
+from tests.helpers import assert_config_round_trip, random_batch, real_checkpoint_dir, tiny_backbone, to_numpy
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORKER = os.path.join(REPO_ROOT, "tests", "models", "pretrainer_step_worker.py")
+HEAD_PATHS = [
+    "masked_lm_head/output_bias",
+    "masked_lm_head/transform_dense/kernel",
+    "masked_lm_head/transform_dense/bias",
+    "masked_lm_head/transform_layer_norm/gamma",
+    "masked_lm_head/transform_layer_norm/beta",
+    "next_sentence_head/kernel",
+    "next_sentence_head/bias",
+]
+
+
+def pretraining_batch(batch_size=4, sequence_length=10, predictions=4, vocabulary_size=50, seed=0,
+                      weights_per_row=(3, 2, 1, 4)):
+    """A pretraining batch in the CONTRACTS.md layout; row r has `weights_per_row[r]` real mask slots.
+
+    The default row weights sum to 5 in each half of the batch, so a 2-replica split normalises the MLM
+    loss the same way as the whole batch does (see test_distribution).
+    """
+    rng = np.random.default_rng(seed)
+    x = random_batch(batch_size, sequence_length, vocabulary_size, seed=seed,
+                     lengths=[sequence_length] * batch_size)
+    positions = np.zeros((batch_size, predictions), "int32")
+    weights = np.zeros((batch_size, predictions), "float32")
+    ids = np.zeros((batch_size, predictions), "int32")
+    for row in range(batch_size):
+        count = weights_per_row[row % len(weights_per_row)]
+        positions[row, :count] = np.sort(rng.choice(np.arange(1, sequence_length - 1), count, replace=False))
+        weights[row, :count] = 1.0
+        ids[row, :count] = rng.integers(5, vocabulary_size, count)
+    x["mask_positions"] = positions
+    y = {"mask_ids": ids, "mask_weights": weights,
+         "next_sentence_labels": (np.arange(batch_size) % 2).astype("int32")}
+    return x, y
+
+
+def deterministic_pretrainer(**overrides):
+    """A one-layer pretrainer without dropout (one layer keeps tracing / XLA compilation short)."""
+    return BertPretrainer(tiny_backbone(**{"num_layers": 1, "dropout": 0.0, "attention_dropout": 0.0, **overrides}))
+
+
+def numpy_log_softmax(logits):
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def numpy_pretraining_losses(y, mlm_logits, nsp_logits):
+    """Independent reference of the original run_pretraining.py loss, in float64."""
+    mlm_logits, nsp_logits = np.float64(mlm_logits), np.float64(nsp_logits)
+    w = y["mask_weights"].astype("float64")
+    nll = -np.take_along_axis(numpy_log_softmax(mlm_logits), y["mask_ids"][..., None], -1)[..., 0]
+    mlm_loss = (w * nll).sum() / (w.sum() + 1e-5)
+    labels = y["next_sentence_labels"]
+    nsp_loss = -numpy_log_softmax(nsp_logits)[np.arange(len(labels)), labels].mean()
+    return {
+        "loss": mlm_loss + nsp_loss,
+        "mlm_loss": mlm_loss,
+        "nsp_loss": nsp_loss,
+        "mlm_accuracy": (w * (mlm_logits.argmax(-1) == y["mask_ids"])).sum() / w.sum(),
+        "nsp_accuracy": (nsp_logits.argmax(-1) == labels).mean(),
+    }
+
+
+def test_outputs_shapes_dtypes_and_variable_paths():
+    model = deterministic_pretrainer()
+    x, _ = pretraining_batch()
+    outputs = model(x)
+    assert tuple(outputs["mlm_logits"].shape) == (4, 4, 50)
+    assert tuple(outputs["nsp_logits"].shape) == (4, 2)
+    assert all(keras.backend.standardize_dtype(v.dtype) == "float32" for v in outputs.values())
+    paths = [v.path for v in model.weights]
+    assert paths[: len(model.backbone.weights)] == [v.path for v in model.backbone.weights]
+    assert sorted(paths[len(model.backbone.weights):]) == sorted(HEAD_PATHS)
+    assert sum(tuple(v.shape) == (50, 16) for v in model.weights) == 1  # the MLM projection is tied
+
+
+def test_losses_match_numpy_reference():
+    model = deterministic_pretrainer()
+    x, y = pretraining_batch()
+    model.get_layer("masked_lm_head").output_bias.assign(np.linspace(-1, 1, 50).astype("float32"))
+    outputs = model(x)
+    expected = numpy_pretraining_losses(y, to_numpy(outputs["mlm_logits"]), to_numpy(outputs["nsp_logits"]))
+    computed = {name: float(to_numpy(v)) for name, v in pretraining_losses(y, outputs).items()}
+    for name in METRIC_NAMES:
+        assert computed[name] == pytest.approx(expected[name], abs=1e-5), name
+    model.compile(optimizer="sgd")
+    evaluated = model.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
+    for name in METRIC_NAMES:
+        assert evaluated[name] == pytest.approx(expected[name], abs=1e-5), name
+
+
+def test_masked_lm_loss_ignores_padding_slots_and_survives_no_masks():
+    x, y = pretraining_batch()
+    logits = np.random.default_rng(0).normal(size=(4, 4, 50)).astype("float32")
+    y_pred = {"mlm_logits": logits, "nsp_logits": np.zeros((4, 2), "float32")}
+    changed = dict(y, mask_ids=np.where(y["mask_weights"] > 0, y["mask_ids"], 7))
+    base = to_numpy(pretraining_losses(y, y_pred)["mlm_loss"])
+    assert to_numpy(pretraining_losses(changed, y_pred)["mlm_loss"]) == pytest.approx(base, abs=1e-6)
+    empty = pretraining_losses(dict(y, mask_weights=np.zeros((4, 4), "float32")), y_pred)
+    assert float(to_numpy(empty["mlm_loss"])) == 0.0 and float(to_numpy(empty["mlm_accuracy"])) == 0.0
+    labels_column = dict(y, next_sentence_labels=y["next_sentence_labels"][:, None])  # original (B, 1)
+    assert to_numpy(pretraining_losses(labels_column, y_pred)["nsp_loss"]) == pytest.approx(np.log(2), abs=1e-6)
+
+
+def test_fit_logs_the_five_metrics_and_losses_fall_on_a_fixed_batch():
+    model = BertPretrainer(tiny_backbone(num_layers=1, dropout=0.0, attention_dropout=0.0))
+    x, y = pretraining_batch()
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    history = model.fit(x, y, batch_size=4, epochs=30, verbose=0).history
+    assert sorted(history) == sorted(METRIC_NAMES)
+    first, last = {k: v[0] for k, v in history.items()}, {k: v[-1] for k, v in history.items()}
+    assert last["mlm_loss"] < 0.5 * first["mlm_loss"] and last["nsp_loss"] < 0.4 < first["nsp_loss"], history
+    assert last["loss"] == pytest.approx(last["mlm_loss"] + last["nsp_loss"], abs=1e-5)
+    assert last["mlm_accuracy"] >= 0.8 and last["nsp_accuracy"] == 1.0, history
+
+
+def test_compile_rejects_loss_and_metrics_and_fit_rejects_sample_weight():
+    model = deterministic_pretrainer()
+    with pytest.raises(ValueError, match="computes its own MLM \\+ NSP loss"):
+        model.compile(optimizer="sgd", loss="mse")
+    model.compile(optimizer="sgd")
+    x, y = pretraining_batch()
+    with pytest.raises(ValueError, match="sample_weight"):
+        model.fit(x, y, sample_weight=np.ones(4), verbose=0)
+
+
+def _same_weights_model(source):
+    clone = deterministic_pretrainer()
+    clone.set_weights(source.get_weights())
+    return clone
+
+
+@pytest.mark.skipif(keras.backend.backend() == "torch", reason="XLA compilation is a TensorFlow / JAX feature")
+def test_jit_compile_gives_the_same_steps_as_without():
+    x, y = pretraining_batch()
+    eager = deterministic_pretrainer()
+    compiled = _same_weights_model(eager)
+    results = []
+    for model, jit_compile in ((eager, False), (compiled, True)):
+        model.compile(optimizer=keras.optimizers.SGD(0.5), jit_compile=jit_compile)
+        logs = [model.train_on_batch(x, y, return_dict=True) for _ in range(2)]
+        results.append((logs, [to_numpy(w) for w in model.weights]))
+    assert compiled.jit_compile and not eager.jit_compile
+    (eager_logs, eager_weights), (jit_logs, jit_weights) = results
+    for step in range(2):
+        for name in METRIC_NAMES:
+            assert jit_logs[step][name] == pytest.approx(eager_logs[step][name], abs=1e-5)
+    for a, b in zip(eager_weights, jit_weights):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_gradient_accumulation_and_loss_scaling_go_through_the_optimizer():
+    x, y = pretraining_batch()
+    model = deterministic_pretrainer()
+    before = [to_numpy(w) for w in model.trainable_weights]
+    model.compile(optimizer=keras.optimizers.SGD(0.5, gradient_accumulation_steps=2))
+    model.train_on_batch(x, y)
+    after_one = [to_numpy(w) for w in model.trainable_weights]
+    assert all(np.array_equal(a, b) for a, b in zip(before, after_one))  # accumulated, not applied
+    model.train_on_batch(x, y)
+    assert any(not np.array_equal(a, to_numpy(b)) for a, b in zip(before, model.trainable_weights))
+
+    scaled = deterministic_pretrainer()
+    plain = _same_weights_model(scaled)
+    scaled.compile(optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.5)))
+    plain.compile(optimizer=keras.optimizers.SGD(0.5))
+    scaled_logs = scaled.train_on_batch(x, y, return_dict=True)
+    plain_logs = plain.train_on_batch(x, y, return_dict=True)
+    assert scaled_logs["loss"] == pytest.approx(plain_logs["loss"], abs=1e-6)  # logs are unscaled
+    for a, b in zip(scaled.trainable_weights, plain.trainable_weights):
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), atol=1e-5)
+
+
+def test_mixed_bfloat16_trains_with_float32_logits():
+    model = BertPretrainer(tiny_backbone(num_layers=1, dtype="mixed_bfloat16"))
+    x, y = pretraining_batch()
+    outputs = model(x)
+    assert keras.backend.standardize_dtype(outputs["mlm_logits"].dtype) == "float32"
+    model.compile(optimizer="adam")
+    logs = model.train_on_batch(x, y, return_dict=True)
+    assert np.isfinite(logs["loss"])
+
+
+def test_config_and_keras_file_round_trip(tmp_path):
+    model = deterministic_pretrainer()
+    restored = assert_config_round_trip(model)
+    assert restored.backbone.hidden_dim == 16
+    x, _ = pretraining_batch()
+    path = str(tmp_path / "pretrainer.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, BertPretrainer)
+    for key in ("mlm_logits", "nsp_logits"):
+        np.testing.assert_allclose(to_numpy(loaded(x)[key]), to_numpy(model(x)[key]), atol=1e-6)
+
+
+# -- checkpoints ------------------------------------------------------------------------------------------
+
+
+def test_save_pretrained_round_trip_and_backbone_only_checkpoints(tmp_path, caplog):
+    model = deterministic_pretrainer()
+    model.get_layer("masked_lm_head").output_bias.assign(np.arange(50, dtype="float32"))
+    model.save_pretrained(tmp_path / "pretrainer")
+    loaded = BertPretrainer.from_pretrained(str(tmp_path / "pretrainer"))
+    assert loaded.load_report.missing == [] and loaded.load_report.unused == []
+    for a, b in zip(model.weights, loaded.weights):
+        assert a.path == b.path
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+
+    model.backbone.save_pretrained(tmp_path / "backbone")
+    with caplog.at_level(logging.WARNING, logger="keras_bert_impl.models.pretrainer"):
+        from_backbone = BertPretrainer.from_pretrained(str(tmp_path / "backbone"))
+    assert sorted(from_backbone.load_report.missing) == sorted(HEAD_PATHS)
+    assert "masked_lm_head/output_bias" in caplog.text and "random initial values" in caplog.text
+    np.testing.assert_array_equal(
+        to_numpy(from_backbone.backbone.token_embedding.embeddings), to_numpy(model.backbone.token_embedding.embeddings)
+    )
+
+
+@pytest.mark.tensorflow_only
+def test_original_tensorflow_checkpoint_names_load_heads(tmp_path):
+    import json
+
+    import tensorflow as tf
+
+    from keras_bert_impl.checkpoints.conversion import ORIGINAL, export_tensors
+    from keras_bert_impl.checkpoints.name_map import backbone_weight_specs, pretraining_head_specs
+
+    model = deterministic_pretrainer(num_segments=2)
+    model.get_layer("masked_lm_head").output_bias.assign(np.linspace(0, 1, 50).astype("float32"))
+    specs = backbone_weight_specs(model.backbone.num_layers) + pretraining_head_specs()
+    tensors = export_tensors(model, specs, ORIGINAL)
+    assert tensors["cls/seq_relationship/output_weights"].shape == (2, 16)  # stored [2, H] as the original
+    with tf.Graph().as_default():
+        variables = [tf.compat.v1.Variable(value, name=name) for name, value in tensors.items()]
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver(variables).save(session, str(tmp_path / "bert_model.ckpt"))
+    (tmp_path / "bert_config.json").write_text(json.dumps({
+        "vocab_size": 50, "hidden_size": 16, "num_hidden_layers": model.backbone.num_layers, "num_attention_heads": 2,
+        "intermediate_size": 32, "max_position_embeddings": 24, "type_vocab_size": 2, "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+    }))
+    loaded = BertPretrainer.from_pretrained(str(tmp_path))
+    assert loaded.load_report.missing == [] and loaded.load_report.unused == []
+    x, _ = pretraining_batch()
+    for key in ("mlm_logits", "nsp_logits"):
+        np.testing.assert_allclose(to_numpy(loaded(x)[key]), to_numpy(model(x)[key]), atol=1e-5)
+
+
+def huggingface_pretraining_logits(hf_model, x):
+    import torch
+
+    with torch.no_grad():
+        out = hf_model(
+            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["padding_mask"].astype("int64")),
+        )
+    full = out.prediction_logits.numpy()  # (B, T, V)
+    return np.take_along_axis(full, x["mask_positions"][:, :, None].astype("int64"), axis=1), \
+        out.seq_relationship_logits.numpy()
+
+
+def assert_logits_match(model, hf_model, x):
+    mlm, nsp = huggingface_pretraining_logits(hf_model, x)
+    outputs = model(x)
+    assert np.abs(to_numpy(outputs["mlm_logits"]) - mlm).max() <= 1e-5
+    assert np.abs(to_numpy(outputs["nsp_logits"]) - nsp).max() <= 1e-5
+
+
+def test_huggingface_bert_for_pretraining_heads_load_exactly(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=24, hidden_act="gelu",
+    )
+    torch.manual_seed(0)
+    hf_model = transformers.BertForPreTraining(config).eval()
+    with torch.no_grad():  # non-trivial head values, so a head left at init would be caught
+        hf_model.cls.predictions.bias.normal_()
+        hf_model.cls.predictions.transform.LayerNorm.bias.normal_()
+        hf_model.cls.seq_relationship.bias.normal_()
+    hf_model.save_pretrained(tmp_path)
+    model = BertPretrainer.from_pretrained(str(tmp_path))
+    assert model.load_report.missing == [] and model.load_report.unused == []
+    x, _ = pretraining_batch()
+    assert_logits_match(model, hf_model, x)
+
+
+@pytest.mark.slow
+def test_real_checkpoint_body_heads_reported_and_export_matches_transformers(tmp_path, caplog):
+    """The real all-MiniLM-L6-v2 checkpoint is a BertModel (no cls.* heads): the heads stay at init and the
+    report says so. Parity: our model (real encoder + initial heads) exported with save_huggingface and
+    loaded by transformers' BertForPreTraining gives the same MLM and NSP logits."""
+    transformers = pytest.importorskip("transformers")
+    with caplog.at_level(logging.WARNING, logger="keras_bert_impl.models.pretrainer"):
+        model = BertPretrainer.from_pretrained(real_checkpoint_dir())
+    assert sorted(model.load_report.missing) == sorted(HEAD_PATHS)
+    assert model.load_report.unused == []
+    assert "next_sentence_head/kernel" in caplog.text
+    model.save_huggingface(tmp_path / "hf")
+    hf_model, info = transformers.BertForPreTraining.from_pretrained(str(tmp_path / "hf"), output_loading_info=True)
+    assert info["missing_keys"] == set() or not info["missing_keys"], info
+    assert hf_model.config.architectures == ["BertForPreTraining"]
+    x, _ = pretraining_batch(batch_size=2, sequence_length=12, predictions=5, vocabulary_size=30000,
+                             weights_per_row=(5, 3))
+    assert_logits_match(model, hf_model.eval(), x)
+
+
+# -- the same step on every backend ---------------------------------------------------------------------
+
+
+def run_in_this_process(model_dir, batch_path, *extra_args):
+    """The worker's steps on this pytest process's backend (saves a subprocess start)."""
+    from tests.models.pretrainer_step_worker import run_steps
+
+    steps = int(extra_args[extra_args.index("--steps") + 1]) if "--steps" in extra_args else 1
+    return run_steps(str(model_dir), str(batch_path), steps=steps)
+
+
+def run_worker(model_dir, batch_path, out_path, backend, *extra_args, extra_env=None):
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    env.update(extra_env or {})
+    completed = subprocess.run(
+        [sys.executable, WORKER, str(model_dir), str(batch_path), str(out_path), *extra_args],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return dict(np.load(out_path))
+
+
+def save_model_and_batch(tmp_path, batch_size=4):
+    model = deterministic_pretrainer()
+    model.get_layer("masked_lm_head").output_bias.assign(np.linspace(-1, 1, 50).astype("float32"))
+    model.save_pretrained(tmp_path / "model")
+    x, y = pretraining_batch(batch_size=batch_size)
+    np.savez(tmp_path / "batch.npz", **{f"x_{k}": v for k, v in x.items()}, **{f"y_{k}": v for k, v in y.items()})
+    return model, y
+
+
+def assert_same_step(results, reference_name, atol=1e-5):
+    reference = results[reference_name]
+    for name, result in results.items():
+        assert set(result) == set(reference), name
+        for key, value in result.items():
+            np.testing.assert_allclose(value, reference[key], atol=atol, err_msg=f"{name} vs {reference_name}: {key}")
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_only  # one run covers all three backends (each in its own process)
+def test_one_step_is_identical_on_tensorflow_jax_and_torch(tmp_path):
+    model, y = save_model_and_batch(tmp_path)
+    results = {"tensorflow": run_in_this_process(tmp_path / "model", tmp_path / "batch.npz")}
+    for backend in ("jax", "torch"):
+        results[backend] = run_worker(tmp_path / "model", tmp_path / "batch.npz", tmp_path / f"{backend}.npz", backend)
+    assert_same_step(results, "tensorflow")
+    expected = numpy_pretraining_losses(y, results["torch"]["logits_mlm"], results["torch"]["logits_nsp"])
+    for backend, result in results.items():
+        for name in METRIC_NAMES:
+            assert float(result[f"loss_{name}"]) == pytest.approx(expected[name], abs=1e-5), (backend, name)
+    moved = [v.path for v in model.weights
+             if not np.allclose(to_numpy(v), results["jax"][f"weight_{v.path.replace('/', '|')}"], atol=1e-4)]
+    assert "masked_lm_head/output_bias" in moved and "next_sentence_head/kernel" in moved  # a real step

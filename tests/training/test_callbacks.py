@@ -1,0 +1,94 @@
+import json
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.training.callbacks import (
+    MetricsLog,
+    NonFiniteLossError,
+    NonFiniteLossGuard,
+    TrainingCheckpoint,
+    latest_training_checkpoint,
+    plot_training_curves,
+    read_metrics_log,
+    restore_training_checkpoint,
+)
+from tests.helpers import tiny_backbone, to_numpy
+from tests.models.test_pretrainer import pretraining_batch
+
+
+def small_pretrainer():
+    from keras_bert_impl.models.pretrainer import BertPretrainer
+
+    model = BertPretrainer(tiny_backbone(num_layers=1))
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    return model
+
+
+def test_checkpoints_restore_weights_optimizer_and_dropout_rng(tmp_path):
+    x, y = pretraining_batch()
+    model = small_pretrainer()
+    checkpoint = TrainingCheckpoint(tmp_path, steps_per_epoch=1, keep=2, extra_state={"phase": 1})
+    model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0, callbacks=[checkpoint])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "step_00000002", "step_00000003"]
+    path, state = latest_training_checkpoint(tmp_path)
+    assert state["step"] == 3 and state["epoch"] == 3 and state["phase"] == 1 and "mlm_loss" in state["logs"]
+
+    restored = small_pretrainer()
+    restore_training_checkpoint(restored, path)
+    assert int(to_numpy(restored.optimizer.iterations)) == 3
+    for a, b in zip(model.variables + model.optimizer.variables, restored.variables + restored.optimizer.variables):
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+    # Dropout is on (rate 0.1): identical continuations need the RNG state too. Torch's Keras dropout draws
+    # from torch's global generator, so only TensorFlow and JAX continue bit for bit.
+    if keras.backend.backend() != "torch":
+        continued = [m.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0).history["loss"]
+                     for m in (model, restored)]
+        assert continued[0] == continued[1]
+
+
+def test_missing_or_broken_checkpoints_are_reported(tmp_path):
+    assert latest_training_checkpoint(tmp_path) is None
+    (tmp_path / "latest").write_text("step_00000005\n")
+    with pytest.raises(FileNotFoundError, match="step_00000005.*lacks"):
+        latest_training_checkpoint(tmp_path)
+    with pytest.raises(ValueError, match="Compile the model"):
+        from keras_bert_impl.models.pretrainer import BertPretrainer
+
+        restore_training_checkpoint(BertPretrainer(tiny_backbone(num_layers=1)), tmp_path)
+
+
+def test_non_finite_loss_stops_training_without_checkpointing(tmp_path):
+    model = small_pretrainer()
+    guard = NonFiniteLossGuard()
+    guard.set_model(model)
+    guard.on_train_batch_end(0, {"loss": 1.5})
+    with pytest.raises(NonFiniteLossError, match="Loss became nan at batch 3"):
+        guard.on_train_batch_end(3, {"loss": float("nan")})
+    checkpoint = TrainingCheckpoint(tmp_path, steps_per_epoch=10)
+    checkpoint.set_model(model)
+    with pytest.raises(NonFiniteLossError, match="Not checkpointing step 10"):
+        checkpoint.on_epoch_end(0, {"loss": float("inf")})
+    assert not (tmp_path / "step_00000010").exists()
+
+
+def test_metrics_log_keeps_one_curve_across_resumes_and_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    model = small_pretrainer()
+    log = MetricsLog(tmp_path / "metrics.jsonl", steps_per_epoch=5, extra={"phase": 1})
+    log.set_model(model)
+    for epoch, loss in ((0, 3.0), (1, 2.5), (1, 2.4), (2, 2.0)):  # epoch 1 repeated after a resume
+        log.on_epoch_end(epoch, {"loss": loss, "mlm_accuracy": 0.1 * epoch, "nsp_accuracy": 0.5})
+    with open(tmp_path / "metrics.jsonl", "a", encoding="utf-8") as handle:
+        handle.write('{"step": 20, "lo')  # a line cut short by a crash
+    entries = read_metrics_log(tmp_path / "metrics.jsonl")
+    assert [e["step"] for e in entries] == [5, 10, 15]
+    assert entries[1]["loss"] == 2.4 and entries[0]["phase"] == 1
+    assert math.isfinite(entries[0]["learning_rate"])
+    plot_training_curves(entries + [dict(entries[-1], step=20, val_loss=2.2)], tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="empty"):
+        plot_training_curves([], tmp_path / "empty.png")
+    json.dumps(entries)  # plain JSON values

@@ -1,0 +1,37 @@
+"""Data-parallel steps give the single-device step's losses and weights on the same global batch.
+
+The distributed runs use fresh processes (tests/models/pretrainer_step_worker.py): two logical CPU devices
+for tf.distribute and two host devices for JAX must be configured before the framework initialises. The
+single-device reference runs in the pytest process.
+The batch's two halves carry equal mask-weight sums (5 and 5), because under tf.distribute each replica
+normalises the MLM loss by its own weights, as the original's per-core TPU loss does.
+"""
+
+import keras
+import pytest
+
+from tests.models.test_pretrainer import assert_same_step, run_in_this_process, run_worker, save_model_and_batch
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.tensorflow_only
+def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(tmp_path):
+    save_model_and_batch(tmp_path)
+    results = {
+        "none": run_in_this_process(tmp_path / "model", tmp_path / "batch.npz", "--steps", "2"),
+        "mirrored": run_worker(tmp_path / "model", tmp_path / "batch.npz", tmp_path / "mirrored.npz", "tensorflow",
+                               "--distribution", "mirrored", "--steps", "2"),
+    }
+    assert_same_step(results, "none")
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="the Keras distribution API is tested in the JAX pass")
+def test_jax_data_parallel_on_two_host_devices_matches_one_device(tmp_path):
+    save_model_and_batch(tmp_path)
+    results = {
+        "none": run_in_this_process(tmp_path / "model", tmp_path / "batch.npz", "--steps", "2"),
+        "jax_data_parallel": run_worker(tmp_path / "model", tmp_path / "batch.npz", tmp_path / "dp.npz", "jax",
+                                        "--distribution", "jax_data_parallel", "--steps", "2"),
+    }
+    assert_same_step(results, "none")
