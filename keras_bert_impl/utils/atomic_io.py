@@ -27,6 +27,15 @@ def _fsync_directory(path):
         os.close(fd)
 
 
+def _umask_mode(base):
+    """`base` (0o666 for files, 0o777 for directories) less the process umask: the mode `open` / `mkdir`
+    would give. `tempfile` creates 0o600 / 0o700 entries, which would otherwise leave every checkpoint, vocab
+    and export readable by its owner alone."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return base & ~umask
+
+
 def _ensure_parent(path):
     parent = os.path.dirname(os.path.abspath(path))
     try:
@@ -57,6 +66,7 @@ def atomic_write(path, mode="wb", encoding=None):
         raise ValueError(f"atomic_write supports modes 'w' and 'wb', got {mode!r}.")
     parent = _ensure_parent(path)
     fd, tmp_path = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    os.chmod(tmp_path, _umask_mode(0o666))
     if mode == "w" and encoding is None:
         encoding = "utf-8"
     try:
@@ -100,6 +110,7 @@ def atomic_directory(path):
     path = os.path.abspath(path)
     parent = _ensure_parent(path)
     tmp_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    os.chmod(tmp_dir, _umask_mode(0o777))
     try:
         yield tmp_dir
     except BaseException:

@@ -1,8 +1,9 @@
 import os
+import stat
 
 import pytest
 
-from keras_bert_impl.utils.atomic_io import atomic_directory, atomic_write, atomic_write_json
+from keras_bert_impl.utils.atomic_io import atomic_directory, atomic_write, atomic_write_json, atomic_write_text
 
 
 def test_atomic_write_replaces_only_on_success(tmp_path):
@@ -54,3 +55,16 @@ def test_mode_is_checked(tmp_path):
     with pytest.raises(ValueError, match="modes 'w' and 'wb'"):
         with atomic_write(str(tmp_path / "x"), "a"):
             pass
+
+
+def test_written_files_and_directories_get_the_umask_permissions(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        atomic_write_text(str(tmp_path / "vocab.txt"), "a\n")
+        with atomic_directory(str(tmp_path / "checkpoint")) as tmp:
+            atomic_write_text(os.path.join(tmp, "config.json"), "{}")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(tmp_path / "vocab.txt").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(tmp_path / "checkpoint").st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(tmp_path / "checkpoint" / "config.json").st_mode) == 0o644
