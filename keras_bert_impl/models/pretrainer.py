@@ -7,12 +7,12 @@ differentiates it lives in `keras_bert_impl.training.backend_train_steps`.
 """
 
 import logging
-import os
 
 import keras
 from keras import ops
 
 from keras_bert_impl.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
+from keras_bert_impl.models.task import BertTask
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def pretraining_losses(y, y_pred):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BertTask):
     """BERT pretraining with the masked-LM and next-sentence objectives (Devlin et al., 2018, section 3.1).
 
     Takes a `BertBackbone` and adds `MaskedLMHead` (tied to `backbone.token_embedding`) and
@@ -178,19 +178,6 @@ class BertPretrainer(keras.Model):
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
-
     @classmethod
     def from_pretrained(cls, path, **overrides):
         """Build a pretrainer from any checkpoint `checkpoints.read_checkpoint` reads.
@@ -236,14 +223,6 @@ class BertPretrainer(keras.Model):
         logger.info("Loaded BertPretrainer from %s (%s): %s", path, fmt, report.summary())
         model.load_report = report
         return model
-
-    def save_pretrained(self, path):
-        """Write our checkpoint directory (`config.json` + `model.safetensors`), atomically."""
-        from keras_bert_impl.checkpoints import native
-
-        native.write_native(
-            os.fspath(path), self, {}, extra={"backbone_config": self.backbone.get_config()}
-        )
 
     def save_huggingface(self, path):
         """Write a Hugging Face `BertForPreTraining` directory (`transformers` loads it), atomically."""
