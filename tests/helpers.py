@@ -58,3 +58,34 @@ def assert_config_round_trip(layer_or_model):
     restored = type(layer_or_model).from_config(config)
     assert restored.get_config() == config
     return restored
+
+
+def original_bert_config(backbone):
+    """The `bert_config.json` of an original google-research/bert checkpoint for `backbone`'s sizes."""
+    return {
+        "vocab_size": backbone.vocabulary_size, "hidden_size": backbone.hidden_dim,
+        "num_hidden_layers": backbone.num_layers, "num_attention_heads": backbone.num_heads,
+        "intermediate_size": backbone.intermediate_dim, "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "max_position_embeddings": backbone.max_sequence_length, "type_vocab_size": backbone.num_segments,
+        "initializer_range": 0.02,
+    }
+
+
+def write_original_tf_checkpoint(directory, tensors, config):
+    """Write a TF V2 checkpoint (`bert_model.ckpt.*`) whose variables carry exactly the given (original BERT)
+    names, and `bert_config.json`. TensorFlow only."""
+    import json
+
+    import tensorflow as tf
+
+    os.makedirs(directory, exist_ok=True)
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(
+        prefix=os.path.join(directory, "bert_model.ckpt"),
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tf.constant(tensors[name]) for name in names],
+    )
+    with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle)

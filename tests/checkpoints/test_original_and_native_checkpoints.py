@@ -10,34 +10,16 @@ import pytest
 from keras_bert_impl.checkpoints import CheckpointError, backbone_weight_specs, native
 from keras_bert_impl.checkpoints.conversion import HUGGINGFACE, ORIGINAL, from_ours, to_ours
 from keras_bert_impl.models.backbone import BertBackbone
-from tests.helpers import TINY_BACKBONE, random_batch, tiny_backbone, to_numpy
+from tests.helpers import (
+    TINY_BACKBONE,
+    original_bert_config,
+    random_batch,
+    tiny_backbone,
+    to_numpy,
+    write_original_tf_checkpoint,
+)
 
 tf = pytest.importorskip("tensorflow")
-
-
-def write_original_checkpoint(directory, tensors, config):
-    """Write a TF V2 checkpoint whose variables carry exactly the given (original BERT) names."""
-    os.makedirs(directory, exist_ok=True)
-    names = sorted(tensors)
-    tf.raw_ops.SaveV2(
-        prefix=os.path.join(directory, "bert_model.ckpt"),
-        tensor_names=names,
-        shape_and_slices=[""] * len(names),
-        tensors=[tf.constant(tensors[name]) for name in names],
-    )
-    with open(os.path.join(directory, "bert_config.json"), "w") as handle:
-        json.dump(config, handle)
-
-
-def original_config(backbone):
-    return {
-        "vocab_size": backbone.vocabulary_size, "hidden_size": backbone.hidden_dim,
-        "num_hidden_layers": backbone.num_layers, "num_attention_heads": backbone.num_heads,
-        "intermediate_size": backbone.intermediate_dim, "hidden_act": "gelu",
-        "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-        "max_position_embeddings": backbone.max_sequence_length, "type_vocab_size": backbone.num_segments,
-        "initializer_range": 0.02,
-    }
 
 
 def original_tensors(backbone):
@@ -55,7 +37,7 @@ def test_original_checkpoint_loads_with_original_names_and_tanh_gelu(tmp_path):
     assert "bert/embeddings/LayerNorm/gamma" in tensors and "bert/pooler/dense/kernel" in tensors
     tensors["global_step"] = np.array(1000, dtype="int64")
     tensors["bert/embeddings/word_embeddings/adam_m"] = np.zeros_like(tensors["bert/embeddings/word_embeddings"])
-    write_original_checkpoint(tmp_path / "ckpt", tensors, original_config(source))
+    write_original_tf_checkpoint(tmp_path / "ckpt", tensors, original_bert_config(source))
     loaded = BertBackbone.from_pretrained(str(tmp_path / "ckpt"))
     # The original's "gelu" is the tanh approximation.
     assert loaded.hidden_activation == "gelu_approximate"
@@ -70,7 +52,7 @@ def test_original_checkpoint_loads_with_original_names_and_tanh_gelu(tmp_path):
 
 def test_corrupt_original_checkpoint_is_a_clear_error(tmp_path):
     source = tiny_backbone()
-    write_original_checkpoint(tmp_path, original_tensors(source), original_config(source))
+    write_original_tf_checkpoint(tmp_path, original_tensors(source), original_bert_config(source))
     data_file = next(p for p in os.listdir(tmp_path) if ".data-" in p)
     with open(tmp_path / data_file, "r+b") as handle:
         handle.truncate(100)

@@ -1,0 +1,241 @@
+"""BERT sequence classification and regression: pooled [CLS] output -> dropout -> Dense(num_classes).
+
+Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
+"""
+
+import logging
+import os
+
+import keras
+
+from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.task_checkpoints import (
+    backbone_config_from_checkpoint,
+    compile_from_saved_config,
+    load_task_weights,
+)
+
+logger = logging.getLogger(__name__)
+
+LABEL_VOCABULARY_FILENAME = "label_vocabulary.json"
+DEFAULT_DROPOUT = 0.1
+
+
+def _as_labels(labels):
+    """A tuple of str from a `LabelVocabulary`, a sequence of str, or None."""
+    if labels is None:
+        return None
+    return tuple(str(label) for label in getattr(labels, "labels", labels))
+
+
+def _is_default_huggingface_labels(labels):
+    return all(label == f"LABEL_{index}" for index, label in enumerate(labels))
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertClassifier(BertTask):
+    """Sentence and sentence-pair classification with BERT (Devlin et al., 2018, section 4.1).
+
+    The backbone's pooled output (the tanh-projected [CLS] vector) goes through dropout and one
+    `Dense(num_classes)` layer named "classifier_dense", as `run_classifier.py`. Single sentences
+    (`[CLS] A [SEP]`) and pairs (`[CLS] A [SEP] B [SEP]`) differ only in the packed inputs
+    (`data.classification_data` packs them). `num_classes=1` is regression (STS-B): the one output is the
+    predicted score.
+
+    `compile()` without `loss` uses sparse categorical cross-entropy from logits and an "accuracy" metric
+    (mean squared error and no metric for regression). Works on TensorFlow, JAX and torch, with
+    `jit_compile=True` on TensorFlow and JAX.
+
+    Args:
+        backbone: `BertBackbone`. The encoder; its variables keep their paths.
+        num_classes: int. Number of classes `C`; 1 for regression.
+        dropout: float. Dropout on the pooled output, applied only in training. Defaults to 0.1.
+        labels: sequence of str, a `LabelVocabulary`, or None. The class names, id i being `labels[i]`;
+            saved with the model (config and `label_vocabulary.json`). Defaults to None.
+        **kwargs: passed to `keras.Model` (e.g. `name`).
+
+    Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
+    Output: the logits tensor, float32 `(B, C)` (for regression `(B, 1)`, the score). Targets for `fit`:
+    int `(B,)` class ids, or float `(B,)` scores for regression.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> model = BertClassifier(backbone, num_classes=3, labels=["contradiction", "entailment", "neutral"])
+    >>> x = {"token_ids": np.array([[2, 7, 3, 9, 3]]), "segment_ids": np.array([[0, 0, 0, 1, 1]]),
+    ...      "padding_mask": np.ones((1, 5), bool)}
+    >>> tuple(model(x).shape)
+    (1, 3)
+    >>> model.compile(optimizer="adam")
+    >>> sorted(model.fit(x, np.array([2]), epochs=1, verbose=0).history)
+    ['accuracy', 'loss']
+    """
+
+    def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, **kwargs):
+        if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
+            raise ValueError(f"BertClassifier `num_classes` must be a positive integer, got {num_classes!r}.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"BertClassifier `dropout` must be in [0, 1), got {dropout!r}.")
+        labels = _as_labels(labels)
+        if labels is not None:
+            if num_classes == 1:
+                raise ValueError("BertClassifier with num_classes=1 is a regression model; it takes no `labels`.")
+            if len(labels) != num_classes:
+                raise ValueError(
+                    f"BertClassifier got {len(labels)} labels {list(labels)} for num_classes={num_classes}."
+                )
+        inputs = dict(backbone.input)
+        pooled = backbone(inputs)["pooled_output"]  # (B, H)
+        pooled = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")(pooled)
+        logits = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
+            dtype=backbone.dtype_policy,
+            name="classifier_dense",
+        )(pooled)  # (B, C)
+        super().__init__(inputs=inputs, outputs=keras.ops.cast(logits, "float32"), **kwargs)
+        self.backbone = backbone
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.labels = labels
+
+    @property
+    def is_regression(self):
+        """True for `num_classes=1` (one score, mean squared error)."""
+        return self.num_classes == 1
+
+    @property
+    def label_vocabulary(self):
+        """The `LabelVocabulary` of `labels`, or None when the model has no label names."""
+        if self.labels is None:
+            return None
+        from keras_bert_impl.data.classification_data import LabelVocabulary
+
+        return LabelVocabulary(self.labels)
+
+    # -- training ---------------------------------------------------------------------------------------
+
+    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
+        """`keras.Model.compile` with this task's defaults when `loss` is None.
+
+        Classification: `SparseCategoricalCrossentropy(from_logits=True)` and, unless `metrics` is given,
+        `SparseCategoricalAccuracy(name="accuracy")`. Regression: `MeanSquaredError` and no metric.
+        """
+        if loss is None:
+            if self.is_regression:
+                loss = keras.losses.MeanSquaredError()
+            else:
+                loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+                if metrics is None:
+                    metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        compile_from_saved_config(self, config)
+
+    # -- config and checkpoints -------------------------------------------------------------------------
+
+    def task_config(self):
+        """The head arguments (everything but the backbone), as stored in checkpoints."""
+        return {
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "labels": list(self.labels) if self.labels is not None else None,
+        }
+
+    @classmethod
+    def from_pretrained(cls, path, num_classes=None, labels=None, classifier_dropout=None, **overrides):
+        """Build a classifier from any checkpoint `checkpoints.read_checkpoint` reads.
+
+        Our own `BertClassifier` directories restore everything (head, `labels`). Hugging Face
+        `BertForSequenceClassification` loads `classifier.*` (classes from `num_labels` / the head's shape,
+        label names from `id2label` unless they are the default `LABEL_i`, dropout from
+        `classifier_dropout`); original `run_classifier.py` checkpoints load `output_weights` /
+        `output_bias`. Any other checkpoint (a pretrained encoder) loads the encoder; the head keeps its
+        initial values, which `model.load_report.missing` lists and a WARNING names. So does a head whose
+        number of classes differs from `num_classes`.
+
+        Args:
+            path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            num_classes: int or None. Number of classes (1 = regression). None takes the checkpoint's head;
+                required for a checkpoint without one. Defaults to None.
+            labels: sequence of str, a `LabelVocabulary`, or None. Class names; None keeps the checkpoint's
+                when their number fits. Defaults to None.
+            classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
+                Defaults to None.
+            **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
+
+        Returns:
+            `BertClassifier`, with `load_report` (a `checkpoints.LoadReport`).
+        """
+        from keras_bert_impl.checkpoints import read_checkpoint
+        from keras_bert_impl.checkpoints.name_map import classifier_head_specs
+        from keras_bert_impl.models.backbone import BertBackbone
+
+        fmt, config, tensors, extra = read_checkpoint(path)
+        stored_classes, stored_labels, stored_dropout = _stored_head(fmt, config, tensors, extra)
+        if num_classes is None:
+            if stored_classes is None:
+                raise ValueError(
+                    f"{path} has no classification head, so `num_classes` is needed "
+                    f"(e.g. BertClassifier.from_pretrained(path, num_classes=2))."
+                )
+            num_classes = stored_classes
+        if labels is None and stored_labels is not None and len(stored_labels) == num_classes > 1:
+            labels = stored_labels
+        if classifier_dropout is None:
+            classifier_dropout = DEFAULT_DROPOUT if stored_dropout is None else stored_dropout
+        backbone = BertBackbone(**{**backbone_config_from_checkpoint(fmt, config, extra), **overrides})
+        model = cls(backbone, num_classes, dropout=classifier_dropout, labels=labels)
+        load_task_weights(model, fmt, tensors, extra, path, classifier_head_specs())
+        return model
+
+    def save_pretrained(self, path):
+        """Write our checkpoint directory (`config.json` + `model.safetensors`, atomically) and, for a model
+        with `labels`, `label_vocabulary.json` beside them (`LabelVocabulary.load` reads it)."""
+        super().save_pretrained(path)
+        if self.labels is not None:
+            self.label_vocabulary.save(os.path.join(path, LABEL_VOCABULARY_FILENAME))
+
+    def save_huggingface(self, path):
+        """Write a Hugging Face `BertForSequenceClassification` directory (`num_labels`, `id2label`,
+        `label2id`, `classifier_dropout`, `problem_type` in config.json) that `transformers` loads."""
+        from keras_bert_impl.checkpoints import save_huggingface
+        from keras_bert_impl.checkpoints.name_map import classifier_head_specs
+
+        labels = self.labels or tuple(f"LABEL_{index}" for index in range(self.num_classes))
+        config_updates = {
+            "num_labels": self.num_classes,
+            "id2label": {str(index): label for index, label in enumerate(labels)},
+            "label2id": {label: index for index, label in enumerate(labels)},
+            "classifier_dropout": self.dropout,
+            "problem_type": "regression" if self.is_regression else "single_label_classification",
+        }
+        save_huggingface(self, path, head_specs=classifier_head_specs(),
+                         architectures=("BertForSequenceClassification",), config_updates=config_updates)
+
+
+def _stored_head(fmt, config, tensors, extra):
+    """`(num_classes, labels, dropout)` of the checkpoint's classification head, None where unknown."""
+    if fmt == "native":
+        if extra.get("class_name") != BertClassifier.__name__:
+            return None, None, None
+        labels = config.get("labels")
+        return config["num_classes"], tuple(labels) if labels else None, config.get("dropout")
+    if fmt == "huggingface":
+        if "classifier.weight" not in tensors:
+            return None, None, None
+        source = extra.get("source_config", {})
+        id2label = source.get("id2label") or {}
+        labels = tuple(id2label[key] for key in sorted(id2label, key=int)) if id2label else None
+        if labels is not None and _is_default_huggingface_labels(labels):
+            labels = None
+        dropout = source.get("classifier_dropout")
+        if dropout is None:
+            dropout = source.get("hidden_dropout_prob")
+        return int(tensors["classifier.weight"].shape[0]), labels, dropout
+    if "output_weights" in tensors:
+        return int(tensors["output_weights"].shape[0]), None, None
+    return None, None, None
