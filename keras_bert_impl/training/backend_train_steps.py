@@ -24,6 +24,16 @@ arrays, so the loss is the global one).
 import keras
 
 
+def xla_jit_compile(requested=True):
+    """The `jit_compile` value for `Model.compile` that means "compile with XLA where the backend has it".
+
+    True on TensorFlow and JAX when `requested`. False on torch: its `jit_compile=True` is `torch.compile`
+    (TorchDynamo), not XLA, and it cannot trace the tf.data-fed Keras steps this package uses (it fails on
+    predict and retraces on every new bucket shape), so torch steps run eagerly.
+    """
+    return bool(requested) and keras.backend.backend() in ("tensorflow", "jax")
+
+
 def unpack_x_y(data):
     """`(x, y)` from a batch; per-example `sample_weight`s are rejected (the model weights its own losses)."""
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
