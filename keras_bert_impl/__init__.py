@@ -9,13 +9,47 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    # Models and layers (backend-agnostic).
     "BertBackbone": "keras_bert_impl.models.backbone",
+    "BertPretrainer": "keras_bert_impl.models.pretrainer",
+    "BertClassifier": "keras_bert_impl.models.classifier",
+    "BertQuestionAnswerer": "keras_bert_impl.models.question_answerer",
     "PRESETS": "keras_bert_impl.models.presets",
     "BertEmbeddings": "keras_bert_impl.layers.embeddings",
     "BertEncoderBlock": "keras_bert_impl.layers.encoder_block",
     "BertSelfAttention": "keras_bert_impl.layers.self_attention",
+    "MaskedLMHead": "keras_bert_impl.layers.pretraining_heads",
+    "NextSentenceHead": "keras_bert_impl.layers.pretraining_heads",
+    # Optimization.
+    "AdamWeightDecay": "keras_bert_impl.optimization",
+    "Lamb": "keras_bert_impl.optimization",
+    "WarmupLinearDecay": "keras_bert_impl.optimization",
+    "create_optimizer": "keras_bert_impl.optimization",
+    # Checkpoints.
     "CheckpointError": "keras_bert_impl.checkpoints.conversion",
     "save_huggingface": "keras_bert_impl.checkpoints",
+    # Tokenization and data (TensorFlow edge).
+    "BertTokenizer": "keras_bert_impl.tokenization",
+    "train_wordpiece_vocabulary": "keras_bert_impl.tokenization",
+    "MaskedLMMasker": "keras_bert_impl.data.masking",
+    "SegmentPacker": "keras_bert_impl.data.packing",
+    "mask_dataset": "keras_bert_impl.data.masking",
+    "pretraining_dataset": "keras_bert_impl.data.pretraining_data",
+    "write_pretraining_tfrecords": "keras_bert_impl.data.pretraining_data",
+    "read_pretraining_tfrecords": "keras_bert_impl.data.pretraining_data",
+    "LabelVocabulary": "keras_bert_impl.data.classification_data",
+    "read_classification_examples": "keras_bert_impl.data.classification_data",
+    "read_glue_examples": "keras_bert_impl.data.classification_data",
+    "make_classification_dataset": "keras_bert_impl.data.classification_data",
+    # SQuAD and metrics.
+    "read_squad_examples": "keras_bert_impl.squad",
+    "convert_examples_to_features": "keras_bert_impl.squad",
+    "decode_squad_predictions": "keras_bert_impl.squad",
+    "write_squad_predictions": "keras_bert_impl.squad",
+    "evaluate_v1": "keras_bert_impl.squad",
+    "evaluate_v2": "keras_bert_impl.squad",
+    "tune_null_threshold": "keras_bert_impl.squad",
+    "glue_metrics": "keras_bert_impl.metrics",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -531,7 +531,7 @@ def _check_record_layout(path, max_seq_length, max_predictions_per_seq, static):
 
 
 def to_inputs_and_targets(features):
-    """Split masked features into the `(x, y)` structure `BertPretrainer.fit` takes (see CONTRACTS)."""
+    """Split masked features into the `(x, y)` structure `BertPretrainer.fit` takes (README.md, "Data formats")."""
     x = {
         "token_ids": tf.cast(features["token_ids"], tf.int32),
         "segment_ids": tf.cast(features["segment_ids"], tf.int32),
@@ -574,7 +574,7 @@ def read_pretraining_tfrecords(
 
     Returns:
         tf.data.Dataset of `(x, y)`: x `{"token_ids", "segment_ids", "padding_mask", "mask_positions"}`, y
-        `{"mask_ids", "mask_weights", "next_sentence_labels"}` with the dtypes and shapes of CONTRACTS.md.
+        `{"mask_ids", "mask_weights", "next_sentence_labels"}` with the dtypes and shapes of README.md, "Data formats".
     """
     files = _expand_paths(file_pattern)
     _check_record_layout(files[0], max_seq_length, max_predictions_per_seq, static=masker is None)
@@ -672,7 +672,7 @@ def pretraining_dataset(
         drop_remainder: bool. Drop a last partial batch. Defaults to False.
 
     Returns:
-        tf.data.Dataset of `(x, y)` as in CONTRACTS.md ("Pretraining batches").
+        tf.data.Dataset of `(x, y)` as in README.md ("Data formats", pretraining batches).
 
     Example:
     >>> from keras_bert_impl.tokenization import BertTokenizer

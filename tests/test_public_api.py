@@ -1,0 +1,6 @@
+import keras_bert_impl
+
+
+def test_every_public_name_resolves():
+    for name in keras_bert_impl.__all__:
+        assert getattr(keras_bert_impl, name) is not None, name
