@@ -50,6 +50,9 @@ _EXPORTS = {
     "evaluate_v2": "keras_bert_impl.squad",
     "tune_null_threshold": "keras_bert_impl.squad",
     "glue_metrics": "keras_bert_impl.metrics",
+    # Export (TensorFlow edge).
+    "export_saved_model": "keras_bert_impl.export",
+    "ExportError": "keras_bert_impl.export",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,217 @@
+"""The serving signatures of an exported BERT model, as `tf.function`s over a Keras model (TensorFlow backend).
+
+TensorFlow at the export edge: this module turns a Keras model that lives under the TensorFlow backend into
+a `tf.Module` whose concrete functions become the SavedModel's signatures. Text signatures contain the
+tokenizer (`BertTokenizer.tokenize_tensor`, tensorflow-text ops) and `[CLS] A [SEP] B [SEP]` packing
+(`SegmentPacker`, TF ops), so a served model takes raw strings and the serving process needs only
+`tensorflow` and `tensorflow_text`.
+
+Signatures (B batch, T tokens, H hidden width, C classes, P masked slots, V vocabulary):
+
+- every model: `serve_token_ids(token_ids, segment_ids, padding_mask)`, int32 `(B, T)` each, dynamic B and
+  T; `padding_mask` is int32, 1 on real tokens and 0 on padding (int rather than bool so JSON / gRPC
+  clients send the same type for all three). `BertPretrainer` adds `mask_positions` int32 `(B, P)`.
+- `BertBackbone` with a tokenizer: `serve_text(text)` and `serve_text_pair(text, text_pair)`, tf.string
+  `(B,)`, -> `sequence_output` float32 `(B, T, H)`, `pooled_output` float32 `(B, H)` and the
+  `padding_mask` int32 `(B, T)` of the packed batch (T = the longest packed row, at most
+  `max_sequence_length`).
+- `BertClassifier` with a tokenizer: `serve_text(text)` and `serve_text_pair(text, text_pair)` ->
+  `probabilities` float32 `(B, C)`, `label_id` int32 `(B,)`, `label` tf.string `(B,)`, and `logits`
+  float32 `(B, C)`; regression models (`num_classes=1`) return `score` float32 `(B,)` instead.
+- `BertQuestionAnswerer` with a tokenizer: `serve_text(question, context)` -> `answer` tf.string `(B,)`,
+  `start_char` / `end_char` int64 `(B,)` (Unicode code point offsets into the context, end exclusive,
+  -1 when there is no answer) and `score` float32 `(B,)` (start + end logit of the answer span, -inf when
+  there is none). Long contexts are windowed (see `export.squad_span_graph`).
+- `BertPretrainer`: numeric only (`mlm_logits` `(B, P, V)`, `nsp_logits` `(B, 2)`); pretraining inputs need
+  masking, which belongs to the training pipeline, not to serving.
+
+Text inputs are truncated (classification: longest segment first, `run_classifier.py`) or windowed (QA),
+never rejected for length; empty strings are valid (`[CLS] [SEP]`, or "" as the answer). Invalid UTF-8
+byte sequences are replaced by U+FFFD, which the tokenizer deletes (as the original decodes with
+`errors="ignore"`); QA answers and offsets refer to the context with that replacement (identical to the
+input for valid UTF-8).
+"""
+
+import tensorflow as tf
+
+from keras_bert_impl.data.packing import SegmentPacker
+from keras_bert_impl.export import squad_span_graph
+
+SERVE_TOKEN_IDS = "serve_token_ids"
+SERVE_TEXT = "serve_text"
+SERVE_TEXT_PAIR = "serve_text_pair"
+SERVING_DEFAULT = "serving_default"
+
+_TOKEN_SPEC = tf.TensorSpec([None, None], tf.int32)
+_TEXT_SPEC = tf.TensorSpec([None], tf.string)
+
+
+def _numeric_inputs(token_ids, segment_ids, padding_mask):
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": tf.not_equal(padding_mask, 0)}
+
+
+class _ServingModule(tf.Module):
+    """Holds the model's variables and the assets, so that the SavedModel saves them.
+
+    The Keras model itself is not attached: its variables are, as `keras.export.ExportArchive` does, so the
+    SavedModel holds only what serving needs. The functions travel as signatures only (attaching them as
+    attributes too would save every graph twice, which makes exporting markedly slower).
+    """
+
+    def __init__(self, model):
+        super().__init__(name="bert_serving")
+        self.model_variables = list(model.variables)
+
+
+def _classifier_outputs(model, logits):
+    logits = tf.cast(logits, tf.float32)  # (B, C)
+    if model.is_regression:
+        return {"score": logits[:, 0]}
+    labels = model.labels or tuple(str(index) for index in range(model.num_classes))
+    label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
+    return {
+        "logits": logits,
+        "probabilities": tf.nn.softmax(logits, axis=-1),
+        "label_id": label_id,
+        "label": tf.gather(tf.constant(labels, tf.string), label_id),
+    }
+
+
+def _at_least_two_columns(packed):
+    """An empty batch packs to width 0, which the pooler's [CLS] slice rejects; every real row is at least
+    `[CLS] [SEP]` wide, so this pads only empty batches."""
+    missing = tf.maximum(2 - tf.shape(packed["token_ids"])[1], 0)
+    return {name: tf.pad(value, [[0, 0], [0, missing]]) for name, value in packed.items()}
+
+
+def _text_packer(tokenizer, max_sequence_length):
+    return SegmentPacker(
+        seq_length=max_sequence_length,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        truncation="longest_first",
+        padding="dynamic",
+    )
+
+
+def build_serving_module(model, kind, tokenizer, settings):
+    """A `tf.Module` holding the model's variables, and the signature functions by name.
+
+    Args:
+        model: a Keras model under the TensorFlow backend (`BertBackbone`, `BertPretrainer`, `BertClassifier`
+            or `BertQuestionAnswerer`).
+        kind: str. "backbone", "pretrainer", "classifier" or "question_answerer".
+        tokenizer: `BertTokenizer` or None (numeric signature only).
+        settings: dict. `max_sequence_length`, and for QA `doc_stride`, `max_query_length`,
+            `max_answer_length`, `n_best_size`, `version_2_with_negative`, `null_score_diff_threshold`.
+
+    Returns:
+        (module, signatures): `signatures` maps signature names to concrete functions, `serving_default`
+        included. Attach assets to `module` before `tf.saved_model.save(module, path, signatures=signatures)`.
+    """
+    module = _ServingModule(model)
+    signatures = {}
+
+    def run_model(inputs):
+        return model(inputs, training=False)
+
+    if kind == "pretrainer":
+
+        @tf.function(input_signature=[_TOKEN_SPEC] * 4, autograph=False)
+        def serve_token_ids(token_ids, segment_ids, padding_mask, mask_positions):
+            inputs = _numeric_inputs(token_ids, segment_ids, padding_mask)
+            outputs = run_model({**inputs, "mask_positions": mask_positions})
+            return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+
+    else:
+
+        @tf.function(input_signature=[_TOKEN_SPEC] * 3, autograph=False)
+        def serve_token_ids(token_ids, segment_ids, padding_mask):
+            outputs = run_model(_numeric_inputs(token_ids, segment_ids, padding_mask))
+            if kind == "classifier":
+                return _classifier_outputs(model, outputs)
+            return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+
+    signatures[SERVE_TOKEN_IDS] = serve_token_ids.get_concrete_function()
+
+    if tokenizer is not None and kind in ("backbone", "classifier"):
+        packer = _text_packer(tokenizer, settings["max_sequence_length"])
+
+        def packed_outputs(text, text_pair):
+            second = None if text_pair is None else tokenizer.tokenize_tensor(text_pair)
+            packed = _at_least_two_columns(packer(tokenizer.tokenize_tensor(text), second))
+            outputs = run_model(packed)
+            if kind == "classifier":
+                return _classifier_outputs(model, outputs)
+            outputs = {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+            return {**outputs, "padding_mask": tf.cast(packed["padding_mask"], tf.int32)}
+
+        @tf.function(input_signature=[_TEXT_SPEC], autograph=False)
+        def serve_text(text):
+            return packed_outputs(text, None)
+
+        @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
+        def serve_text_pair(text, text_pair):
+            return packed_outputs(text, text_pair)
+
+        signatures[SERVE_TEXT] = serve_text.get_concrete_function()
+        signatures[SERVE_TEXT_PAIR] = serve_text_pair.get_concrete_function()
+
+    if tokenizer is not None and kind == "question_answerer":
+        serve_text = _question_answering_function(run_model, tokenizer, settings)
+        signatures[SERVE_TEXT] = serve_text.get_concrete_function()
+
+    signatures[SERVING_DEFAULT] = signatures.get(SERVE_TEXT, signatures[SERVE_TOKEN_IDS])
+    return module, signatures
+
+
+def _question_answering_function(run_model, tokenizer, settings):
+    max_sequence_length = settings["max_sequence_length"]
+    packer = SegmentPacker(
+        seq_length=max_sequence_length,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        padding="fixed",  # the original's features: its padded positions take part in the top-n choice
+    )
+
+    @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
+    def serve_text(question, context):
+        context = squad_span_graph.repair_utf8(context)
+        question_ids = tokenizer.tokenize_tensor(question)
+        context_ids, context_starts, context_ends = tokenizer.tokenize_with_offsets_tensor(context)
+        windows = squad_span_graph.squad_windows(
+            question_ids, context_ids, max_sequence_length, settings["doc_stride"], settings["max_query_length"]
+        )
+        window_ids = tf.gather(context_ids.flat_values, windows["window_index"])  # (F, None)
+        packed = packer(windows["question_ids"], window_ids)  # (F, T) each; windows always fit
+        outputs = run_model(packed)
+        best = squad_span_graph.decode_best_spans(
+            outputs["start_logits"],
+            outputs["end_logits"],
+            windows,
+            context_starts,
+            context_ends,
+            settings["n_best_size"],
+            settings["max_answer_length"],
+        )
+        found = best["found"]
+        if settings["version_2_with_negative"]:
+            # run_squad.py v2.0: "" iff null score - best non-null score > the threshold.
+            null_odds = best["null_score"] - best["score"]
+            found &= ~(null_odds > settings["null_score_diff_threshold"])
+        answer, start_char, end_char = squad_span_graph.byte_span_to_answer(
+            context, best["byte_start"], best["byte_end"]
+        )
+        outputs = {
+            "answer": tf.where(found, answer, ""),
+            "start_char": tf.where(found, start_char, -1),
+            "end_char": tf.where(found, end_char, -1),
+            "score": tf.cast(best["score"], tf.float32),
+        }
+        if settings["version_2_with_negative"]:
+            outputs["null_odds"] = tf.cast(best["null_score"] - best["score"], tf.float32)
+        return outputs
+
+    return serve_text
