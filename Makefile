@@ -19,7 +19,7 @@ $(BIN)/.installed: pyproject.toml
 install: $(BIN)/.installed
 
 demo: $(BIN)/.installed
-	$(BIN)/python examples/demo.py
+	$(BIN)/keras-bert quickstart
 
 test: $(BIN)/.installed
 	@status=0; for backend in $(BACKENDS); do \

@@ -1,11 +1,10 @@
-"""End-to-end runs of examples/pretrain.py: two phases, checkpoints, exact resume, continued pretraining.
+"""End-to-end runs of `keras-bert pretrain`: two phases, checkpoints, exact resume, continued pretraining.
 
-The script's `main(argv)` runs in the pytest process (the TensorFlow pass): each run then costs its steps,
+`keras_bert_impl.cli.main` runs in the pytest process (the TensorFlow pass): each run then costs its steps,
 not a TensorFlow start. An interruption is `--max-steps-this-run`, which stops after a checkpoint as a
 killed job would have.
 """
 
-import importlib.util
 import json
 import logging
 import os
@@ -13,43 +12,22 @@ import os
 import numpy as np
 import pytest
 
+from keras_bert_impl.cli import main
+from tests.cli.cli_test_utils import write_corpus
+
 pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(REPO_ROOT, "examples", "pretrain.py")
-WORDS = ("the a cat dog bird sat ran flew on under over mat tree roof red blue small big quickly slowly and "
-         "then it was happy sad").split()
 
-
-def write_corpus(directory, documents=12, sentences=6, seed=0):
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(documents):
-        for _ in range(sentences):
-            lines.append(" ".join(rng.choice(WORDS, rng.integers(4, 9))) + ".")
-        lines.append("")
-    (directory / "corpus.txt").write_text("\n".join(lines))
-    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS]
-    (directory / "vocab.txt").write_text("\n".join(vocabulary) + "\n")
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("pretrain_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def run_script(caplog, directory, output, *extra):
+def run_pretrain(caplog, directory, output, *extra):
     caplog.clear()
     argv = [
-        "--input-files", str(directory / "corpus.txt"), "--vocab-file",
+        "pretrain", "--input-files", str(directory / "corpus.txt"), "--vocab-file",
         str(directory / "vocab.txt"), "--preset", "tiny", "--seq-length", "24", "--max-predictions-per-seq", "4",
         "--batch-size", "4", "--learning-rate", "1e-3", "--warmup-fraction", "0.25", "--checkpoint-every", "2",
         "--output-dir", str(output), "--verbose", "0", *extra,
     ]
     with caplog.at_level(logging.INFO):
-        assert load_script().main(argv) == 0
+        assert main(argv) == 0
     return caplog.text
 
 
@@ -63,11 +41,11 @@ def test_two_phases_interrupted_and_resumed_equal_an_uninterrupted_run(tmp_path,
     write_corpus(tmp_path)
     phases = ("--steps", "4", "--phase2-steps", "2", "--phase2-seq-length", "32",
               "--phase2-max-predictions-per-seq", "5")
-    run_script(caplog, tmp_path, tmp_path / "straight", *phases)
-    log = run_script(caplog, tmp_path, tmp_path / "resumed", *phases, "--max-steps-this-run", "2")
+    run_pretrain(caplog, tmp_path, tmp_path / "straight", *phases)
+    log = run_pretrain(caplog, tmp_path, tmp_path / "resumed", *phases, "--max-steps-this-run", "2")
     assert "Stopped at step 2 of phase 1" in log
     assert not (tmp_path / "resumed" / "final").exists()
-    log = run_script(caplog, tmp_path, tmp_path / "resumed", *phases)
+    log = run_pretrain(caplog, tmp_path, tmp_path / "resumed", *phases)
     assert "Resuming phase 1 at step 2" in log
 
     straight, resumed = final_weights(tmp_path / "straight"), final_weights(tmp_path / "resumed")
@@ -89,7 +67,7 @@ def test_two_phases_interrupted_and_resumed_equal_an_uninterrupted_run(tmp_path,
     assert os.listdir(tmp_path / "straight" / "tensorboard" / "phase1")
 
     # Continued pretraining from the finished run's directory (any path from_pretrained reads).
-    log = run_script(caplog, tmp_path, tmp_path / "continued", "--steps", "2", "--init-checkpoint",
+    log = run_pretrain(caplog, tmp_path, tmp_path / "continued", "--steps", "2", "--init-checkpoint",
                      str(tmp_path / "straight" / "final"))
     assert "Loaded BertPretrainer from" in log
     summary = json.loads((tmp_path / "continued" / "summary.json").read_text())

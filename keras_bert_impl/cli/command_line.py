@@ -1,0 +1,165 @@
+"""`keras-bert`: the command line of keras_bert_impl, one subcommand per job.
+
+    keras-bert quickstart                     # the whole pipeline on a built-in corpus, minutes on a CPU
+    keras-bert vocab --input-files 'corpus/*.txt' --vocab-size 8000 --output-dir my_vocab
+    keras-bert create-data --input-files corpus/train.txt --vocab my_vocab --output-prefix data/train
+    keras-bert pretrain --input-files corpus/train.txt --vocab-file my_vocab/vocab.txt --output-dir runs/bert
+    keras-bert finetune-classifier --task mrpc --train-file MRPC/train.tsv --dev-file MRPC/dev.tsv \\
+        --init-checkpoint runs/bert/final --output-dir runs/mrpc
+    keras-bert finetune-squad --train-file train-v1.1.json --dev-file dev-v1.1.json \\
+        --init-checkpoint runs/bert/final --output-dir runs/squad
+    keras-bert evaluate --squad-file dev-v1.1.json --predictions runs/squad/predictions.json
+    keras-bert predict --model runs/mrpc/best --text $'The cat sat.\\tA cat was sitting.'
+    keras-bert export --model runs/squad/best --output saved_models/squad
+    keras-bert convert --input path/to/hf_bert --output bert_ours --format native
+
+Every subcommand takes `--config FILE` (JSON, or YAML with PyYAML: keys are the flag names; flags on the
+command line win), `--debug` (show the traceback on failure) and `--log-level`. On failure the command
+prints one line naming what went wrong and exits 1 (2 for flags that do not parse or fit together).
+"""
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+from keras_bert_impl.cli.arguments import UsageError
+from keras_bert_impl.cli.config_files import apply_config_file
+
+# Subcommand -> module defining `add_arguments(parser)` and `run(args)`; imported only when used.
+SUBCOMMANDS = {
+    "quickstart": "keras_bert_impl.cli.quickstart",
+    "vocab": "keras_bert_impl.cli.vocab",
+    "create-data": "keras_bert_impl.cli.create_data",
+    "pretrain": "keras_bert_impl.cli.pretrain",
+    "finetune-classifier": "keras_bert_impl.cli.finetune_classifier",
+    "finetune-squad": "keras_bert_impl.cli.finetune_squad",
+    "evaluate": "keras_bert_impl.cli.evaluate",
+    "predict": "keras_bert_impl.cli.predict",
+    "export": "keras_bert_impl.cli.export",
+    "convert": "keras_bert_impl.cli.convert",
+}
+PROGRAM = "keras-bert"
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _summary(module):
+    return (module.__doc__ or "").strip().splitlines()[0]
+
+
+def _common_flags():
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("general")
+    group.add_argument("--config", metavar="FILE",
+                       help="JSON or YAML file of flag values (keys are the flag names); command-line flags win")
+    group.add_argument("--debug", action="store_true", help="on failure, show the full traceback")
+    group.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                       help="logging detail on stderr (default: %(default)s)")
+    return common
+
+
+def build_parser():
+    """The `keras-bert` parser and `{subcommand: its parser}`.
+
+    Returns:
+        `(parser, subparsers)`.
+    """
+    from keras_bert_impl import __version__
+
+    parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = _common_flags()
+    parsers = {}
+    for name, module_name in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        subparser = subcommands.add_parser(
+            name, parents=[common], help=_summary(module), description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(subparser)
+        subparser.set_defaults(run=module.run, check_arguments=getattr(module, "check_arguments", None))
+        parsers[name] = subparser
+    return parser, parsers
+
+
+def _subcommand_and_config(argv):
+    """The subcommand named in `argv` and its `--config` value, found before the full parse."""
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    config_parser = argparse.ArgumentParser(add_help=False)
+    config_parser.add_argument("--config")
+    known, _ = config_parser.parse_known_args(argv)
+    return command, known.config
+
+
+def _one_line(error):
+    message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return " ".join(lines) if len(lines) <= 3 else lines[0]
+
+
+def _is_user_facing(error):
+    """Errors that describe bad input (files, flags, checkpoints, data) rather than a bug in this package."""
+    from keras_bert_impl.export import ExportError
+    from keras_bert_impl.training.callbacks import NonFiniteLossError
+
+    if isinstance(error, (ValueError, OSError, KeyError, NonFiniteLossError, ExportError)):
+        return True
+    tensorflow = sys.modules.get("tensorflow")
+    return tensorflow is not None and isinstance(error, tensorflow.errors.OpError)
+
+
+def parse_arguments(argv):
+    """Parse `argv` (without the program name) with config files applied; argparse errors exit 2.
+
+    Returns:
+        `argparse.Namespace` with `command`, `run` and the subcommand's flags.
+    """
+    parser, parsers = build_parser()
+    command, config = _subcommand_and_config(argv)
+    if config is not None and command in parsers:
+        try:
+            apply_config_file(parsers[command], config)
+        except (ValueError, OSError) as error:
+            parsers[command].error(_one_line(error))
+    args = parser.parse_args(argv)
+    if args.check_arguments is not None:
+        try:
+            args.check_arguments(args)
+        except UsageError as error:
+            parsers[args.command].error(str(error))
+    return args
+
+
+def main(argv=None):
+    """Run `keras-bert` with `argv` (default: `sys.argv[1:]`); return the exit status.
+
+    Args:
+        argv: list of str or None. The arguments after the program name. Defaults to None.
+
+    Returns:
+        int: 0 on success, 1 on a failure (one line on stderr; `--debug` shows the traceback), 130 when
+        interrupted. Flags that do not parse exit 2 (argparse's convention) by raising `SystemExit`.
+
+    Example:
+    >>> main(["convert", "--input", "missing_checkpoint", "--output", "out"])  # doctest: +SKIP
+    keras-bert convert: error: Checkpoint path missing_checkpoint does not exist.
+    1
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = parse_arguments(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level), format=LOG_FORMAT)
+    try:
+        status = args.run(args)
+    except KeyboardInterrupt:
+        print(f"{PROGRAM} {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if args.debug or not _is_user_facing(error):
+            raise
+        print(f"{PROGRAM} {args.command}: error: {_one_line(error)}", file=sys.stderr)
+        return 1
+    return 0 if status is None else int(status)

@@ -1,0 +1,145 @@
+"""Config files for the `keras-bert` subcommands: a JSON or YAML mapping of flag names to values.
+
+    # pretrain.yaml                         # pretrain.json
+    input-files: corpus/train.txt           {"input-files": "corpus/train.txt", "steps": 2000,
+    steps: 2000                              "whole-word-masking": true}
+    whole-word-masking: true
+
+    keras-bert pretrain --config pretrain.yaml --steps 500    # flags on the command line win: 500 steps
+
+Keys are the long flag names, with or without the leading "--", with "-" or "_" ("input-files",
+"--input-files" and "input_files" are the same key). Values are what the flag takes: a string, a number, true
+/ false for on/off flags, a list for flags that take several values (a list for a comma-separated flag such as
+`--input-files` is joined with commas). A key that is no flag of the subcommand, or a value outside a flag's
+choices, is an error naming the key. The config values become the flags' defaults, so a flag given on the
+command line overrides them, and a flag marked required is satisfied by the file. JSON is always read;
+YAML (`.yaml` / `.yml`) needs PyYAML.
+"""
+
+import argparse
+import json
+import os
+
+
+class ConfigFileError(ValueError):
+    """A config file that cannot be used: unreadable, not a mapping, an unknown key or a bad value."""
+
+
+def read_config_file(path):
+    """The mapping in a JSON or YAML config file.
+
+    Args:
+        path: str. A `.json`, `.yaml` or `.yml` file (other extensions are read as JSON, then YAML).
+
+    Returns:
+        dict.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Config file {path!r} does not exist.")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    extension = os.path.splitext(path)[1].lower()
+    if extension in (".yaml", ".yml"):
+        content = _parse_yaml(text, path)
+    else:
+        try:
+            content = json.loads(text)
+        except json.JSONDecodeError as error:
+            if extension == ".json":
+                raise ConfigFileError(
+                    f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
+                ) from error
+            content = _parse_yaml(text, path)
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise ConfigFileError(f"{path}: expected a mapping of flag names to values, got a {type(content).__name__}.")
+    return content
+
+
+def _parse_yaml(text, path):
+    try:
+        import yaml
+    except ImportError:
+        raise ConfigFileError(
+            f"{path}: reading YAML config files needs PyYAML (pip install pyyaml); or write the file as JSON."
+        ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigFileError(f"{path}: malformed YAML: {' '.join(str(error).split())}") from error
+
+
+def _flag_actions(parser):
+    """`{dest: action}` for the parser's optional flags (help and the config flag itself left out)."""
+    return {action.dest: action for action in parser._actions  # noqa: SLF001 - argparse has no public list
+            if action.option_strings and action.dest not in (argparse.SUPPRESS, "help", "config")}
+
+
+def _converted(action, key, value, path):
+    """`value` as the flag would have parsed it; raises `ConfigFileError` naming the key when it cannot."""
+    flag = action.option_strings[-1]
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):  # noqa: SLF001
+        if not isinstance(value, bool):
+            raise ConfigFileError(f"{path}: {key!r} is an on/off flag ({flag}); give true or false, not {value!r}.")
+        return value
+    if action.nargs in ("+", "*") or isinstance(action.nargs, int):
+        values = value if isinstance(value, list) else [value]
+        return [_converted_scalar(action, key, item, path) for item in values]
+    if isinstance(value, list):
+        if action.type is None and all(isinstance(item, str) for item in value):
+            value = ",".join(value)  # comma-separated flags, e.g. --input-files
+        else:
+            raise ConfigFileError(f"{path}: {key!r} ({flag}) takes one value, got a list.")
+    return _converted_scalar(action, key, value, path)
+
+
+def _converted_scalar(action, key, value, path):
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        raise ConfigFileError(f"{path}: {key!r} must be a single value, got {type(value).__name__}.")
+    try:
+        converted = action.type(value) if action.type is not None else str(value)
+    except (TypeError, ValueError) as error:
+        raise ConfigFileError(f"{path}: {key!r}: {value!r} is not a valid value ({error}).") from None
+    if action.choices is not None and converted not in action.choices:
+        choices = ", ".join(map(str, action.choices))
+        raise ConfigFileError(f"{path}: {key!r} must be one of {choices}; got {value!r}.")
+    return converted
+
+
+def apply_config_file(parser, path):
+    """Make the values of config file `path` the defaults of `parser`'s flags (command-line flags still win).
+
+    Args:
+        parser: `argparse.ArgumentParser`. One subcommand's parser.
+        path: str. The JSON or YAML file.
+
+    Returns:
+        dict dest -> value that was applied.
+
+    Example:
+    >>> import tempfile
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = parser.add_argument("--steps", type=int, default=10)
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
+    >>> with open(path, "w") as handle:
+    ...     _ = handle.write('{"steps": 200}')
+    >>> apply_config_file(parser, path)
+    {'steps': 200}
+    >>> parser.parse_args(["--steps", "5"]).steps, parser.parse_args([]).steps
+    (5, 200)
+    """
+    actions = _flag_actions(parser)
+    applied = {}
+    for key, value in read_config_file(path).items():
+        dest = str(key).lstrip("-").replace("-", "_")
+        if dest not in actions:
+            known = ", ".join(sorted(action.option_strings[-1].lstrip("-") for action in actions.values()))
+            raise ConfigFileError(f"{path}: unknown key {key!r}; the keys are the flag names: {known}.")
+        action = actions[dest]
+        applied[dest] = _converted(action, key, value, path)
+        action.required = False
+    parser.set_defaults(**applied)
+    return applied

@@ -1,0 +1,49 @@
+"""Convert a checkpoint (Hugging Face, original TF or ours) to our format or Hugging Face's.
+
+    keras-bert convert --input path/to/hf_bert_dir --output bert_ours                    # -> ours
+    keras-bert convert --input uncased_L-2_H-128_A-2/bert_model.ckpt --output bert_hf --format huggingface
+    keras-bert convert --input runs/mrpc/best --output mrpc_hf --format huggingface     # task heads too
+
+The model class (backbone, pretrainer, classifier, question answerer) is read from the checkpoint
+(`cli.model_directories`); `--model-class` picks another, e.g. `backbone` to keep only the encoder of a
+task model. Every weight is carried over, names and layouts mapped by `checkpoints.name_map` (fused QKV
+split or joined, kernels transposed). The tokenizer files (`vocab.txt`, `tokenizer_config.json`) beside the
+input are written beside the output. The output directory is replaced only when complete.
+"""
+
+from keras_bert_impl.cli.model_directories import MODEL_CLASS_CHOICES, class_name_for_flag, load_model_directory
+
+FORMATS = ("native", "huggingface")
+
+
+def add_arguments(parser):
+    """Define the `keras-bert convert` flags on `parser`."""
+    parser.add_argument("--input", required=True, help="checkpoint directory, or original TF checkpoint prefix")
+    parser.add_argument("--output", required=True, help="output directory")
+    parser.add_argument("--format", default="native", choices=FORMATS,
+                        help="native: ours (config.json + model.safetensors by variable path); huggingface: what "
+                             "transformers' from_pretrained loads (default: %(default)s)")
+    parser.add_argument("--model-class", default="auto", choices=MODEL_CLASS_CHOICES,
+                        help="model to build from the checkpoint (default: auto, the checkpoint's own)")
+
+
+def run(args):
+    """Load, write in the requested format, copy the tokenizer; print a one-line report."""
+    from keras_bert_impl.checkpoints import save_huggingface
+
+    model, tokenizer = load_model_directory(args.input, class_name_for_flag(args.model_class))
+    if args.format == "native":
+        model.save_pretrained(args.output)
+    elif hasattr(model, "save_huggingface"):
+        model.save_huggingface(args.output)
+    else:
+        save_huggingface(model, args.output)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(args.output)
+    report = getattr(model, "load_report", None)
+    loaded = f"{len(report.loaded)} weights" if report is not None else f"{len(model.weights)} weights"
+    print(f"Converted {type(model).__name__} ({loaded}) from {args.input} to {args.output} ({args.format})"
+          f"{'' if tokenizer is not None else '; no vocab.txt found beside the input'}")
+    if report is not None and report.missing:
+        print(f"Not in the checkpoint, left at initial values: {', '.join(report.missing)}")
+    return 0

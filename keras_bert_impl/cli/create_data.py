@@ -1,0 +1,62 @@
+"""Write pretraining instances (NSP sentence pairs, optionally masked) to TFRecord shards.
+
+    keras-bert create-data --input-files 'corpus/*.txt' --vocab my_vocab --output-prefix data/train \\
+        --max-seq-length 128 --max-predictions-per-seq 20 --dupe-factor 10
+
+The `create_pretraining_data.py` equivalent (keras_bert_impl.data.pretraining_data): documents are shuffled,
+split into sentence pairs (half of them with a random second segment), truncated, shuffled again and dealt
+over `--num-shards` files `<prefix>-00000-of-0000N.tfrecord` with the original's feature names, so
+`run_pretraining.py` reads them too. `--masking static` writes one mask per instance and pass
+(`--dupe-factor` passes); `dynamic` writes unmasked instances that `keras-bert pretrain --input-tfrecords`
+masks anew every epoch. Pretrain with the same `--seq-length` as `--max-seq-length` here.
+"""
+
+from keras_bert_impl.cli.arguments import expand_input_files, fraction, positive_int
+
+
+def add_arguments(parser):
+    """Define the `keras-bert create-data` flags on `parser`."""
+    parser.add_argument("--input-files", required=True, help="UTF-8 text files (comma-separated, glob ok): one "
+                        "sentence per line, a blank line between documents (or see --input-format)")
+    parser.add_argument("--input-format", default="sentence_per_line",
+                        choices=("sentence_per_line", "document_per_line"), help="(default: %(default)s)")
+    parser.add_argument("--vocab", required=True, help="vocab.txt or a directory holding it (and "
+                        "tokenizer_config.json)")
+    parser.add_argument("--cased", action="store_true", help="keep case (default: the tokenizer config's, "
+                        "else lowercase)")
+    parser.add_argument("--output-prefix", required=True, help="shard path prefix, e.g. data/train")
+    parser.add_argument("--num-shards", type=positive_int, default=1, help="(default: %(default)s)")
+    parser.add_argument("--max-seq-length", type=positive_int, default=128, help="tokens per instance "
+                        "(default: %(default)s)")
+    parser.add_argument("--max-predictions-per-seq", type=positive_int, default=20,
+                        help="masked-LM slots per instance (default: %(default)s)")
+    parser.add_argument("--masking", default="static", choices=("static", "dynamic"),
+                        help="write masks (static) or leave masking to training (dynamic) (default: %(default)s)")
+    parser.add_argument("--dupe-factor", type=positive_int, default=10,
+                        help="passes over the corpus, each with its own masks (default: %(default)s)")
+    parser.add_argument("--short-seq-prob", type=fraction, default=0.1,
+                        help="share of instances with a random shorter target length (default: %(default)s)")
+    parser.add_argument("--mask-rate", type=fraction, default=0.15, help="share of tokens to predict "
+                        "(default: %(default)s)")
+    parser.add_argument("--whole-word-masking", action="store_true", help='mask "##" pieces with their word')
+    parser.add_argument("--seed", type=int, default=12345, help="(default: %(default)s)")
+
+
+def run(args):
+    """Write the shards; print their paths."""
+    from keras_bert_impl.data.pretraining_data import write_pretraining_tfrecords
+    from keras_bert_impl.training.finetuning import load_tokenizer
+
+    tokenizer = load_tokenizer(args.vocab, lowercase=False if args.cased else None)
+    paths = write_pretraining_tfrecords(
+        expand_input_files(args.input_files), args.output_prefix, tokenizer, max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq, num_shards=args.num_shards, masking=args.masking,
+        dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob, mask_rate=args.mask_rate,
+        whole_word_masking=args.whole_word_masking, input_format=args.input_format, seed=args.seed,
+    )
+    for path in paths:
+        print(path)
+    print(f"{len(paths)} shard(s); pretrain with: keras-bert pretrain --input-tfrecords "
+          f"'{args.output_prefix}-*.tfrecord' --seq-length {args.max_seq_length} --max-predictions-per-seq "
+          f"{args.max_predictions_per_seq} --masking {args.masking} ...")
+    return 0

@@ -1,0 +1,62 @@
+"""Export a saved model directory as a TensorFlow SavedModel that serves raw text.
+
+    keras-bert export --model runs/mrpc/best --output saved_models/mrpc
+    keras-bert export --model runs/squad/best --output saved_models/squad --max-sequence-length 384
+
+The model class comes from the directory (`cli.model_directories`) and the tokenizer from the `vocab.txt`
+beside it. The SavedModel (`keras_bert_impl.export.export_saved_model`) has the signatures `serve_text`
+(classifier: `text` -> `label`, `probabilities`; question answerer: `question`, `context` -> `answer`,
+`start_char`, `end_char`, `score`; backbone: `text` -> `sequence_output`, `pooled_output`),
+`serve_text_pair` (classifier and backbone) and `serve_token_ids` (numeric inputs), and needs only
+`tensorflow` and `tensorflow_text` to serve:
+
+    import tensorflow as tf, tensorflow_text  # noqa: the ops the graph uses
+    served = tf.saved_model.load("saved_models/squad")
+    served.signatures["serve_text"](question=tf.constant(["..."]), context=tf.constant(["..."]))["answer"]
+"""
+
+import os
+
+from keras_bert_impl.cli.arguments import positive_int
+from keras_bert_impl.cli.model_directories import MODEL_CLASS_CHOICES, class_name_for_flag, load_model_directory
+
+QUESTION_ANSWERING_OPTIONS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size",
+                              "null_score_diff_threshold")
+
+
+def add_arguments(parser):
+    """Define the `keras-bert export` flags on `parser`."""
+    parser.add_argument("--model", required=True, help="a model directory (save_pretrained, a fine-tuning run's "
+                        "best/, or any checkpoint from_pretrained reads) with vocab.txt beside it")
+    parser.add_argument("--output", help="SavedModel directory, replaced atomically (default: "
+                        "saved_models/<model directory name>)")
+    parser.add_argument("--model-class", default="auto", choices=MODEL_CLASS_CHOICES,
+                        help="model to build (default: auto, the checkpoint's own)")
+    parser.add_argument("--max-sequence-length", type=positive_int,
+                        help="longest packed input; longer texts are truncated, QA contexts windowed (default: the "
+                             "model's position table, for QA min(384, that))")
+    qa = parser.add_argument_group("question answering")
+    qa.add_argument("--doc-stride", type=positive_int, help="distance between context windows (default: 128)")
+    qa.add_argument("--max-query-length", type=positive_int, help="question tokens kept (default: 64)")
+    qa.add_argument("--max-answer-length", type=positive_int, help="longest answer in tokens (default: 30)")
+    qa.add_argument("--n-best-size", type=positive_int, help="start/end candidates per window (default: 20)")
+    qa.add_argument("--version-2", action="store_true", help="SQuAD v2.0: answer \"\" when the null score wins")
+    qa.add_argument("--null-score-diff-threshold", type=float, help="v2.0 threshold (default: 0.0)")
+
+
+def run(args):
+    """Load the model and tokenizer, export, print the SavedModel path and its signatures."""
+    from keras_bert_impl.export import export_saved_model
+
+    model, tokenizer = load_model_directory(args.model, class_name_for_flag(args.model_class),
+                                            require_tokenizer=True)
+    options = {name: getattr(args, name) for name in QUESTION_ANSWERING_OPTIONS if getattr(args, name) is not None}
+    if args.version_2:
+        options["version_2_with_negative"] = True
+    if options and type(model).__name__ != "BertQuestionAnswerer":
+        raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "
+                         f"({', '.join(sorted(options))}) apply only to question answerers.")
+    output = args.output or os.path.join("saved_models", os.path.basename(os.path.normpath(args.model)))
+    path = export_saved_model(model, output, tokenizer, max_sequence_length=args.max_sequence_length, **options)
+    print(f"Exported {type(model).__name__} to {path}")
+    return 0

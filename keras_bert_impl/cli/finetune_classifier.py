@@ -1,0 +1,168 @@
+"""Fine-tune BERT for sentence (pair) classification or regression, as `run_classifier.py`, with `model.fit`.
+
+    # a GLUE task from a converted checkpoint (Hugging Face, original TF or ours; vocab.txt read from it)
+    keras-bert finetune-classifier --task mrpc --train-file glue/MRPC/train.tsv \\
+        --dev-file glue/MRPC/dev.tsv --init-checkpoint path/to/bert --output-dir runs/mrpc
+    # STS-B (regression), any TSV/CSV/JSONL with named columns, or from scratch with a preset
+    keras-bert finetune-classifier --task stsb --train-file glue/STS-B/train.tsv --dev-file ...
+    keras-bert finetune-classifier --train-file reviews.jsonl --text-columns text \\
+        --label-column label --dev-file dev.jsonl --preset tiny --vocab vocab.txt --output-dir runs/reviews
+
+Outputs in `--output-dir`: `last/` and `best/` (by the dev metric `--monitor`) after every epoch, each a
+`BertClassifier.save_pretrained` directory with `label_vocabulary.json`, the tokenizer and
+`eval_results.json`; at the end `dev_predictions.tsv` (`index<TAB>label`), `eval_results.json` (the final
+model's dev metrics: GLUE's official ones for `--task`) and, with `--test-file`, `test_predictions.tsv`.
+
+The step runs under `jit_compile=True` (XLA on TensorFlow and JAX). Rows are bucketed by length
+(`--bucket-width`) so that batches carry little padding; `--no-length-bucketing` pads every batch to
+`--max-seq-length`. The learning rate warms up linearly over `--warmup-fraction` of the updates, then decays
+linearly to 0 (`AdamWeightDecay`, the original optimizer).
+"""
+
+import json
+import os
+
+from keras_bert_impl.cli.arguments import UsageError, add_verbose_argument, fraction, positive_int
+
+# -- defaults (run_classifier.py's where one exists) ---------------------------------------------------------
+MAX_SEQ_LENGTH = 128
+BATCH_SIZE = 32
+EVAL_BATCH_SIZE = 64
+LEARNING_RATE = 2e-5  # the paper picks from {5e-5, 3e-5, 2e-5}
+EPOCHS = 3
+WARMUP_FRACTION = 0.1
+WEIGHT_DECAY = 0.01
+BUCKET_WIDTH = 32
+SEED = 12345
+
+
+def add_arguments(parser):
+    """Define the `keras-bert finetune-classifier` flags on `parser`."""
+    data = parser.add_argument_group("data")
+    data.add_argument("--task", help="GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli): its file "
+                      "layout and official metrics")
+    data.add_argument("--train-file", required=True, help="labeled training examples (TSV, CSV or JSONL)")
+    data.add_argument("--dev-file", help="labeled dev examples: scored after every epoch, picks best/")
+    data.add_argument("--test-file", help="unlabeled file to predict (same columns, no label column needed)")
+    data.add_argument("--text-columns", help="comma-separated text columns (names or 0-based indices) without --task; "
+                      "two columns make sentence pairs")
+    data.add_argument("--label-column", help="label column (name or 0-based index) without --task")
+    data.add_argument("--file-format", choices=("tsv", "csv", "jsonl"), help="default: the file extension")
+    data.add_argument("--no-header", action="store_true", help="TSV/CSV without a header row (columns by index)")
+    data.add_argument("--regression", action="store_true", help="float labels, one output, MSE (--task stsb sets it)")
+    data.add_argument("--max-seq-length", type=positive_int, default=MAX_SEQ_LENGTH,
+                      help="tokens per packed example, longer texts are truncated (default: %(default)s)")
+    model = parser.add_argument_group("model")
+    model.add_argument("--init-checkpoint",
+                       help="any checkpoint from_pretrained reads (ours, Hugging Face, original TF)")
+    model.add_argument("--preset", help="train from scratch: a BertBackbone preset (tiny, mini, small, ...)")
+    model.add_argument("--vocab", help="vocab.txt or its directory (default: the checkpoint's directory)")
+    model.add_argument("--cased", action="store_true", help="keep case (default: the tokenizer config's)")
+    model.add_argument("--classifier-dropout", type=float, help="dropout before the head (default: the "
+                       "checkpoint's, else 0.1)")
+    train = parser.add_argument_group("training")
+    train.add_argument("--output-dir", required=True, help="best/, last/, predictions and eval_results.json")
+    train.add_argument("--epochs", type=positive_int, default=EPOCHS, help="passes over the training data "
+                       "(default: %(default)s)")
+    train.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE, help="(default: %(default)s)")
+    train.add_argument("--eval-batch-size", type=positive_int, default=EVAL_BATCH_SIZE, help="(default: %(default)s)")
+    train.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate "
+                       "(default: %(default)s)")
+    train.add_argument("--warmup-fraction", type=fraction, default=WARMUP_FRACTION,
+                       help="share of the updates with linear warmup (default: %(default)s)")
+    train.add_argument("--weight-decay", type=float, default=WEIGHT_DECAY, help="(default: %(default)s)")
+    train.add_argument("--monitor", help="dev metric that picks best/ (default: the task's first metric)")
+    train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --max-seq-length")
+    train.add_argument("--bucket-width", type=positive_int, default=BUCKET_WIDTH,
+                       help="length-bucket granularity in tokens (default: %(default)s)")
+    train.add_argument("--no-jit", action="store_true", help="run the step without XLA")
+    train.add_argument("--seed", type=int, default=SEED, help="seed of shuffling, dropout and the head")
+    add_verbose_argument(train)
+
+
+def check_arguments(args):
+    """Raise `UsageError` for flags that do not fit together."""
+    if not args.init_checkpoint and not args.preset:
+        raise UsageError("give --init-checkpoint (fine-tune) or --preset (from scratch)")
+    if not args.task and (not args.text_columns or not args.label_column):
+        raise UsageError("without --task, name the columns: --text-columns and --label-column")
+
+
+def read_examples(args, path, labeled=True):
+    from keras_bert_impl.data.classification_data import read_classification_examples, read_glue_examples
+
+    if args.task:
+        return read_glue_examples(args.task, path, labeled=labeled)
+    columns = [int(c) if c.isdigit() else c for c in args.text_columns.split(",")]
+    label_column = args.label_column if labeled else None
+    if label_column is not None and label_column.isdigit():
+        label_column = int(label_column)
+    return read_classification_examples(path, columns, label_column, file_format=args.file_format,
+                                        has_header=not args.no_header, regression=args.regression)
+
+
+def run(args):
+    """Fine-tune and evaluate as `args` say; return 0."""
+    import keras
+
+    from keras_bert_impl.data.classification_data import LabelVocabulary, glue_layout, pack_classification_examples
+    from keras_bert_impl.training import finetuning
+
+    keras.utils.set_random_seed(args.seed)
+    if args.task and glue_layout(args.task).regression:
+        args.regression = True
+    bucketing = not args.no_length_bucketing
+    tokenizer = finetuning.load_tokenizer(args.vocab, args.init_checkpoint, lowercase=False if args.cased else None)
+
+    train = read_examples(args, args.train_file)
+    labels = None
+    if not args.regression:
+        layout_labels = glue_layout(args.task).labels if args.task else None
+        labels = LabelVocabulary(layout_labels) if layout_labels else LabelVocabulary.from_examples(train)
+    model = finetuning.build_classifier(
+        tokenizer, 1 if args.regression else len(labels), labels=labels.labels if labels else None,
+        init_checkpoint=args.init_checkpoint, preset=args.preset, max_sequence_length=max(512, args.max_seq_length),
+        classifier_dropout=args.classifier_dropout,
+    )
+    pack = lambda examples: pack_classification_examples(  # noqa: E731 - one call site per split
+        examples, tokenizer, args.max_seq_length, labels, args.regression)
+    train_x, train_y = pack(train)
+    dataset, steps_per_epoch = finetuning.training_dataset(
+        train_x, train_y, args.batch_size, length_bucketing=bucketing, bucket_width=args.bucket_width, seed=args.seed)
+    total_steps = steps_per_epoch * args.epochs
+    finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
+                                      args.weight_decay, jit_compile=not args.no_jit)
+    print(f"{len(train)} training examples, {steps_per_epoch} steps per epoch, {total_steps} updates; "
+          f"labels: {labels.labels if labels else 'regression'}")
+
+    dev_x = dev_y = None
+    if args.dev_file:
+        dev_x, dev_y = pack(read_examples(args, args.dev_file))
+
+    def evaluate(m):
+        logits = finetuning.predict_logits(m, dev_x, args.eval_batch_size, bucketing, args.bucket_width)
+        return finetuning.classification_scores(dev_y, logits, args.task, args.regression)
+
+    monitor = (args.monitor or finetuning.classification_monitor(args.task, args.regression)) if args.dev_file else None
+    checkpoint = finetuning.FinetuningCheckpoint(
+        args.output_dir, tokenizer, evaluate=evaluate if args.dev_file else None, monitor=monitor)
+    model.fit(dataset, epochs=args.epochs, callbacks=[checkpoint], verbose=args.verbose)
+
+    if args.dev_file:
+        logits = finetuning.predict_logits(model, dev_x, args.eval_batch_size, bucketing, args.bucket_width)
+        results = finetuning.classification_scores(dev_y, logits, args.task, args.regression)
+        finetuning.write_classification_predictions(os.path.join(args.output_dir, "dev_predictions.tsv"), logits,
+                                                    labels, args.regression)
+        from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+        atomic_write_json(os.path.join(args.output_dir, "eval_results.json"),
+                          {key: float(value) for key, value in results.items()})
+        print("dev:", json.dumps(results), f"(best epoch {checkpoint.best_epoch + 1}: {monitor} "
+              f"{checkpoint.best_score:.4f}, saved in {args.output_dir}/best)")
+    if args.test_file:
+        test_x, _ = pack_classification_examples(read_examples(args, args.test_file, labeled=False), tokenizer,
+                                                 args.max_seq_length)
+        logits = finetuning.predict_logits(model, test_x, args.eval_batch_size, bucketing, args.bucket_width)
+        finetuning.write_classification_predictions(os.path.join(args.output_dir, "test_predictions.tsv"), logits,
+                                                     labels, args.regression)
+

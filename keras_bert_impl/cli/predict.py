@@ -1,0 +1,151 @@
+"""Predict with a fine-tuned model directory: classify texts, or answer questions about a context.
+
+    # classifier (a finetune-classifier run's best/): one text per --text, or one per line of --input-file;
+    # a TAB inside a text separates a sentence pair
+    keras-bert predict --model runs/topics/best --text "Open a socket and send the bytes."
+    keras-bert predict --model runs/mrpc/best --input-file pairs.tsv --output-file predictions.tsv
+    # question answerer (a finetune-squad run's best/)
+    keras-bert predict --model runs/squad/best --question "What does math.sqrt return?" \\
+        --context "math.sqrt returns the square root of x. math.floor returns the floor of x."
+    keras-bert predict --model runs/squad/best --squad-file dev.json --output-file predictions.json
+
+The model class and the tokenizer come from the directory (`cli.model_directories`). Classifier output:
+`index<TAB>prediction<TAB>probability<TAB>text` lines (the score for regression models), to stdout or
+`--output-file` (with a header row; `keras-bert evaluate` reads it). Question answering prints the answer,
+or writes predictions.json (`{question id: answer}`) for a SQuAD file, decoded as `run_squad.py` does.
+"""
+
+import json
+import sys
+
+from keras_bert_impl.cli.arguments import UsageError, positive_int
+
+
+def add_arguments(parser):
+    """Define the `keras-bert predict` flags on `parser`."""
+    parser.add_argument("--model", required=True, help="fine-tuned model directory with vocab.txt beside it")
+    parser.add_argument("--output-file", help="write the predictions here instead of printing them")
+    parser.add_argument("--batch-size", type=positive_int, default=64, help="(default: %(default)s)")
+    parser.add_argument("--max-seq-length", type=positive_int,
+                        help="tokens per packed input (default: 128 for classifiers, 384 for QA, at most the "
+                             "model's position table)")
+    classify = parser.add_argument_group("classifier")
+    classify.add_argument("--text", action="append", help="a text to classify (repeatable; TAB separates a pair)")
+    classify.add_argument("--input-file", help="UTF-8 file, one text (or TAB-separated pair) per line")
+    answer = parser.add_argument_group("question answerer")
+    answer.add_argument("--question", help="the question")
+    answer.add_argument("--context", help="the text to find the answer in")
+    answer.add_argument("--context-file", help="read the context from this file")
+    answer.add_argument("--squad-file", help="a SQuAD JSON file: answer all of its questions")
+    answer.add_argument("--doc-stride", type=positive_int, default=128, help="(default: %(default)s)")
+    answer.add_argument("--max-query-length", type=positive_int, default=64, help="(default: %(default)s)")
+    answer.add_argument("--n-best-size", type=positive_int, default=20, help="(default: %(default)s)")
+    answer.add_argument("--max-answer-length", type=positive_int, default=30, help="(default: %(default)s)")
+    answer.add_argument("--version-2", action="store_true", help="allow \"\" (no answer), SQuAD v2.0 style")
+    answer.add_argument("--null-score-diff-threshold", type=float, default=0.0, help="v2.0 (default: 0.0)")
+
+
+def check_arguments(args):
+    """Raise `UsageError` unless the inputs form one classification or one question-answering request."""
+    classify = bool(args.text or args.input_file)
+    answer = bool(args.question or args.context or args.context_file or args.squad_file)
+    if classify == answer:
+        raise UsageError("give texts to classify (--text / --input-file) or questions to answer "
+                         "(--question with --context / --context-file, or --squad-file)")
+    if answer and not args.squad_file and not (args.question and (args.context or args.context_file)):
+        raise UsageError("--question needs --context or --context-file (or use --squad-file)")
+
+
+def _texts(args):
+    texts = list(args.text or [])
+    if args.input_file:
+        with open(args.input_file, encoding="utf-8") as handle:
+            texts.extend(line.rstrip("\n") for line in handle if line.strip())
+    if not texts:
+        raise ValueError(f"No texts to classify in {args.input_file}.")
+    return texts
+
+
+def _write_or_print(args, text):
+    if args.output_file:
+        from keras_bert_impl.utils.atomic_io import atomic_write_text
+
+        atomic_write_text(args.output_file, text)
+        print(f"Predictions written to {args.output_file}")
+    else:
+        sys.stdout.write(text)
+
+
+def classify(args, model, tokenizer):
+    """Classify `args`' texts; write or print the predictions."""
+    import numpy as np
+
+    from keras_bert_impl.data.classification_data import ClassificationExample, pack_classification_examples
+    from keras_bert_impl.training.finetuning import predict_logits
+
+    texts = _texts(args)
+    pairs = [tuple(text.split("\t", 1)) for text in texts]
+    if len({len(pair) for pair in pairs}) != 1:
+        raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
+    length = min(args.max_seq_length or 128, model.backbone.max_sequence_length)
+    inputs, _ = pack_classification_examples([ClassificationExample(pair) for pair in pairs], tokenizer, length)
+    logits = np.asarray(predict_logits(model, inputs, args.batch_size))
+    lines = ["index\tprediction\tprobability\ttext"] if args.output_file else []
+    for index, (row, text) in enumerate(zip(logits, texts)):
+        shown = text.replace("\t", " | ")
+        if model.is_regression:
+            lines.append(f"{index}\t{float(row[0]):.6f}\t\t{shown}")
+            continue
+        probabilities = np.exp(row - row.max())
+        probabilities /= probabilities.sum()
+        class_id = int(np.argmax(row))
+        label = model.labels[class_id] if model.labels else str(class_id)
+        lines.append(f"{index}\t{label}\t{probabilities[class_id]:.4f}\t{shown}")
+    _write_or_print(args, "\n".join(lines) + "\n")
+
+
+def answer(args, model, tokenizer):
+    """Answer `args`' question(s); write or print the answers."""
+    from keras_bert_impl.squad import convert_examples_to_features, decode_squad_predictions, read_squad_examples
+    from keras_bert_impl.squad.squad_reader import SquadExample
+    from keras_bert_impl.training.finetuning import predict_logits
+
+    if args.squad_file:
+        examples = read_squad_examples(args.squad_file)
+    else:
+        context = args.context
+        if args.context_file:
+            with open(args.context_file, encoding="utf-8") as handle:
+                context = handle.read()
+        examples = [SquadExample("question", args.question, context, ())]
+    length = min(args.max_seq_length or 384, model.backbone.max_sequence_length)
+    features = convert_examples_to_features(examples, tokenizer, max_seq_length=length, doc_stride=args.doc_stride,
+                                            max_query_length=min(args.max_query_length, length - 4))
+    logits = predict_logits(model, features.inputs(), args.batch_size)
+    decoded = decode_squad_predictions(
+        examples, features, logits["start_logits"], logits["end_logits"], n_best_size=args.n_best_size,
+        max_answer_length=args.max_answer_length, version_2_with_negative=args.version_2,
+        null_score_diff_threshold=args.null_score_diff_threshold,
+    )
+    if args.squad_file:
+        _write_or_print(args, json.dumps(decoded.predictions, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write_or_print(args, decoded.predictions["question"] + "\n")
+
+
+def run(args):
+    """Load the model directory and classify or answer, by the model's class."""
+    from keras_bert_impl.cli.model_directories import load_model_directory
+
+    model, tokenizer = load_model_directory(args.model, require_tokenizer=True)
+    kind = type(model).__name__
+    asked_to_classify = bool(args.text or args.input_file)
+    if kind == "BertClassifier" and asked_to_classify:
+        classify(args, model, tokenizer)
+    elif kind == "BertQuestionAnswerer" and not asked_to_classify:
+        answer(args, model, tokenizer)
+    else:
+        wanted = "texts to classify" if asked_to_classify else "questions"
+        raise ValueError(f"{args.model} holds a {kind}, which does not take {wanted}; predict takes a "
+                         f"BertClassifier (texts) or a BertQuestionAnswerer (questions).")
+    return 0

@@ -1,0 +1,303 @@
+"""Pretrain BERT (masked LM + next sentence prediction) with `model.fit`, from text files or TFRecord shards.
+
+    # from scratch, a tiny model on a text corpus (one sentence per line, blank line between documents)
+    keras-bert pretrain --input-files 'corpus/train/*.txt' --vocab-file corpus/vocab.txt \\
+        --preset tiny --steps 2000 --output-dir runs/tiny
+    # continued pretraining of a converted checkpoint (Hugging Face, original TF or ours)
+    keras-bert pretrain --input-files 'corpus/*.txt' --init-checkpoint path/to/bert --steps 1000
+    # the paper's two phases: 90% of the steps at length 128, then 10% at 512, keeping the weights
+    keras-bert pretrain ... --steps 900000 --phase2-steps 100000
+
+Interrupt it and run the same command again: it resumes from the newest checkpoint in `--output-dir` at the
+same step, learning rate and data position. Outputs in `--output-dir`: `checkpoints/phase<i>/step_*`
+(weights + optimizer + RNG state, every `--checkpoint-every` steps), `tensorboard/`, `metrics.jsonl`,
+`training_curves.png`, and `final/` (a `BertPretrainer.save_pretrained` directory with the vocabulary, which
+`--init-checkpoint`, `BertBackbone.from_pretrained` and the fine-tuning models read).
+
+How the pieces fit:
+- One Keras "epoch" here is one checkpoint interval (`steps_per_epoch=--checkpoint-every`), so checkpoints,
+  TensorBoard points and the progress bar line up with steps.
+- The input is an endless deterministic stream (seeded shuffles and masks, `dataset.repeat()`); a resumed
+  run skips the batches already consumed (`dataset.skip(step)`), so it sees exactly the batches it would
+  have seen. Skipping re-reads (and re-masks) those batches, which costs input time but no training time.
+- Tokenization, instance creation and masking run in tf.data, outside the compiled (`jit_compile`) step.
+- Phase 2 starts a fresh optimizer and schedule on the phase-1 weights, as the original does when
+  `run_pretraining.py` is re-run with `--init_checkpoint`.
+- `--distribution` (see `keras_bert_impl.training.distribution`): `mirrored` (all local GPUs),
+  `multi_worker` (`TF_CONFIG` set per worker, the same command on each; the chief writes), `tpu` (`--tpu`
+  names it) need `KERAS_BACKEND=tensorflow`; `jax_data_parallel` (every JAX device) needs
+  `KERAS_BACKEND=jax`. `--batch-size` is always the global batch.
+"""
+
+import json
+import logging
+import os
+
+from keras_bert_impl.cli.arguments import (
+    UsageError,
+    add_verbose_argument,
+    fraction,
+    non_negative_int,
+    positive_int,
+)
+
+logger = logging.getLogger(__name__)
+
+# -- defaults (the original run_pretraining.py recipe where one exists) -------------------------------------
+PRESET = "tiny"
+SEQ_LENGTH = 128
+MAX_PREDICTIONS_PER_SEQ = 20  # 20 at length 128, 80 at 512 (~15% of the tokens)
+BATCH_SIZE = 32  # the paper: 256
+LEARNING_RATE = 1e-4
+STEPS = 1000
+WARMUP_FRACTION = 0.01  # the paper: 10,000 of 1,000,000 steps
+PHASE2_SEQ_LENGTH = 512
+PHASE2_MAX_PREDICTIONS_PER_SEQ = 80
+OPTIMIZER = "adamw_original"  # or "lamb" (large batches), "keras_adamw"
+WEIGHT_DECAY = 0.01
+CHECKPOINT_EVERY = 100
+KEEP_CHECKPOINTS = 2
+MASKING = "dynamic"
+SEED = 12345
+
+
+def add_arguments(parser):
+    """Define the `keras-bert pretrain` flags on `parser`."""
+    data = parser.add_argument_group("data")
+    data.add_argument("--input-files", help="text files (glob ok, comma-separated): one sentence per line, a blank "
+                      "line between documents (or see --input-format)")
+    data.add_argument("--input-format", default="sentence_per_line", choices=("sentence_per_line", "document_per_line"),
+                      help="layout of --input-files (default: sentence_per_line, the original's)")
+    data.add_argument("--input-tfrecords", help="TFRecord shards from `keras-bert create-data` (glob ok), instead "
+                      "of --input-files")
+    data.add_argument("--eval-files", help="held-out text files: MLM/NSP accuracy is measured on them at the end")
+    data.add_argument("--eval-steps", type=positive_int, default=20, help="batches of --eval-files to evaluate "
+                      "(default: 20)")
+    data.add_argument("--vocab-file", help="vocab.txt; defaults to the --init-checkpoint directory's")
+    data.add_argument("--cased", action="store_true", help="do not lowercase (for cased vocabularies)")
+    data.add_argument("--masking", default=MASKING, choices=("dynamic", "static"),
+                      help="dynamic: new masks every pass (RoBERTa); static: one mask per instance "
+                      "(default: %(default)s)")
+    data.add_argument("--whole-word-masking", action="store_true", help='mask "##" word pieces with their word')
+    data.add_argument("--dupe-factor", type=positive_int, default=1,
+                      help="passes over the corpus per epoch of instances (default: 1)")
+    data.add_argument("--seed", type=int, default=SEED, help="seed of data order, masks and initialisation")
+    model = parser.add_argument_group("model")
+    model.add_argument("--preset", default=PRESET, help="model size from scratch: tiny, mini, small, medium, base, "
+                       "large (default: %(default)s)")
+    model.add_argument("--init-checkpoint", help="start from this checkpoint (any path from_pretrained reads)")
+    model.add_argument("--dropout", type=float, default=None, help="override hidden + attention dropout")
+    model.add_argument("--dtype", default=None, help="e.g. mixed_bfloat16; mixed_float16 adds loss scaling")
+    train = parser.add_argument_group("training")
+    train.add_argument("--seq-length", type=positive_int, default=SEQ_LENGTH, help="tokens per instance "
+                       "(default: %(default)s)")
+    train.add_argument("--max-predictions-per-seq", type=positive_int, default=MAX_PREDICTIONS_PER_SEQ,
+                       help="masked-LM slots per instance, ~15%% of --seq-length (default: %(default)s)")
+    train.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE, help="global batch size "
+                       "(default: %(default)s)")
+    train.add_argument("--steps", type=positive_int, default=STEPS, help="phase-1 optimizer steps "
+                       "(default: %(default)s)")
+    train.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate "
+                       "(default: %(default)s)")
+    train.add_argument("--warmup-fraction", type=fraction, default=WARMUP_FRACTION,
+                       help="share of the steps with linear warmup (default: %(default)s)")
+    train.add_argument("--optimizer", default=OPTIMIZER, help="adamw_original (the paper's), lamb (large batches) "
+                       "or keras_adamw (default: %(default)s)")
+    train.add_argument("--weight-decay", type=float, default=WEIGHT_DECAY, help="decoupled weight decay "
+                       "(default: %(default)s)")
+    train.add_argument("--gradient-accumulation-steps", type=positive_int, default=1,
+                       help="batches summed per optimizer update (default: 1)")
+    train.add_argument("--phase2-steps", type=non_negative_int, default=0,
+                       help="steps at --phase2-seq-length after phase 1 (default: 0, no phase 2)")
+    train.add_argument("--phase2-seq-length", type=positive_int, default=PHASE2_SEQ_LENGTH,
+                       help="instance length of phase 2 (default: %(default)s)")
+    train.add_argument("--phase2-max-predictions-per-seq", type=positive_int, default=PHASE2_MAX_PREDICTIONS_PER_SEQ,
+                       help="masked-LM slots in phase 2 (default: %(default)s)")
+    train.add_argument("--phase2-batch-size", type=positive_int, default=None, help="defaults to --batch-size")
+    train.add_argument("--phase2-learning-rate", type=float, default=None, help="defaults to --learning-rate")
+    train.add_argument("--jit-compile", default="auto", choices=("auto", "true", "false"),
+                       help="compile the step with XLA (default: auto)")
+    train.add_argument("--distribution", default="none",
+                       choices=("none", "mirrored", "multi_worker", "tpu", "jax_data_parallel"),
+                       help="data-parallel setup, see keras_bert_impl.training.distribution (default: none)")
+    train.add_argument("--tpu", default="", help="TPU name or address for --distribution tpu")
+    out = parser.add_argument_group("output")
+    out.add_argument("--output-dir", default="runs/pretrain",
+                     help="checkpoints, logs and final/ (default: %(default)s)")
+    out.add_argument("--checkpoint-every", type=positive_int, default=CHECKPOINT_EVERY,
+                     help="steps between checkpoints (one progress-bar epoch) (default: %(default)s)")
+    out.add_argument("--keep-checkpoints", type=positive_int, default=KEEP_CHECKPOINTS,
+                     help="newest checkpoints kept (default: %(default)s)")
+    out.add_argument("--max-steps-this-run", type=positive_int, default=None,
+                     help="stop after this many steps (a multiple of --checkpoint-every) and exit; run the same "
+                          "command again to continue (for time-limited or preemptible jobs)")
+    add_verbose_argument(out)
+    out.add_argument("--export-huggingface", action="store_true", help="also write final_huggingface/")
+
+
+def check_arguments(args):
+    """Raise `UsageError` for flags that do not fit together."""
+    if (args.input_files is None) == (args.input_tfrecords is None):
+        raise UsageError("give exactly one of --input-files and --input-tfrecords")
+    if args.vocab_file is None and args.init_checkpoint is None:
+        raise UsageError("give --vocab-file (or --init-checkpoint, whose vocab.txt is used)")
+    for name in ("steps", "phase2_steps", "max_steps_this_run"):
+        value = getattr(args, name)
+        if value is not None and value % args.checkpoint_every:
+            raise UsageError(f"--{name.replace('_', '-')} ({value}) must be a multiple of "
+                             f"--checkpoint-every ({args.checkpoint_every})")
+
+
+def build_dataset(args, tokenizer, seq_length, max_predictions, batch_size, files, seed, tfrecords=False):
+    """An endless, deterministic stream of pretraining batches (tf.data, outside the compiled step)."""
+    from keras_bert_impl.data import MaskedLMMasker, pretraining_dataset, read_pretraining_tfrecords
+
+    if tfrecords:
+        masker = None
+        if args.masking == "dynamic":
+            masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=max_predictions,
+                                                   whole_word_masking=args.whole_word_masking, seed=seed)
+        dataset = read_pretraining_tfrecords(files, batch_size, seq_length, max_predictions, masker=masker,
+                                             seed=seed)
+    else:
+        dataset = pretraining_dataset(
+            tokenizer, files=files.split(","), seq_length=seq_length, batch_size=batch_size,
+            max_predictions_per_seq=max_predictions, masking=args.masking, seed=seed,
+            dupe_factor=args.dupe_factor, whole_word_masking=args.whole_word_masking,
+            input_format=args.input_format, drop_remainder=True,
+        )
+    return dataset.repeat()
+
+
+def run(args):
+    """Pretrain as `args` say; return 0 (also when stopped early by `--max-steps-this-run`)."""
+    import keras
+
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.pretrainer import BertPretrainer
+    from keras_bert_impl.optimization import create_optimizer
+    from keras_bert_impl.tokenization import BertTokenizer
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+    from keras_bert_impl.training.distribution import for_tf_distribute, make_distribution
+    from keras_bert_impl.training.callbacks import (
+        MetricsLog, NonFiniteLossGuard, TrainingCheckpoint, latest_training_checkpoint, plot_training_curves,
+        read_metrics_log, restore_training_checkpoint,
+    )
+
+    keras.utils.set_random_seed(args.seed)
+    out = os.path.abspath(args.output_dir)
+    os.makedirs(out, exist_ok=True)
+    tokenizer = BertTokenizer(args.vocab_file or os.path.join(args.init_checkpoint, "vocab.txt"),
+                              lowercase=not args.cased)
+
+    phases = [dict(index=1, seq_length=args.seq_length, max_predictions=args.max_predictions_per_seq,
+                   batch_size=args.batch_size, steps=args.steps, learning_rate=args.learning_rate)]
+    if args.phase2_steps:
+        phases.append(dict(index=2, seq_length=args.phase2_seq_length,
+                           max_predictions=args.phase2_max_predictions_per_seq,
+                           batch_size=args.phase2_batch_size or args.batch_size, steps=args.phase2_steps,
+                           learning_rate=args.phase2_learning_rate or args.learning_rate))
+    checkpoints = {phase["index"]: latest_training_checkpoint(os.path.join(out, "checkpoints", f"phase{phase['index']}"))
+                   for phase in phases}
+    resume_phase = max([index for index, found in checkpoints.items() if found], default=1)
+
+    scope, strategy, is_chief = make_distribution(args.distribution, tpu=args.tpu)
+    overrides = {}
+    if args.dropout is not None:
+        overrides.update(dropout=args.dropout, attention_dropout=args.dropout)
+    if args.dtype:
+        overrides["dtype"] = args.dtype
+    with scope:
+        if args.init_checkpoint:
+            model = BertPretrainer.from_pretrained(args.init_checkpoint, **overrides)
+        else:
+            longest = max(phase["seq_length"] for phase in phases)
+            backbone = BertBackbone.from_preset(
+                args.preset, vocabulary_size=tokenizer.vocabulary_size(),
+                max_sequence_length=max(512, longest), **overrides)
+            model = BertPretrainer(backbone)
+    if tokenizer.vocabulary_size() != model.backbone.vocabulary_size:
+        raise ValueError(f"The vocabulary has {tokenizer.vocabulary_size()} tokens but the model "
+                         f"{model.backbone.vocabulary_size}: use the checkpoint's vocab.txt.")
+    logger.info("BertPretrainer: %d parameters", model.count_params())
+
+    steps_before = 0  # steps of earlier phases, for one x axis across phases
+    budget = None if args.max_steps_this_run is None else args.max_steps_this_run * args.gradient_accumulation_steps
+    for phase in phases:
+        index, steps = phase["index"], phase["steps"]
+        if index < resume_phase:
+            steps_before += steps * args.gradient_accumulation_steps
+            continue  # done: the later phase's checkpoint holds its weights
+        with scope:
+            optimizer = create_optimizer(
+                name=args.optimizer, learning_rate=phase["learning_rate"], total_steps=steps,
+                warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
+                gradient_accumulation_steps=args.gradient_accumulation_steps,
+                loss_scale=args.dtype == "mixed_float16",
+            )
+            model.compile(optimizer=optimizer,
+                          jit_compile={"auto": "auto", "true": True, "false": False}[args.jit_compile])
+        start_step = 0
+        if checkpoints.get(index):
+            path, state = checkpoints[index]
+            restore_training_checkpoint(model, path)
+            start_step = state["step"]
+            logger.info("Resuming phase %d at step %d from %s", index, start_step, path)
+        # Checkpoints, logs and the data position count batches; an accumulated update takes several.
+        batches = steps * args.gradient_accumulation_steps
+        every = args.checkpoint_every * args.gradient_accumulation_steps
+        start_batch = start_step
+        end_batch = batches if budget is None else min(batches, start_batch + budget)
+        if start_batch < end_batch:
+            dataset = build_dataset(args, tokenizer, phase["seq_length"], phase["max_predictions"],
+                                    phase["batch_size"], args.input_tfrecords or args.input_files,
+                                    args.seed + index, tfrecords=bool(args.input_tfrecords)).skip(start_batch)
+            if strategy is not None:
+                dataset = for_tf_distribute(dataset)
+            callbacks = [
+                NonFiniteLossGuard(),
+                TrainingCheckpoint(os.path.join(out, "checkpoints", f"phase{index}"), every,
+                                   keep=args.keep_checkpoints, extra_state={"phase": index}, write=is_chief),
+                MetricsLog(os.path.join(out, "metrics.jsonl"), every, extra={"phase": index},
+                           step_offset=steps_before, write=is_chief),
+                keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"), update_freq=every),
+            ]
+            logger.info("Phase %d: length %d, batch %d, %d steps (from %d)", index, phase["seq_length"],
+                         phase["batch_size"], steps, start_step)
+            model.fit(dataset, initial_epoch=start_batch // every, epochs=end_batch // every,
+                      steps_per_epoch=every, callbacks=callbacks, verbose=args.verbose, shuffle=False)
+            if budget is not None:
+                budget -= end_batch - start_batch
+        if end_batch < batches:
+            logger.info("Stopped at step %d of phase %d (--max-steps-this-run); run again to resume.",
+                         end_batch, index)
+            return 0
+        steps_before += batches
+
+    results = {}
+    if args.eval_files:
+        last = phases[-1]
+        eval_data = build_dataset(args, tokenizer, last["seq_length"], last["max_predictions"], last["batch_size"],
+                                  args.eval_files, args.seed + 100).take(args.eval_steps)
+        if strategy is not None:
+            eval_data = for_tf_distribute(eval_data)
+        results = model.evaluate(eval_data, verbose=0, return_dict=True)
+        logger.info("Held-out evaluation (%d batches): %s", args.eval_steps, results)
+    if is_chief:
+        final = os.path.join(out, "final")
+        model.save_pretrained(final)
+        tokenizer.save_pretrained(final)
+        if args.export_huggingface:
+            model.save_huggingface(os.path.join(out, "final_huggingface"))
+            tokenizer.save_pretrained(os.path.join(out, "final_huggingface"))
+        entries = read_metrics_log(os.path.join(out, "metrics.jsonl"))
+        if results:
+            entries[-1].update({f"val_{name}": value for name, value in results.items()})
+        plot_training_curves(entries, os.path.join(out, "training_curves.png"),
+                             title=f"BERT pretraining ({args.preset if not args.init_checkpoint else 'continued'})")
+        summary = {"final_step": steps_before, "train": entries[-1], "eval": results}
+        atomic_write_json(os.path.join(out, "summary.json"), summary)
+        logger.info("Done: %s", json.dumps(summary))
+        heldout = json.dumps(results) if results else "none"
+        print(f"Pretrained model: {final} (step {steps_before}; held-out: {heldout})")
+    return 0

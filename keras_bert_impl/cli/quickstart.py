@@ -1,0 +1,411 @@
+"""Run the whole pipeline in minutes on a CPU: vocabulary, pretraining, two fine-tuned tasks, export, serving.
+
+    keras-bert quickstart                                  # about 8 minutes on 2 CPU cores, into runs/quickstart/
+    keras-bert quickstart --steps-scale 0.05 --output-dir /tmp/quickstart   # a one-minute smoke test
+
+Needs no download: the text is the standard library's docstrings (keras_bert_impl.data.default_corpus) and
+the fine-tuning data is generated from them (keras_bert_impl.data.docstring_tasks). Each step runs the same
+code as the `keras-bert` subcommand it prints, so the printed commands repeat or extend any step.
+
+1. corpus + vocabulary: docstring sentences, one module per document (every tenth module held out), and a
+   WordPiece vocabulary learned from the training part (`keras-bert vocab`).
+2. pretraining: a `tiny` BERT (2 layers, hidden 128) trained with masked LM + next-sentence prediction
+   (`keras-bert pretrain`); held-out MLM accuracy is compared with always guessing the most frequent
+   token, NSP accuracy with the 50% of guessing.
+3. classifier: which area of the standard library (networking, files, code tools, text formats, numbers) a
+   docstring sentence comes from, fine-tuned from the pretrained model (`keras-bert finetune-classifier`);
+   dev accuracy is compared with always guessing the largest topic.
+4. question answerer: "What does sqrt return?", "Which module defines sqrt?", "What arguments does sqrt
+   take?" about contexts that state facts of one function, fine-tuned from the pretrained model
+   (`keras-bert finetune-squad`); dev questions are about modules not seen in training; the official
+   SQuAD exact match and F1, compared with answering every question with the context's first sentence.
+5. export: both fine-tuned models as TensorFlow SavedModels that take raw text (`keras-bert export`).
+6. serving: the SavedModels reloaded with `tf.saved_model.load` classify sentences and answer questions.
+Metrics, times and paths are printed and written to `<output-dir>/summary.json`. The reported dev scores
+are those of the exported (final) models; no model selection is done on the dev data. The pretraining
+text contains the classifier's sentences (without their labels), as BERT's pretraining text overlaps its
+downstream tasks' text.
+
+`--steps-scale` shrinks the work: it multiplies the pretraining steps and the number of fine-tuning
+training and dev examples (above 1 it lengthens pretraining only); the explicit step and epoch flags
+override the pieces. The steps run without XLA (`--jit-compile false`, `--no-jit`): on a CPU, compiling each
+new batch shape costs more than it saves in a run of minutes.
+"""
+
+import json
+import logging
+import os
+import shlex
+import time
+
+from keras_bert_impl.cli.arguments import add_verbose_argument, positive_int
+
+logger = logging.getLogger(__name__)
+
+# -- defaults: sized for ~8 minutes on 2 CPU cores --------------------------------------------------------
+PRESET = "tiny"
+VOCAB_SIZE = 4000  # the docstring corpus yields fewer; it is a ceiling
+PRETRAIN_STEPS = 3000
+PRETRAIN_SEQ_LENGTH = 64
+PRETRAIN_MAX_PREDICTIONS = 10  # ~15% of 64
+PRETRAIN_BATCH_SIZE = 32
+PRETRAIN_LEARNING_RATE = 1e-3  # tiny models from scratch take a larger rate than the paper's 1e-4
+PRETRAIN_WARMUP_FRACTION = 0.1
+CHECKPOINTS_PER_RUN = 5  # also the number of pretraining progress bars
+CLASSIFIER_EPOCHS = 4
+CLASSIFIER_SEQ_LENGTH = 64
+CLASSIFIER_LEARNING_RATE = 2e-4  # small BERTs fine-tune best with 1e-4..3e-4 (Turc et al., 2019)
+SQUAD_EPOCHS = 8
+SQUAD_SEQ_LENGTH = 128
+SQUAD_DOC_STRIDE = 64
+SQUAD_MAX_QUERY_LENGTH = 32
+SQUAD_LEARNING_RATE = 8e-4
+SQUAD_TRAIN_QUESTIONS = 2400  # of ~5800 generated: a random sample of contexts keeps the run short
+SQUAD_DEV_QUESTIONS = 600  # of ~1600, from the held-out modules
+BATCH_SIZE = 32
+SEED = 12345
+SMALLEST_TRAINING_SET = 64
+
+# Served after export: the classifier's labels for these are whatever the model predicts.
+DEMO_SENTENCES = (
+    "Send the message to the mail server over a secure connection.",
+    "Copy the directory tree and remove the temporary files.",
+    "Return the median of the data, the middle value of the sorted list.",
+)
+DEMO_CONTEXT = ("export_saved_model is defined in the keras_bert_impl module. export_saved_model takes the "
+                "arguments model, path and tokenizer. export_saved_model returns the path of the exported model.")
+DEMO_QUESTION = "What does export_saved_model return?"
+
+
+def add_arguments(parser):
+    """Define the `keras-bert quickstart` flags on `parser`."""
+    parser.add_argument("--output-dir", default="runs/quickstart", help="where everything goes (default: %(default)s)")
+    parser.add_argument("--steps-scale", type=float, default=1.0,
+                        help="multiply the pretraining steps and the fine-tuning training examples by this, e.g. "
+                             "0.05 for a quick smoke test (default: %(default)s)")
+    parser.add_argument("--pretrain-steps", type=positive_int,
+                        help=f"pretraining steps (default: {PRETRAIN_STEPS} x --steps-scale)")
+    parser.add_argument("--classifier-epochs", type=positive_int, default=CLASSIFIER_EPOCHS,
+                        help="classifier fine-tuning epochs (default: %(default)s)")
+    parser.add_argument("--squad-epochs", type=positive_int, default=SQUAD_EPOCHS,
+                        help="question-answering fine-tuning epochs (default: %(default)s)")
+    parser.add_argument("--preset", default=PRESET, help="model size (default: %(default)s; mini and up take longer)")
+    parser.add_argument("--vocab-size", type=positive_int, default=VOCAB_SIZE,
+                        help="most WordPiece tokens to learn (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=SEED, help="seed of every random choice (default: %(default)s)")
+    add_verbose_argument(parser)
+    # The subcommands' own INFO logs would bury the quickstart's report; --log-level INFO shows them.
+    parser.set_defaults(log_level="WARNING")
+
+
+class _Report:
+    """Prints the numbered steps with their commands and timings, and collects the summary."""
+
+    def __init__(self, total_steps):
+        self.total_steps = total_steps
+        self.step = 0
+        self.started = time.time()
+        self.step_started = self.started
+        self.times = {}
+
+    def begin(self, title):
+        self.step += 1
+        self.step_started = time.time()
+        print(f"\n[{self.step}/{self.total_steps}] {title}", flush=True)
+
+    def end(self, key):
+        self.times[key] = round(time.time() - self.step_started, 1)
+        print(f"    ({self.times[key]:.0f} s)", flush=True)
+
+    def elapsed(self):
+        return round(time.time() - self.started, 1)
+
+
+def _run_subcommand(name, argv):
+    """Run `keras-bert <name> <argv>` in this process, after printing the command."""
+    from keras_bert_impl.cli.command_line import parse_arguments
+
+    print(f"    $ keras-bert {name} {shlex.join(argv)}", flush=True)
+    args = parse_arguments([name, *argv])
+    status = args.run(args)
+    if status not in (None, 0):
+        raise RuntimeError(f"keras-bert {name} exited with status {status}.")
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _scaled_count(count, scale):
+    return max(SMALLEST_TRAINING_SET, min(count, round(count * scale)))
+
+
+def most_frequent_token_accuracy(tokenizer, path):
+    """The MLM accuracy of always guessing the most frequent token of `path`'s text (masked positions are a
+    uniform sample of the non-special tokens, so this is that token's share)."""
+    import collections
+
+    with open(path, encoding="utf-8") as handle:
+        sentences = [line.strip() for line in handle if line.strip()]
+    counts = collections.Counter(token for ids in tokenizer.tokenize(sentences) for token in ids)
+    token_id, count = counts.most_common(1)[0]
+    return tokenizer.id_to_token(token_id), count / sum(counts.values())
+
+
+def _write_topic_tsv(path, rows):
+    from keras_bert_impl.utils.atomic_io import atomic_write_text
+
+    lines = ["sentence\ttopic"] + [f"{' '.join(sentence.split())}\t{topic}" for sentence, topic in rows]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _subsample_squad(squad, keep_questions, seed):
+    """The first paragraphs of a (shuffled) SQuAD dict holding about `keep_questions` questions."""
+    import random
+
+    paragraphs = [(article["title"], paragraph) for article in squad["data"] for paragraph in article["paragraphs"]]
+    random.Random(seed).shuffle(paragraphs)
+    kept, count = {}, 0
+    for title, paragraph in paragraphs:
+        if count >= keep_questions:
+            break
+        kept.setdefault(title, []).append(paragraph)
+        count += len(paragraph["qas"])
+    return {"version": squad["version"], "data": [{"title": t, "paragraphs": p} for t, p in kept.items()]}
+
+
+def first_sentence_baseline(squad):
+    """Official SQuAD v1.1 scores of answering every question with its context's first sentence."""
+    from keras_bert_impl.data.pretraining_data import split_sentences
+    from keras_bert_impl.squad import evaluate_v1
+
+    predictions = {question["id"]: split_sentences(paragraph["context"])[0]
+                   for article in squad["data"] for paragraph in article["paragraphs"] for question in paragraph["qas"]}
+    return evaluate_v1(squad, predictions)
+
+
+def _question_count(squad):
+    return sum(len(paragraph["qas"]) for article in squad["data"] for paragraph in article["paragraphs"])
+
+
+def run(args):
+    """Run the six steps; print the metrics and paths; write summary.json."""
+    import keras
+
+    from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings, write_docstring_corpus
+    from keras_bert_impl.data.docstring_tasks import routine_squad, topic_classification_examples
+    from keras_bert_impl.tokenization import BertTokenizer
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    if args.steps_scale <= 0:
+        raise ValueError(f"--steps-scale must be positive, got {args.steps_scale}.")
+    report = _Report(total_steps=6)
+    out = os.path.abspath(args.output_dir)
+    paths = {name: os.path.join(out, name) for name in
+             ("corpus", "data", "pretrain", "classifier", "question_answerer", "saved_models")}
+    verbose = str(args.verbose)
+    print(f"keras-bert quickstart: Keras {keras.__version__} on {keras.backend.backend()}; outputs in {out}")
+
+    # 1. Corpus and vocabulary.
+    report.begin("Corpus (standard-library docstrings) and WordPiece vocabulary")
+    documented = collect_stdlib_docstrings()
+    corpus = write_docstring_corpus(paths["corpus"], documented)
+    print(f"    train.txt: {corpus['train_documents']} modules, {corpus['train_sentences']} sentences, "
+          f"{corpus['train_words']} words; eval.txt: {corpus['eval_documents']} modules, "
+          f"{corpus['eval_sentences']} sentences")
+    _run_subcommand("vocab", ["--input-files", corpus["train"], "--vocab-size", str(args.vocab_size),
+                              "--output-dir", paths["corpus"]])
+    tokenizer = BertTokenizer.from_pretrained(paths["corpus"])
+    report.end("vocabulary")
+
+    # 2. Pretraining.
+    report.begin(f"Pretraining a {args.preset} BERT: masked LM + next sentence prediction")
+    steps = args.pretrain_steps or max(CHECKPOINTS_PER_RUN, round(PRETRAIN_STEPS * args.steps_scale))
+    interval = max(1, steps // CHECKPOINTS_PER_RUN)
+    steps = interval * max(1, steps // interval)
+    _run_subcommand("pretrain", [
+        "--input-files", corpus["train"], "--eval-files", corpus["eval"], "--vocab-file",
+        os.path.join(paths["corpus"], "vocab.txt"), "--preset", args.preset, "--seq-length", str(PRETRAIN_SEQ_LENGTH),
+        "--max-predictions-per-seq", str(PRETRAIN_MAX_PREDICTIONS), "--batch-size", str(PRETRAIN_BATCH_SIZE),
+        "--steps", str(steps), "--checkpoint-every", str(interval), "--learning-rate", str(PRETRAIN_LEARNING_RATE),
+        "--warmup-fraction", str(PRETRAIN_WARMUP_FRACTION), "--eval-steps", "20", "--seed", str(args.seed),
+        "--output-dir", paths["pretrain"], "--verbose", verbose, "--jit-compile", "false",
+    ])
+    pretrain_eval = _read_json(os.path.join(paths["pretrain"], "summary.json"))["eval"]
+    frequent_token, frequent_share = most_frequent_token_accuracy(tokenizer, corpus["eval"])
+    pretraining = {
+        "steps": steps,
+        "heldout_mlm_accuracy": pretrain_eval["mlm_accuracy"],
+        "mlm_baseline_most_frequent_token": frequent_share,
+        "mlm_baseline_token": frequent_token,
+        "heldout_nsp_accuracy": pretrain_eval["nsp_accuracy"],
+        "nsp_chance": 0.5,
+        "heldout_mlm_loss": pretrain_eval["mlm_loss"],
+    }
+    print(f"    held-out MLM accuracy {pretraining['heldout_mlm_accuracy']:.3f} (always {frequent_token!r}: "
+          f"{frequent_share:.3f}); NSP accuracy {pretraining['heldout_nsp_accuracy']:.3f} (chance 0.500)")
+    report.end("pretraining")
+    pretrained = os.path.join(paths["pretrain"], "final")
+
+    # 3. Classifier.
+    report.begin("Fine-tuning a classifier: which part of the standard library is this sentence from?")
+    topic_train, topic_dev = topic_classification_examples(documented, seed=args.seed)
+    topic_train = topic_train[:_scaled_count(len(topic_train), args.steps_scale)]
+    topic_dev = topic_dev[:_scaled_count(len(topic_dev), min(1.0, args.steps_scale))]
+    _write_topic_tsv(os.path.join(paths["data"], "topics_train.tsv"), topic_train)
+    _write_topic_tsv(os.path.join(paths["data"], "topics_dev.tsv"), topic_dev)
+    _run_subcommand("finetune-classifier", [
+        "--train-file", os.path.join(paths["data"], "topics_train.tsv"),
+        "--dev-file", os.path.join(paths["data"], "topics_dev.tsv"), "--text-columns", "sentence",
+        "--label-column", "topic", "--init-checkpoint", pretrained, "--max-seq-length", str(CLASSIFIER_SEQ_LENGTH),
+        "--epochs", str(args.classifier_epochs), "--batch-size", str(BATCH_SIZE),
+        "--learning-rate", str(CLASSIFIER_LEARNING_RATE), "--seed", str(args.seed),
+        "--output-dir", paths["classifier"], "--verbose", verbose, "--no-jit",
+    ])
+    topic_counts = {}
+    for _, topic in topic_dev:
+        topic_counts[topic] = topic_counts.get(topic, 0) + 1
+    largest_topic = max(sorted(topic_counts), key=topic_counts.get)
+    classification = {
+        "train_examples": len(topic_train),
+        "dev_examples": len(topic_dev),
+        "dev_accuracy": _read_json(os.path.join(paths["classifier"], "eval_results.json"))["accuracy"],
+        "majority_baseline_accuracy": topic_counts[largest_topic] / len(topic_dev),
+        "majority_topic": largest_topic,
+    }
+    print(f"    dev accuracy {classification['dev_accuracy']:.3f} over {len(topic_dev)} sentences (always "
+          f"{largest_topic!r}: {classification['majority_baseline_accuracy']:.3f}, {len(topic_counts)} topics)")
+    report.end("classifier")
+
+    # 4. Question answerer.
+    report.begin("Fine-tuning a question answerer: what does this function return?")
+    squad_train, squad_dev = routine_squad(documented, seed=args.seed)
+    squad_train = _subsample_squad(squad_train, _scaled_count(SQUAD_TRAIN_QUESTIONS, args.steps_scale), args.seed)
+    squad_dev = _subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
+    for name, squad in (("squad_train.json", squad_train), ("squad_dev.json", squad_dev)):
+        atomic_write_json(os.path.join(paths["data"], name), squad)
+    _run_subcommand("finetune-squad", [
+        "--train-file", os.path.join(paths["data"], "squad_train.json"),
+        "--dev-file", os.path.join(paths["data"], "squad_dev.json"), "--init-checkpoint", pretrained,
+        "--max-seq-length", str(SQUAD_SEQ_LENGTH), "--doc-stride", str(SQUAD_DOC_STRIDE),
+        "--max-query-length", str(SQUAD_MAX_QUERY_LENGTH), "--epochs", str(args.squad_epochs),
+        "--batch-size", str(BATCH_SIZE), "--learning-rate", str(SQUAD_LEARNING_RATE), "--seed", str(args.seed),
+        "--output-dir", paths["question_answerer"], "--verbose", verbose, "--no-jit",
+    ])
+    squad_results = _read_json(os.path.join(paths["question_answerer"], "eval_results.json"))
+    baseline = first_sentence_baseline(squad_dev)
+    question_answering = {
+        "train_questions": _question_count(squad_train),
+        "dev_questions": _question_count(squad_dev),
+        "dev_exact_match": squad_results["exact_match"],
+        "dev_f1": squad_results["f1"],
+        "first_sentence_baseline_exact_match": baseline["exact_match"],
+        "first_sentence_baseline_f1": baseline["f1"],
+    }
+    print(f"    dev exact match {question_answering['dev_exact_match']:.1f}, F1 {question_answering['dev_f1']:.1f} "
+          f"over {question_answering['dev_questions']} questions about unseen modules (answering with the first "
+          f"sentence: {baseline['exact_match']:.1f}, {baseline['f1']:.1f})")
+    report.end("question_answerer")
+
+    # 5. Export.
+    report.begin("Exporting both models as SavedModels that take raw text")
+    saved = {"classifier": os.path.join(paths["saved_models"], "classifier"),
+             "question_answerer": os.path.join(paths["saved_models"], "question_answerer")}
+    _run_subcommand("export", ["--model", os.path.join(paths["classifier"], "last"), "--output", saved["classifier"],
+                               "--max-sequence-length", str(CLASSIFIER_SEQ_LENGTH)])
+    _run_subcommand("export", ["--model", os.path.join(paths["question_answerer"], "last"),
+                               "--output", saved["question_answerer"], "--max-sequence-length", str(SQUAD_SEQ_LENGTH),
+                               "--doc-stride", str(SQUAD_DOC_STRIDE), "--max-query-length",
+                               str(SQUAD_MAX_QUERY_LENGTH)])
+    report.end("export")
+
+    # 6. Serving.
+    report.begin("Serving: the SavedModels reloaded with tf.saved_model.load")
+    served = serve_examples(saved, topic_dev, squad_dev)
+    report.end("serving")
+
+    summary = {
+        "seconds": report.elapsed(),
+        "seconds_per_step": report.times,
+        "corpus": {key: value for key, value in corpus.items() if key not in ("train", "eval")},
+        "vocabulary_size": tokenizer.vocabulary_size(),
+        "pretraining": pretraining,
+        "classification": classification,
+        "question_answering": question_answering,
+        "served_examples": served,
+        "paths": {
+            "corpus": paths["corpus"],
+            "pretrained_model": pretrained,
+            "classifier": os.path.join(paths["classifier"], "last"),
+            "question_answerer": os.path.join(paths["question_answerer"], "last"),
+            "saved_models": saved,
+            "training_curves": os.path.join(paths["pretrain"], "training_curves.png"),
+        },
+    }
+    atomic_write_json(os.path.join(out, "summary.json"), summary)
+    _print_summary(summary, out)
+    return 0
+
+
+def serve_examples(saved, topic_dev, squad_dev):
+    """Reload the SavedModels with TensorFlow alone, classify sentences and answer questions; print them.
+
+    Returns:
+        dict: what was asked and answered, for summary.json.
+    """
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - registers the tokenizer ops the SavedModel graphs use
+
+    classifier = tf.saved_model.load(saved["classifier"])
+    sentences = list(DEMO_SENTENCES) + [topic_dev[0][0]]
+    outputs = classifier.signatures["serve_text"](text=tf.constant(sentences))
+    labels = [label.decode("utf-8") for label in outputs["label"].numpy()]
+    confidence = outputs["probabilities"].numpy().max(axis=-1)
+    classified = []
+    print("    classifier  serve_text(text=...) -> label, probabilities")
+    for sentence, label, probability in zip(sentences, labels, confidence):
+        gold = f"  (dev label: {topic_dev[0][1]})" if sentence == topic_dev[0][0] else ""
+        print(f"      {label:<12} {probability:.2f}  {sentence}{gold}")
+        classified.append({"text": sentence, "label": label, "probability": float(probability)})
+
+    answerer = tf.saved_model.load(saved["question_answerer"])
+    paragraph = squad_dev["data"][0]["paragraphs"][0]
+    dev_question = paragraph["qas"][0]
+    questions = [(DEMO_QUESTION, DEMO_CONTEXT, None),
+                 (dev_question["question"], paragraph["context"], dev_question["answers"][0]["text"])]
+    outputs = answerer.signatures["serve_text"](question=tf.constant([q for q, _, _ in questions]),
+                                                context=tf.constant([c for _, c, _ in questions]))
+    answers = [answer.decode("utf-8") for answer in outputs["answer"].numpy()]
+    answered = []
+    print("    question answerer  serve_text(question=..., context=...) -> answer")
+    for (question, context, gold), answer in zip(questions, answers):
+        print(f"      context:  {context}")
+        print(f"      question: {question}")
+        print(f"      answer:   {answer!r}" + (f"  (dev answer: {gold!r})" if gold is not None else ""))
+        answered.append({"question": question, "context": context, "answer": answer, "gold": gold})
+    return {"classified": classified, "answered": answered}
+
+
+def _print_summary(summary, out):
+    pretraining = summary["pretraining"]
+    classification = summary["classification"]
+    qa = summary["question_answering"]
+    minutes, seconds = divmod(int(summary["seconds"]), 60)
+    print(f"\nDone in {minutes} min {seconds:02d} s. Held-out / dev results (chance or baseline in brackets):")
+    print(f"  pretraining ({pretraining['steps']} steps)  MLM accuracy {pretraining['heldout_mlm_accuracy']:.3f} "
+          f"[most frequent token {pretraining['mlm_baseline_most_frequent_token']:.3f}]   NSP accuracy "
+          f"{pretraining['heldout_nsp_accuracy']:.3f} [0.500]")
+    print(f"  topic classifier              accuracy {classification['dev_accuracy']:.3f} "
+          f"[largest topic {classification['majority_baseline_accuracy']:.3f}]")
+    print(f"  question answerer             exact match {qa['dev_exact_match']:.1f}  F1 {qa['dev_f1']:.1f} "
+          f"[first sentence {qa['first_sentence_baseline_exact_match']:.1f}, "
+          f"{qa['first_sentence_baseline_f1']:.1f}]")
+    print("Where everything went:")
+    for name, path in summary["paths"].items():
+        if isinstance(path, dict):
+            for kind, sub_path in path.items():
+                print(f"  {name}/{kind:<18} {sub_path}")
+        else:
+            print(f"  {name:<29} {path}")
+    print(f"  summary                       {os.path.join(out, 'summary.json')}")

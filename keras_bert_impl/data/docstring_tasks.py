@@ -1,0 +1,200 @@
+"""Small fine-tuning tasks generated from the standard-library docstrings (`data.default_corpus`).
+
+Both are made by this package from text every Python installation carries, deterministically: no data is
+copied from another dataset. They are sized for a few minutes of CPU training (`keras-bert quickstart`).
+
+- Topic classification (`topic_classification_examples`): "which area of the standard library does this
+  docstring sentence come from": `networking`, `files`, `code_tools`, `text_formats` or `numbers`, given by
+  the module it was written in (`TOPIC_MODULES`). Sentences that occur under two topics are dropped, the
+  rest are deduplicated and split at random (seeded) into train and dev. Chance level is the share of the
+  largest topic.
+- Question answering (`routine_squad`): SQuAD v1.1-format questions about functions and methods. The
+  facts of a routine (`routine_facts`) come from introspection and its docstring: the module that
+  defines it, its parameters (`inspect.signature`), its class, and what it returns when the docstring
+  starts "Return(s) <phrase>.". A context states them in random order ("sqrt returns the square root of
+  x. sqrt is defined in the math module. sqrt takes the argument x."), and the questions are "What does
+  sqrt return?" / "What is returned by sqrt?", "Which module defines sqrt?", "What arguments does sqrt
+  take?" and "Which class is Random.randint a method of?", each answered by a span of the context. Every
+  `dev_every`-th module goes to dev, so dev asks about functions never seen in training, whose answers
+  (phrases, module, argument and class names) are new text.
+
+Example:
+>>> from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings
+>>> documented = collect_stdlib_docstrings(["math", "json", "socket"])
+>>> sqrt = next(fact for fact in routine_facts(documented)["math"] if fact.name == "sqrt")
+>>> sqrt.returns, sqrt.parameters
+('the square root of x', ('x',))
+"""
+
+import collections
+import dataclasses
+import random
+import re
+
+from keras_bert_impl.data.default_corpus import module_sentences
+
+# Topic -> the modules whose docstrings carry that label. Module names absent from a Python version are
+# skipped; the topic names are the class labels.
+TOPIC_MODULES = {
+    "networking": ("ftplib", "http", "imaplib", "nntplib", "poplib", "selectors", "smtpd", "smtplib", "socket",
+                   "socketserver", "ssl", "telnetlib", "urllib", "webbrowser", "xmlrpc", "asynchat", "asyncore"),
+    "files": ("bz2", "filecmp", "fileinput", "fnmatch", "genericpath", "glob", "gzip", "io", "lzma", "ntpath",
+              "os", "pathlib", "posixpath", "shelve", "shutil", "tarfile", "tempfile", "zipfile", "zipimport"),
+    "code_tools": ("ast", "bdb", "cProfile", "code", "codeop", "dis", "doctest", "inspect", "pdb", "pickletools",
+                   "profile", "pstats", "pyclbr", "pydoc", "symtable", "timeit", "tokenize", "trace",
+                   "traceback", "tracemalloc"),
+    "text_formats": ("base64", "binascii", "codecs", "configparser", "csv", "difflib", "html", "json", "locale",
+                     "mimetypes", "plistlib", "quopri", "re", "string", "textwrap", "uu", "xml"),
+    "numbers": ("cmath", "decimal", "fractions", "heapq", "math", "numbers", "random", "statistics"),
+}
+_RETURNS = re.compile(r"Returns? (?P<phrase>[^\n]+?)\.(\s|$)")
+_PARAMETER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class RoutineFacts:
+    """What the standard library says about one function or method.
+
+    Args:
+        name: str. The name questions use: "sqrt", or "Random.randint" for a method.
+        module: str. The module that defines it.
+        owner_class: str or None. The class of a method; None for a function.
+        parameters: tuple of str or None. Parameter names (`self` left out); None when unknown.
+        returns: str or None. The phrase after "Return(s)" in the docstring's first sentence, if it has one.
+    """
+
+    name: str
+    module: str
+    owner_class: str = None
+    parameters: tuple = None
+    returns: str = None
+
+
+def _listed(names):
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def topic_classification_examples(documented, dev_fraction=0.15, seed=0):
+    """Topic-labelled docstring sentences, split into train and dev.
+
+    Args:
+        documented: dict module -> list of `DocumentedObject` (`default_corpus.collect_stdlib_docstrings`).
+        dev_fraction: float. Share of the (deduplicated) sentences held out for dev. Defaults to 0.15.
+        seed: int. Seed of the split. Defaults to 0.
+
+    Returns:
+        `(train, dev)`: lists of `(sentence, topic)` pairs.
+    """
+    if not 0.0 < dev_fraction < 1.0:
+        raise ValueError(f"dev_fraction must be in (0, 1), got {dev_fraction}.")
+    sentences = module_sentences(documented)
+    topics_of_sentence = collections.defaultdict(set)
+    for topic, modules in TOPIC_MODULES.items():
+        for module in modules:
+            for sentence in sentences.get(module, ()):
+                topics_of_sentence[" ".join(sentence.split())].add(topic)
+    examples = sorted((sentence, next(iter(topics))) for sentence, topics in topics_of_sentence.items()
+                      if len(topics) == 1)
+    present = {topic for _, topic in examples}
+    if len(present) < 2:
+        raise ValueError(f"The docstrings give sentences for {len(present)} topic(s); at least two are needed.")
+    random.Random(seed).shuffle(examples)
+    dev_size = max(1, round(len(examples) * dev_fraction))
+    return examples[dev_size:], examples[:dev_size]
+
+
+def routine_facts(documented, max_words=16, max_parameters=5):
+    """The facts of every routine that has something to ask about, per module.
+
+    Args:
+        documented: dict module -> list of `DocumentedObject`.
+        max_words: int. Longer return phrases are left out (answers stay short). Defaults to 16.
+        max_parameters: int. Longer parameter lists are left out. Defaults to 5.
+
+    Returns:
+        dict module -> list of `RoutineFacts` with a return phrase or at least one parameter; names unique.
+    """
+    facts = {}
+    for module, objects in documented.items():
+        found, seen = [], set()
+        for entry in objects:
+            if entry.kind not in ("function", "method") or entry.qualified_name in seen:
+                continue
+            first_paragraph = " ".join(entry.docstring.strip().split("\n\n")[0].split())
+            match = _RETURNS.match(first_paragraph)
+            returns = match.group("phrase").strip() if match else None
+            if returns is not None and not 2 <= len(returns.split()) <= max_words:
+                returns = None
+            parameters = entry.parameters
+            if parameters is not None and (len(parameters) > max_parameters
+                                           or not all(_PARAMETER.match(name) for name in parameters)):
+                parameters = None
+            if returns is None and not parameters:
+                continue
+            seen.add(entry.qualified_name)
+            owner = entry.qualified_name.split(".")[0] if entry.kind == "method" else None
+            found.append(RoutineFacts(entry.qualified_name, module, owner, parameters, returns))
+        if found:
+            facts[module] = found
+    return facts
+
+
+def _statements(fact):
+    """Each fact as `(before, answer, after, questions)`: the sentence is `before + answer + after` and every
+    question in `questions` is answered by `answer`."""
+    name = fact.name
+    statements = [(f"{name} is defined in the ", fact.module, " module.",
+                   [f"Which module defines {name}?"])]
+    if fact.returns is not None:
+        statements.append((f"{name} returns ", fact.returns, ".",
+                           [f"What does {name} return?", f"What is returned by {name}?"]))
+    if fact.parameters:
+        noun = "argument" if len(fact.parameters) == 1 else "arguments"
+        statements.append((f"{name} takes the {noun} ", _listed(fact.parameters), ".",
+                           [f"What arguments does {name} take?"]))
+    elif fact.parameters is not None:
+        statements.append((f"{name} takes no arguments.", "", "", []))
+    if fact.owner_class is not None:
+        statements.append((f"{name} is a method of the ", fact.owner_class, " class.",
+                           [f"Which class is {name} a method of?"]))
+    return statements
+
+
+def _paragraph(fact, question_prefix, rng):
+    """One context stating `fact`'s statements in random order, and its questions with answer offsets."""
+    statements = _statements(fact)
+    rng.shuffle(statements)
+    context, questions = "", []
+    for before, answer, after, asked in statements:
+        if context:
+            context += " "
+        answer_start = len(context) + len(before)
+        context += before + answer + after
+        for question in asked:
+            questions.append({"id": f"{question_prefix}-{len(questions)}", "question": question,
+                              "answers": [{"text": answer, "answer_start": answer_start}]})
+    return {"context": context, "qas": questions}
+
+
+def routine_squad(documented, dev_every=5, seed=0):
+    """SQuAD v1.1 train and dev dicts of questions about functions (see the module docstring).
+
+    Args:
+        documented: dict module -> list of `DocumentedObject`.
+        dev_every: int. Every `dev_every`-th module with facts (sorted order) goes to dev. Defaults to 5.
+        seed: int. Seed of the sentence order in the contexts. Defaults to 0.
+
+    Returns:
+        `(train, dev)`: SQuAD JSON objects (`{"version": "1.1", "data": [...]}`), one article per module.
+    """
+    if int(dev_every) < 2:
+        raise ValueError(f"dev_every must be >= 2, got {dev_every}.")
+    facts = routine_facts(documented)
+    splits = {"train": [], "dev": []}
+    rng = random.Random(seed)
+    for position, module in enumerate(sorted(facts)):
+        paragraphs = [_paragraph(fact, f"{module}-{index}", rng) for index, fact in enumerate(facts[module])]
+        splits["dev" if position % dev_every == 0 else "train"].append({"title": module, "paragraphs": paragraphs})
+    if not splits["train"] or not splits["dev"]:
+        raise ValueError(f"Only {len(facts)} modules document routines; too few for a train/dev split.")
+    return tuple({"version": "1.1", "data": splits[split]} for split in ("train", "dev"))

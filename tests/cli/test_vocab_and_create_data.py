@@ -1,0 +1,35 @@
+"""`keras-bert vocab` and `keras-bert create-data` on a tiny generated corpus."""
+
+import json
+
+import pytest
+
+from tests.cli.cli_test_utils import WORDS, run_cli, write_corpus
+
+pytestmark = pytest.mark.tensorflow_only
+
+
+def test_vocab_learns_the_corpus_words(capsys, tmp_path):
+    corpus, _ = write_corpus(tmp_path)
+    status, out, _ = run_cli(capsys, "vocab", "--input-files", str(tmp_path / "corpus*.txt"), "--vocab-size", "200",
+                             "--output-dir", tmp_path / "vocab")
+    assert status == 0 and "tokens learned from 1 file(s) (uncased)" in out
+    tokens = (tmp_path / "vocab" / "vocab.txt").read_text().split("\n")
+    assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert set(WORDS) <= set(tokens)
+    assert json.loads((tmp_path / "vocab" / "tokenizer_config.json").read_text())["do_lower_case"] is True
+
+
+def test_create_data_writes_readable_masked_shards(capsys, tmp_path):
+    from keras_bert_impl.data import read_pretraining_tfrecords
+
+    corpus, vocab = write_corpus(tmp_path)
+    status, out, _ = run_cli(capsys, "create-data", "--input-files", corpus, "--vocab", vocab, "--output-prefix",
+                             tmp_path / "data" / "train", "--num-shards", "2", "--max-seq-length", "24",
+                             "--max-predictions-per-seq", "4", "--dupe-factor", "2")
+    assert status == 0
+    shards = sorted(str(path) for path in (tmp_path / "data").glob("train-*-of-00002.tfrecord"))
+    assert len(shards) == 2 and all(shard in out for shard in shards)
+    x, y = next(iter(read_pretraining_tfrecords(shards, batch_size=4, max_seq_length=24, max_predictions_per_seq=4)))
+    assert x["token_ids"].shape == (4, 24) and y["mask_ids"].shape == (4, 4)
+    assert float(y["mask_weights"].numpy().sum()) > 0

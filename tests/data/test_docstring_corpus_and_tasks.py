@@ -1,0 +1,78 @@
+"""The default corpus (standard-library docstrings) and the tasks generated from it."""
+
+import collections
+
+import pytest
+
+from keras_bert_impl.data.default_corpus import (
+    clean_paragraphs,
+    collect_stdlib_docstrings,
+    module_sentences,
+    write_docstring_corpus,
+)
+from keras_bert_impl.data.docstring_tasks import (
+    TOPIC_MODULES,
+    routine_facts,
+    routine_squad,
+    topic_classification_examples,
+)
+from keras_bert_impl.squad import parse_squad_examples
+
+MODULES = ["base64", "json", "math", "shutil", "smtplib", "socket", "statistics", "string", "tarfile", "textwrap",
+           "inspect", "traceback"]
+
+
+@pytest.fixture(scope="module")
+def documented():
+    return collect_stdlib_docstrings(MODULES)
+
+
+def test_clean_paragraphs_drops_code_and_markup():
+    docstring = "Return the ``square root`` of :func:`x` now.\n\n>>> sqrt(4)\n2.0\n\n    indented code here\nShort."
+    assert clean_paragraphs(docstring) == ["Return the square root of x now."]
+
+
+def test_corpus_is_deterministic_and_split_by_module(documented, tmp_path):
+    first = write_docstring_corpus(tmp_path / "a", documented, eval_every=4)
+    second = write_docstring_corpus(tmp_path / "b", collect_stdlib_docstrings(MODULES), eval_every=4)
+    assert (tmp_path / "a" / "train.txt").read_text() == (tmp_path / "b" / "train.txt").read_text()
+    modules = sorted(module_sentences(documented))
+    assert first["eval_documents"] == len(modules[::4])
+    assert first["train_documents"] + first["eval_documents"] == len(modules)
+    documents = (tmp_path / "a" / "train.txt").read_text().strip().split("\n\n")
+    assert len(documents) == first["train_documents"] and all(len(d.split("\n")) >= 2 for d in documents)
+
+
+def test_topic_examples_are_labelled_by_module_and_split_without_overlap(documented):
+    train, dev = topic_classification_examples(documented, dev_fraction=0.2, seed=3)
+    assert topic_classification_examples(documented, dev_fraction=0.2, seed=3) == (train, dev)
+    assert not {s for s, _ in train} & {s for s, _ in dev}
+    topics = collections.Counter(topic for _, topic in train + dev)
+    assert set(topics) == set(TOPIC_MODULES) and len(dev) == round(0.2 * (len(train) + len(dev)))
+    sentences = module_sentences(documented)
+    socket_sentence = next(s for s in sentences["socket"] if s in {t for t, _ in train + dev})
+    assert dict(train + dev)[socket_sentence] == "networking"
+
+
+def test_routine_facts_come_from_signatures_and_docstrings(documented):
+    facts = {fact.name: fact for fact in routine_facts(documented)["math"]}
+    assert facts["sqrt"].returns == "the square root of x" and facts["sqrt"].parameters == ("x",)
+    assert facts["sqrt"].module == "math" and facts["sqrt"].owner_class is None
+    method = next(fact for fact in routine_facts(documented)["tarfile"] if fact.owner_class is not None)
+    assert method.name.startswith(f"{method.owner_class}.")
+
+
+def test_squad_answers_point_into_the_context_and_dev_modules_are_held_out(documented):
+    train, dev = routine_squad(documented, dev_every=3, seed=1)
+    assert routine_squad(documented, dev_every=3, seed=1) == (train, dev)
+    train_modules = {article["title"] for article in train["data"]}
+    dev_modules = {article["title"] for article in dev["data"]}
+    assert train_modules and dev_modules and not train_modules & dev_modules
+    for squad in (train, dev):
+        examples = parse_squad_examples(squad, is_training=True)
+        assert len(examples) > 0 and not examples.skipped  # every answer matches the context at answer_start
+    paragraph = next(p for a in train["data"] if a["title"] == "math" for p in a["paragraphs"]
+                     if p["context"].startswith("sqrt "))
+    answers = {question["question"]: question["answers"][0]["text"] for question in paragraph["qas"]}
+    assert answers == {"Which module defines sqrt?": "math", "What does sqrt return?": "the square root of x",
+                       "What is returned by sqrt?": "the square root of x", "What arguments does sqrt take?": "x"}
