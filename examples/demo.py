@@ -44,10 +44,10 @@ def embed(backbone, tokenizer, packer, texts):
     return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True), batch
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", default="saved_models/demo", help="where the saved copies go")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     source = checkpoint_dir()
     backbone = BertBackbone.from_pretrained(source)

@@ -38,3 +38,15 @@ def test_docstring_corpus_script_help(capsys):
     with pytest.raises(SystemExit) as exit_:
         load_example("docstring_corpus").main(["--help"])
     assert exit_.value.code == 0 and "--vocabulary-size" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_demo_ranks_sentences_and_reloads_both_formats(tmp_path, capsys):
+    load_example("demo").main(["--output-dir", str(tmp_path)])
+    output = capsys.readouterr().out
+    ranked = [line.split(None, 1)[1] for line in output.splitlines() if line.startswith("  +") or line.startswith("  -")]
+    # The query asks about fine-tuning for question answering: the two QA sentences rank first.
+    assert {sentence.split()[0] for sentence in ranked[:2]} == {"Fine-tuning", "Question"}
+    assert ranked[-1].startswith("The recipe for banana bread")
+    assert output.count("Saved and reloaded") == 2 and "Demo finished." in output
+    assert os.path.isfile(tmp_path / "minilm_huggingface" / "config.json")
