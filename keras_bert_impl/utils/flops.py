@@ -1,0 +1,74 @@
+"""Model FLOPs of BERT steps, for throughput and utilisation (MFU) figures.
+
+Shape legend: B batch, T tokens, L layers, H hidden width, I intermediate width, P masked slots per sequence,
+V vocabulary, C classes.
+
+Only matrix multiplications count (2 FLOPs per multiply-add); embedding gathers, LayerNorm, softmax,
+activations, dropout and the optimizer update are left out, as in the usual MFU accounting (Kaplan et al.,
+2020; Chowdhery et al., 2022, appendix B). Per sequence, forward:
+
+    encoder    2 * T * L * (4 H^2 + 2 H I)     query/key/value (3 H^2) + output (H^2) + feed-forward (2 H I)
+    attention  4 * T^2 * L * H                 scores Q K^T and the weighted sum of V, all heads together
+    pooler     2 * H^2                         the [CLS] Dense(H, tanh)
+    MLM head   2 * P * (H^2 + H V)             gather-before-vocab: transform Dense(H) and tied logits on
+                                               the P masked slots only (the original `get_masked_lm_output`)
+    NSP head   2 * 2 H
+    classifier 2 * H * C
+
+A training step is 3x the forward FLOPs (the backward pass multiplies twice per forward matmul: gradients of
+the inputs and of the weights). A model that scores the vocabulary at all `T` positions (Hugging Face
+`BertForPreTraining`) does more work than this; utilisation counts only the work the objective needs.
+"""
+
+WORKLOADS = ("pretraining", "pretraining_mlm", "classifier_training", "inference")
+
+
+def bert_flops_per_sequence(
+    workload,
+    num_layers,
+    hidden_dim,
+    intermediate_dim,
+    sequence_length,
+    vocabulary_size=30522,
+    num_predictions=20,
+    num_classes=2,
+):
+    """Model FLOPs of one sequence in a BERT step (see the module docstring for the formula).
+
+    Args:
+        workload: str. "pretraining" (MLM + NSP training step), "pretraining_mlm" (MLM only),
+            "classifier_training" (pooled output -> Dense(C) training step) or "inference" (classifier
+            forward pass).
+        num_layers: int. `L`.
+        hidden_dim: int. `H`.
+        intermediate_dim: int. `I`.
+        sequence_length: int. `T` (the padded length: the model computes on padding too).
+        vocabulary_size: int. `V`. Defaults to 30522.
+        num_predictions: int. `P`, masked slots per sequence. Defaults to 20.
+        num_classes: int. `C`. Defaults to 2.
+
+    Returns:
+        int. FLOPs per sequence.
+
+    Example:
+    >>> bert_flops_per_sequence("inference", num_layers=1, hidden_dim=2, intermediate_dim=4, sequence_length=3,
+    ...                         num_classes=1)  # 2*3*(16 + 16) + 4*9*2 + 8 + 4
+    276
+    """
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}.")
+    L, H, I, T = num_layers, hidden_dim, intermediate_dim, sequence_length  # noqa: E741
+    encoder = 2 * T * L * (4 * H * H + 2 * H * I)
+    attention = 4 * T * T * L * H
+    pooler = 2 * H * H
+    forward = encoder + attention
+    if workload in ("pretraining", "pretraining_mlm"):
+        forward += 2 * num_predictions * (H * H + H * vocabulary_size)
+        if workload == "pretraining":
+            forward += pooler + 2 * 2 * H
+    else:
+        forward += pooler + 2 * H * num_classes
+    return forward if workload == "inference" else 3 * forward
+
+
+__all__ = ["WORKLOADS", "bert_flops_per_sequence"]

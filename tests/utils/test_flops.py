@@ -1,0 +1,37 @@
+import pytest
+
+from keras_bert_impl.utils.flops import bert_flops_per_sequence
+
+# A hand count for L=1, H=2, I=4, T=3, V=10, P=2, C=3 (2 FLOPs per multiply-add):
+#   encoder:   per token qkv 3*2*2=12, output 2*2=4, intermediate 2*4=8, output 4*2=8 -> 32 MACs; x 3 tokens
+#              x 2 = 192
+#   attention: scores 3x3 dots of length 2 and weighted sums 3x3 of width 2 -> 18 + 18 MACs -> 72
+#   pooler 2*2 MACs -> 8; classifier 2*3 -> 12; NSP 2*2 -> 8
+#   MLM head:  2 slots x (transform 2*2 + logits 2*10) = 48 MACs -> 96
+ENCODER, ATTENTION, POOLER, CLASSIFIER, NSP, MLM = 192, 72, 8, 12, 8, 96
+CONFIG = dict(num_layers=1, hidden_dim=2, intermediate_dim=4, sequence_length=3, vocabulary_size=10,
+              num_predictions=2, num_classes=3)
+
+
+def test_inference_is_one_forward_pass():
+    assert bert_flops_per_sequence("inference", **CONFIG) == ENCODER + ATTENTION + POOLER + CLASSIFIER
+
+
+def test_training_steps_are_three_forward_passes():
+    assert bert_flops_per_sequence("classifier_training", **CONFIG) == 3 * (ENCODER + ATTENTION + POOLER + CLASSIFIER)
+    assert bert_flops_per_sequence("pretraining", **CONFIG) == 3 * (ENCODER + ATTENTION + MLM + POOLER + NSP)
+    assert bert_flops_per_sequence("pretraining_mlm", **CONFIG) == 3 * (ENCODER + ATTENTION + MLM)
+
+
+def test_bert_base_pretraining_matches_six_n_t_plus_attention():
+    # BERT-base at T=128, P=20: 85M encoder matmul parameters; 6 * N * T dominates.
+    flops = bert_flops_per_sequence("pretraining", 12, 768, 3072, 128)
+    encoder_params = 12 * (4 * 768 * 768 + 2 * 768 * 3072)
+    assert encoder_params == 84_934_656
+    expected = 6 * encoder_params * 128 + 12 * 128 * 128 * 768 * 12 + 6 * 20 * (768 * 768 + 768 * 30522)
+    assert flops == expected + 6 * (768 * 768 + 2 * 768)
+
+
+def test_unknown_workload_is_rejected():
+    with pytest.raises(ValueError, match="workload"):
+        bert_flops_per_sequence("finetuning", **CONFIG)
