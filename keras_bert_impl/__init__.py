@@ -50,6 +50,13 @@ _EXPORTS = {
     "evaluate_v2": "keras_bert_impl.squad",
     "tune_null_threshold": "keras_bert_impl.squad",
     "glue_metrics": "keras_bert_impl.metrics",
+    # Training: fine-tuning with resume, checkpoints, numerical-fault guard.
+    "fit_finetuning": "keras_bert_impl.training.finetuning",
+    "FinetuningCheckpoint": "keras_bert_impl.training.finetuning",
+    "TrainingCheckpoint": "keras_bert_impl.training.callbacks",
+    "NonFiniteLossGuard": "keras_bert_impl.training.callbacks",
+    "NonFiniteLossError": "keras_bert_impl.training.callbacks",
+    "CorruptCheckpointError": "keras_bert_impl.training.callbacks",
     # Export (TensorFlow edge).
     "export_saved_model": "keras_bert_impl.export",
     "ExportError": "keras_bert_impl.export",

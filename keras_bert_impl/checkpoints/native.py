@@ -51,8 +51,18 @@ def read_native(path):
     return document["class_name"], document["config"], document.get("extra", {}), tensors
 
 
-def write_native(path, model, config, extra=None):
-    """Write `model`'s variables and `config` to directory `path`, replacing it only when complete."""
+def write_native(path, model, config, extra=None, files=None):
+    """Write `model`'s variables and `config` to directory `path`, replacing it only when complete.
+
+    Args:
+        path: str. The checkpoint directory.
+        model: a Keras model or layer; its `weights` are saved by variable path.
+        config: dict. The model config stored in `config.json`.
+        extra: dict or None. More JSON stored under `extra`. Defaults to None.
+        files: dict or None. `{file name: writer}`: each `writer(file_path)` writes one more file into the
+            directory before it replaces `path` (e.g. a classifier's label vocabulary), so the directory is
+            complete or absent as a whole. Defaults to None.
+    """
     from safetensors.numpy import save_file
 
     tensors = {}
@@ -70,6 +80,8 @@ def write_native(path, model, config, extra=None):
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
+        for name, writer in (files or {}).items():
+            writer(os.path.join(tmp, name))
 
 
 def assign_native(model, tensors, path):

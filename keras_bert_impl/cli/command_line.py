@@ -71,12 +71,13 @@ def build_parser():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    common = _common_flags()
     parsers = {}
     for name, module_name in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
+        # A fresh parent per subcommand: `parents` shares its action objects, so one subcommand's
+        # `set_defaults(log_level=...)` (quickstart's) would change every subcommand's default.
         subparser = subcommands.add_parser(
-            name, parents=[common], help=_summary(module), description=module.__doc__,
+            name, parents=[_common_flags()], help=_summary(module), description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(subparser)

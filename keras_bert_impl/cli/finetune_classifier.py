@@ -10,8 +10,10 @@
 
 Outputs in `--output-dir`: `last/` and `best/` (by the dev metric `--monitor`) after every epoch, each a
 `BertClassifier.save_pretrained` directory with `label_vocabulary.json`, the tokenizer and
-`eval_results.json`; at the end `dev_predictions.tsv` (`index<TAB>label`), `eval_results.json` (the final
-model's dev metrics: GLUE's official ones for `--task`) and, with `--test-file`, `test_predictions.tsv`.
+`eval_results.json`, and `training_state/` (weights + optimizer + RNG state of the last finished epoch: run
+the same command again after an interruption and it resumes there); at the end `dev_predictions.tsv`
+(`index<TAB>label`), `eval_results.json` (the final model's dev metrics: GLUE's official ones for `--task`)
+and, with `--test-file`, `test_predictions.tsv`.
 
 The step runs under `jit_compile=True` (XLA on TensorFlow and JAX). Rows are bucketed by length
 (`--bucket-width`) so that batches carry little padding; `--no-length-bucketing` pads every batch to
@@ -127,8 +129,7 @@ def run(args):
     pack = lambda examples: pack_classification_examples(  # noqa: E731 - one call site per split
         examples, tokenizer, args.max_seq_length, labels, args.regression)
     train_x, train_y = pack(train)
-    dataset, steps_per_epoch = finetuning.training_dataset(
-        train_x, train_y, args.batch_size, length_bucketing=bucketing, bucket_width=args.bucket_width, seed=args.seed)
+    steps_per_epoch = finetuning.batches_per_epoch(train_x, args.batch_size, bucketing, args.bucket_width)
     total_steps = steps_per_epoch * args.epochs
     finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
                                       args.weight_decay, jit_compile=not args.no_jit)
@@ -146,7 +147,8 @@ def run(args):
     monitor = (args.monitor or finetuning.classification_monitor(args.task, args.regression)) if args.dev_file else None
     checkpoint = finetuning.FinetuningCheckpoint(
         args.output_dir, tokenizer, evaluate=evaluate if args.dev_file else None, monitor=monitor)
-    model.fit(dataset, epochs=args.epochs, callbacks=[checkpoint], verbose=args.verbose)
+    finetuning.fit_finetuning(model, train_x, train_y, checkpoint, args.epochs, args.batch_size, bucketing,
+                              args.bucket_width, seed=args.seed, verbose=args.verbose)
 
     if args.dev_file:
         logits = finetuning.predict_logits(model, dev_x, args.eval_batch_size, bucketing, args.bucket_width)

@@ -11,7 +11,8 @@
         --init-checkpoint runs/squad2/best --null-score-diff-threshold -1.5 --output-dir runs/squad2_test
 
 Outputs in `--output-dir`: `last/` and `best/` (by dev F1) after every epoch (with a dev file), each a
-`BertQuestionAnswerer.save_pretrained` directory with the tokenizer and `eval_results.json`; at the end
+`BertQuestionAnswerer.save_pretrained` directory with the tokenizer and `eval_results.json`, and
+`training_state/` (run the same command again after an interruption and it resumes there); at the end
 `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0) and `eval_results.json` (the official
 exact match / F1; v2.0 also HasAns / NoAns and `null_score_diff_threshold`).
 
@@ -133,9 +134,8 @@ def run(args):
         if train_examples.skipped:
             print(f"skipped {len(train_examples.skipped)} training questions whose answer does not match the context")
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **windows)
-        dataset, steps_per_epoch = finetuning.training_dataset(
-            train_features.inputs(), train_features.labels(), args.batch_size, length_bucketing=bucketing,
-            bucket_width=args.bucket_width, seed=args.seed)
+        steps_per_epoch = finetuning.batches_per_epoch(train_features.inputs(), args.batch_size, bucketing,
+                                                       args.bucket_width)
         total_steps = steps_per_epoch * args.epochs
         finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
                                           args.weight_decay, jit_compile=not args.no_jit)
@@ -143,7 +143,8 @@ def run(args):
               f"per epoch, {total_steps} updates")
         checkpoint = finetuning.FinetuningCheckpoint(
             args.output_dir, tokenizer, evaluate=evaluate if dev else None, monitor="f1" if dev else None)
-        model.fit(dataset, epochs=args.epochs, callbacks=[checkpoint], verbose=args.verbose)
+        finetuning.fit_finetuning(model, train_features.inputs(), train_features.labels(), checkpoint, args.epochs,
+                                  args.batch_size, bucketing, args.bucket_width, seed=args.seed, verbose=args.verbose)
 
     if dev:
         results = evaluate(model, args.output_dir, args.null_score_diff_threshold)

@@ -254,12 +254,15 @@ def run(args):
                                     args.seed + index, tfrecords=bool(args.input_tfrecords)).skip(start_batch)
             if strategy is not None:
                 dataset = for_tf_distribute(dataset)
+            checkpoint_directory = os.path.join(out, "checkpoints", f"phase{index}")
             callbacks = [
-                NonFiniteLossGuard(),
-                TrainingCheckpoint(os.path.join(out, "checkpoints", f"phase{index}"), every,
-                                   keep=args.keep_checkpoints, extra_state={"phase": index}, write=is_chief),
+                NonFiniteLossGuard(checkpoint_directory=checkpoint_directory),
+                # The log line first: a kill between the two repeats the interval, whose line is then rewritten
+                # (`read_metrics_log` keeps the last line per step); the other order would lose the line.
                 MetricsLog(os.path.join(out, "metrics.jsonl"), every, extra={"phase": index},
                            step_offset=steps_before, write=is_chief),
+                TrainingCheckpoint(checkpoint_directory, every, keep=args.keep_checkpoints,
+                                   extra_state={"phase": index}, write=is_chief),
                 keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"), update_freq=every),
             ]
             logger.info("Phase %d: length %d, batch %d, %d steps (from %d)", index, phase["seq_length"],
@@ -284,9 +287,10 @@ def run(args):
         results = model.evaluate(eval_data, verbose=0, return_dict=True)
         logger.info("Held-out evaluation (%d batches): %s", args.eval_steps, results)
     if is_chief:
+        from keras_bert_impl.training.finetuning import save_finetuned
+
         final = os.path.join(out, "final")
-        model.save_pretrained(final)
-        tokenizer.save_pretrained(final)
+        save_finetuned(model, final, tokenizer)  # weights + vocabulary replace final/ in one atomic step
         if args.export_huggingface:
             model.save_huggingface(os.path.join(out, "final_huggingface"))
             tokenizer.save_pretrained(os.path.join(out, "final_huggingface"))

@@ -132,6 +132,35 @@ def _class_label(value, location, column):
     )
 
 
+def _not_utf8_error(path):
+    """A `ClassificationDataError` naming the first line of `path` that is not valid UTF-8 and its bytes."""
+    with open(path, "rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                bad = raw[error.start : error.end]
+                return ClassificationDataError(
+                    f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
+                    f"UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
+                )
+    return ClassificationDataError(f"{path}: the file is not valid UTF-8; convert it to UTF-8.")
+
+
+def _utf8_lines(read):
+    """Decorate a generator reading `path` (its first argument) so a decoding failure names the line."""
+
+    def wrapped(path, *args):
+        try:
+            yield from read(path, *args)
+        except UnicodeDecodeError:
+            raise _not_utf8_error(path) from None
+
+    wrapped.__doc__ = read.__doc__
+    return wrapped
+
+
+@_utf8_lines
 def _table_rows(path, delimiter, quoting, has_header):
     """Yields (line number, cells) of the data rows, after the header; blank lines are skipped."""
     with open(path, encoding="utf-8-sig", newline="") as handle:
@@ -192,6 +221,7 @@ def _column_indices(path, columns, header):
     return indices
 
 
+@_utf8_lines
 def _read_jsonl(path, text_columns, label_column):
     with open(path, encoding="utf-8-sig") as handle:
         for line, text in enumerate(handle, start=1):

@@ -97,6 +97,8 @@ def length_bucketed_dataset(
     drop_remainder=False,
     with_index=False,
     pad_token_id=0,
+    epochs=None,
+    initial_epoch=0,
 ):
     """A `tf.data.Dataset` of length-bucketed, minimally padded batches of packed BERT inputs.
 
@@ -115,6 +117,12 @@ def length_bucketed_dataset(
         with_index: bool. Add the row index (int64 `(B,)`) to each batch: `(x, index)` without labels,
             `(x, y, index)` with them; to put predictions back in order. Defaults to False.
         pad_token_id: int. `token_ids` padding. Defaults to 0 (BERT's `[PAD]`).
+        epochs: int or None. Yield the batches of epochs `initial_epoch, ..., epochs - 1` one after another,
+            epoch `e`'s rows in the order `epoch_order(N, seed, e)` (with `shuffle`): a resumed run that starts
+            at `initial_epoch` sees exactly the batches an uninterrupted run sees from there (feed it to `fit`
+            with `steps_per_epoch=bucketed_batch_count(...)`). None: one pass, reshuffled by tf.data on every
+            iteration. Defaults to None.
+        initial_epoch: int. First epoch of the stream when `epochs` is given. Defaults to 0.
 
     Returns:
         `tf.data.Dataset` yielding `x` (or `(x, y)`, plus the index when asked) with x's per-token arrays
@@ -151,9 +159,80 @@ def length_bucketed_dataset(
         elements["labels"] = labels
     if with_index:
         elements["index"] = np.arange(len(lengths), dtype=np.int64)
-    dataset = tf.data.Dataset.from_tensor_slices(elements)
-    if shuffle:
-        dataset = dataset.shuffle(len(lengths), seed=seed, reshuffle_each_iteration=True)
+    if epochs is None:
+        dataset = tf.data.Dataset.from_tensor_slices(elements)
+        if shuffle:
+            dataset = dataset.shuffle(len(lengths), seed=seed, reshuffle_each_iteration=True)
+        dataset = _bucketed_batches(dataset, token_keys, max_length, batch_size, bucket_width, pad_to,
+                                    drop_remainder, pad_token_id)
+    else:
+        # No epoch left (a finished run resumed): an empty stream of the same structure.
+        epoch_rows = rows_by_epoch(elements, seed, epochs, initial_epoch, shuffle) or [
+            tf.data.Dataset.from_tensor_slices(elements).take(0)]
+        batched = [_bucketed_batches(rows, token_keys, max_length, batch_size, bucket_width, pad_to, drop_remainder,
+                                     pad_token_id) for rows in epoch_rows]
+        dataset = batched[0]
+        for more in batched[1:]:
+            dataset = dataset.concatenate(more)
+
+    def to_model_batch(batch):
+        parts = [batch["inputs"]]
+        if labels is not None:
+            parts.append(batch["labels"])
+        if with_index:
+            parts.append(batch["index"])
+        return parts[0] if len(parts) == 1 else tuple(parts)
+
+    return dataset.map(to_model_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def epoch_order(num_rows, seed, epoch):
+    """The row order of epoch `epoch`: a permutation of `range(num_rows)` fixed by `(seed, epoch)` alone
+    (NumPy's PCG64 seeded with both), so it does not depend on TensorFlow's global seed or on how many epochs
+    ran before in this process.
+
+    Example:
+    >>> epoch_order(5, seed=0, epoch=1).tolist() == epoch_order(5, seed=0, epoch=1).tolist()
+    True
+    """
+    if seed is None:
+        raise ValueError("A resumable (epoch-indexed) data order needs an integer seed, got None.")
+    return np.random.default_rng([int(seed), int(epoch)]).permutation(int(num_rows)).astype(np.int64)
+
+
+def rows_by_epoch(elements, seed, epochs, initial_epoch=0, shuffle=True):
+    """One `tf.data.Dataset` of single rows per epoch `initial_epoch .. epochs - 1`, in `epoch_order`.
+
+    The arrays become tensors once; each epoch's dataset gathers its rows from them by index.
+
+    Args:
+        elements: nested structure (dicts) of NumPy arrays with `N` rows each.
+        seed: int. Order seed.
+        epochs: int. One past the last epoch.
+        initial_epoch: int. First epoch. Defaults to 0.
+        shuffle: bool. False keeps every epoch in row order. Defaults to True.
+
+    Returns:
+        list of `tf.data.Dataset`, one per epoch.
+    """
+    if not 0 <= int(initial_epoch) <= int(epochs):
+        raise ValueError(f"initial_epoch must be in [0, epochs={epochs}], got {initial_epoch}.")
+    num_rows = len(tf.nest.flatten(elements)[0])
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, elements)
+
+    def take_row(index):
+        return tf.nest.map_structure(lambda tensor: tf.gather(tensor, index), tensors)
+
+    datasets = []
+    for epoch in range(int(initial_epoch), int(epochs)):
+        order = epoch_order(num_rows, seed, epoch) if shuffle else np.arange(num_rows, dtype=np.int64)
+        datasets.append(tf.data.Dataset.from_tensor_slices(order).map(take_row))
+    return datasets
+
+
+def _bucketed_batches(dataset, token_keys, max_length, batch_size, bucket_width, pad_to, drop_remainder,
+                      pad_token_id):
+    """Cut the rows of `dataset` to their length and batch them by length bucket."""
 
     def cut_to_length(element):
         element = dict(element)
@@ -176,16 +255,7 @@ def length_bucketed_dataset(
         pad_to_bucket_boundary=pad_to == "bucket",
         drop_remainder=drop_remainder,
     )
-
-    def to_model_batch(batch):
-        parts = [batch["inputs"]]
-        if labels is not None:
-            parts.append(batch["labels"])
-        if with_index:
-            parts.append(batch["index"])
-        return parts[0] if len(parts) == 1 else tuple(parts)
-
-    return dataset.map(to_model_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return dataset
 
 
 def predict_with_length_buckets(

@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 from keras_bert_impl.data.packing import truncate_pair
+from keras_bert_impl.utils.atomic_io import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -389,24 +390,12 @@ def _serialized_records(instances, max_seq_length, masker, seed):
 
 
 def _write_shard_atomically(path, records):
-    """Write a TFRecord file under a temporary name in the same folder, fsync it, then rename it into place."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
-    try:
+    """Write a TFRecord file under a temporary name in the same folder, fsync it, then rename it into place
+    (`utils.atomic_io.atomic_path`): a crash leaves the previous shard, never a truncated one."""
+    with atomic_path(path) as temporary:
         with tf.io.TFRecordWriter(temporary) as writer:
             for record in records:
                 writer.write(record)
-        descriptor = os.open(temporary, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 
 def write_pretraining_tfrecords(

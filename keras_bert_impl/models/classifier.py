@@ -192,12 +192,12 @@ class BertClassifier(BertTask):
         load_task_weights(model, fmt, tensors, extra, path, classifier_head_specs())
         return model
 
-    def save_pretrained(self, path):
-        """Write our checkpoint directory (`config.json` + `model.safetensors`, atomically) and, for a model
-        with `labels`, `label_vocabulary.json` beside them (`LabelVocabulary.load` reads it)."""
-        super().save_pretrained(path)
-        if self.labels is not None:
-            self.label_vocabulary.save(os.path.join(path, LABEL_VOCABULARY_FILENAME))
+    def checkpoint_files(self):
+        """For a model with `labels`: `label_vocabulary.json` (`LabelVocabulary.load` reads it), written by
+        `save_pretrained` into the checkpoint directory with the weights, atomically as a whole."""
+        if self.labels is None:
+            return {}
+        return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
 
     def save_huggingface(self, path):
         """Write a Hugging Face `BertForSequenceClassification` directory (`num_labels`, `id2label`,

@@ -39,4 +39,9 @@ class BertTask(keras.Model):
         from keras_bert_impl.checkpoints import native
 
         native.write_native(os.fspath(path), self, self.task_config(),
-                            extra={"backbone_config": self.backbone.get_config()})
+                            extra={"backbone_config": self.backbone.get_config()}, files=self.checkpoint_files())
+
+    def checkpoint_files(self):
+        """`{file name: writer(path)}` of files `save_pretrained` puts beside the weights, inside the same
+        atomic directory write. None here; tasks with more state (a classifier's labels) add theirs."""
+        return {}

@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import shutil
+import zipfile
 
 import keras
 import numpy as np
@@ -74,9 +75,11 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         logs = {name: _as_float(value) for name, value in (logs or {}).items()}
         non_finite = {name: value for name, value in logs.items() if not math.isfinite(value)}
         if non_finite:
+            found = latest_training_checkpoint(self.directory)
+            last_good = "none yet (the run restarts from the beginning)" if found is None else found[0]
             raise NonFiniteLossError(
                 f"Not checkpointing step {step}: non-finite values {non_finite}. The last good checkpoint is "
-                f"{latest_training_checkpoint(self.directory)}."
+                f"{last_good}."
             )
         if not self.write:
             return
@@ -118,7 +121,27 @@ def latest_training_checkpoint(directory):
             f"modified by hand. Remove {pointer} to start over."
         )
     with open(state_path, encoding="utf-8") as handle:
-        return path, json.load(handle)
+        try:
+            return path, json.load(handle)
+        except json.JSONDecodeError as error:
+            raise CorruptCheckpointError(_corrupt_message(path, STATE_FILE, error)) from error
+
+
+class CorruptCheckpointError(ValueError):
+    """A training checkpoint file cannot be read (truncated or corrupt); the message says how to go back."""
+
+
+def _corrupt_message(path, filename, error):
+    directory = os.path.dirname(path)
+    older = sorted(name for name in os.listdir(directory)
+                   if name.startswith("step_") and name < os.path.basename(path))
+    if older:
+        remedy = (f"delete {path} and write {older[-1]!r} into {os.path.join(directory, LATEST_FILE)} to resume "
+                  f"from the previous checkpoint")
+    else:
+        remedy = f"delete {directory} to start over"
+    return (f"Cannot restore the training checkpoint {path}: {filename} is truncated or corrupt ({error}); "
+            f"{remedy}.")
 
 
 def restore_training_checkpoint(model, path):
@@ -129,9 +152,15 @@ def restore_training_checkpoint(model, path):
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
     path = os.fspath(path)
-    model.load_weights(os.path.join(path, WEIGHTS_FILE))
-    with np.load(os.path.join(path, RNG_STATE_FILE)) as saved:
-        values = [saved[f"arr_{index}"] for index in range(len(saved.files))]
+    try:
+        model.load_weights(os.path.join(path, WEIGHTS_FILE))
+    except (OSError, KeyError) as error:  # h5py: truncated / not HDF5; a missing group
+        raise CorruptCheckpointError(_corrupt_message(path, WEIGHTS_FILE, error)) from error
+    try:
+        with np.load(os.path.join(path, RNG_STATE_FILE)) as saved:
+            values = [saved[f"arr_{index}"] for index in range(len(saved.files))]
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:
+        raise CorruptCheckpointError(_corrupt_message(path, RNG_STATE_FILE, error)) from error
     states = _seed_states(model)
     if len(values) != len(states):
         raise ValueError(
@@ -146,16 +175,32 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
     """Stop training with `NonFiniteLossError` as soon as a batch's loss is NaN or infinite.
 
     Raising (rather than `TerminateOnNaN`'s quiet stop) keeps the epoch-end checkpoint from saving the
-    diverged weights: the newest checkpoint stays the last good one.
+    diverged weights: the newest checkpoint stays the last good one, and the message names it (and the
+    optimizer step where the loss broke) so the run can be resumed from there with other settings.
 
     Args:
         check_every: int. Check the loss every this many batches (reading it synchronises with the device).
             Defaults to 1.
+        checkpoint_directory: str or None. The `TrainingCheckpoint` directory whose newest checkpoint the
+            message names. Defaults to None (the message says no checkpoint directory is known).
     """
 
-    def __init__(self, check_every=1):
+    def __init__(self, check_every=1, checkpoint_directory=None):
         super().__init__()
         self.check_every = int(check_every)
+        self.checkpoint_directory = None if checkpoint_directory is None else os.fspath(checkpoint_directory)
+
+    def _last_good_checkpoint(self):
+        if self.checkpoint_directory is None:
+            return "unknown (no checkpoint directory given)"
+        try:
+            found = latest_training_checkpoint(self.checkpoint_directory)
+        except FileNotFoundError as error:
+            return f"unreadable ({error})"
+        if found is None:
+            return f"none yet in {self.checkpoint_directory} (the run restarts from the beginning)"
+        path, state = found
+        return f"{path} (step {state['step']})"
 
     def on_train_batch_end(self, batch, logs=None):
         if batch % self.check_every or not logs or "loss" not in logs:
@@ -165,8 +210,8 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
             step = _as_float(self.model.optimizer.iterations)
             raise NonFiniteLossError(
                 f"Loss became {loss} at batch {batch} of this epoch (optimizer step {step:.0f}); logs: "
-                f"{ {name: _as_float(value) for name, value in logs.items()} }. Resume from the last checkpoint "
-                f"with a lower learning rate or more warmup."
+                f"{ {name: _as_float(value) for name, value in logs.items()} }. The last good checkpoint is "
+                f"{self._last_good_checkpoint()}; resume from it with a lower learning rate or more warmup."
             )
 
 

@@ -9,6 +9,10 @@ The pieces, each usable alone:
 - `compile_for_finetuning`: `AdamWeightDecay` + `WarmupLinearDecay` (the original recipe), `jit_compile`.
 - `FinetuningCheckpoint`: at each epoch end, evaluate and save `last/` and `best/` atomically, each a
   `save_pretrained` directory with the tokenizer beside (what `--init-checkpoint` and `from_pretrained` read).
+- `fit_finetuning`: `model.fit` that also saves a resumable training state each epoch (`training_state/`:
+  weights, optimizer, RNG, epoch, best-so-far) and, run again on the same output directory, resumes from it on
+  the same batches (epoch `e`'s order is fixed by `(seed, e)`).
+- `check_model_inputs`: empty data, over-long rows and out-of-range ids named before the compiled steps.
 - `classification_scores`, `write_classification_predictions`, `evaluate_squad_predictions`: the official
   metrics (GLUE; SQuAD v1.1 / v2.0 with automatic null-threshold tuning) and prediction files.
 
@@ -27,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 EVAL_RESULTS_FILENAME = "eval_results.json"
 CLASSIFICATION_PREDICTIONS_FILENAME = "predictions.tsv"
+TRAINING_STATE_DIRNAME = "training_state"
 
 
 # -- models and tokenizer -----------------------------------------------------------------------------------
@@ -66,6 +71,43 @@ def _check_vocabulary_fits(model, tokenizer):
             f"The tokenizer has {tokenizer.vocabulary_size()} tokens but the model's embedding table has {size} "
             f"rows; use the vocabulary the checkpoint was trained with."
         )
+    if tokenizer.vocabulary_size() < size:
+        # Legal (some checkpoints pad the table to a multiple of 8), but usually a different vocabulary.
+        logger.warning("The tokenizer has %d tokens but the model's embedding table has %d rows; unless the "
+                       "table is padded, this is not the checkpoint's vocabulary.", tokenizer.vocabulary_size(), size)
+
+
+def check_model_inputs(model, inputs, what="inputs"):
+    """Raise a ValueError naming the problem when packed NumPy `inputs` cannot go through `model`.
+
+    Compiled steps (`fit`, `predict`) cannot check values: an id beyond the embedding table gathers garbage on
+    GPUs and JAX, and an empty array fails deep inside Keras. Checked here, once, before the data is batched:
+    at least one row; `(N, T)` arrays with `T` within the position table; `token_ids` in
+    `[0, vocabulary_size)` and `segment_ids` in `[0, num_segments)`.
+
+    Args:
+        model: a task model (with `backbone`) or a `BertBackbone`.
+        inputs: dict of NumPy arrays `token_ids`, `segment_ids`, `padding_mask` `(N, T)`.
+        what: str. Names the data in the message (e.g. "training data"). Defaults to "inputs".
+    """
+    from keras_bert_impl.layers.input_validation import check_token_ids_in_range
+
+    backbone = getattr(model, "backbone", model)
+    missing = [key for key in ("token_ids", "segment_ids", "padding_mask") if key not in inputs]
+    if missing:
+        raise ValueError(f"The {what} lack {missing}; got keys {sorted(inputs)}.")
+    token_ids = np.asarray(inputs["token_ids"])
+    if token_ids.ndim != 2 or token_ids.shape[0] == 0:
+        raise ValueError(f"The {what} are empty or not (N, T) arrays: token_ids has shape {token_ids.shape}; "
+                         f"give at least one example.")
+    if token_ids.shape[1] > backbone.max_sequence_length:
+        raise ValueError(f"The {what} are {token_ids.shape[1]} tokens long but the model's position table has "
+                         f"{backbone.max_sequence_length} rows; pack to at most that length (--max-seq-length).")
+    for key in ("segment_ids", "padding_mask"):
+        if np.shape(inputs[key]) != token_ids.shape:
+            raise ValueError(f"The {what}: {key} has shape {np.shape(inputs[key])} but token_ids {token_ids.shape}.")
+    check_token_ids_in_range(token_ids, backbone.vocabulary_size, f"{what} token_ids")
+    check_token_ids_in_range(np.asarray(inputs["segment_ids"]), backbone.num_segments, f"{what} segment_ids")
 
 
 def _preset_backbone(preset, tokenizer, max_sequence_length, dropout):
@@ -145,7 +187,28 @@ def build_question_answerer(tokenizer, init_checkpoint=None, preset=None, max_se
 # -- data and training --------------------------------------------------------------------------------------
 
 
-def training_dataset(inputs, labels, batch_size, length_bucketing=True, bucket_width=32, seed=None):
+def batches_per_epoch(inputs, batch_size, length_bucketing=True, bucket_width=32):
+    """The number of batches one epoch of `training_dataset` yields (its `steps_per_epoch`).
+
+    Args:
+        inputs: dict of NumPy arrays `(N, T)`.
+        batch_size: int.
+        length_bucketing: bool. Defaults to True.
+        bucket_width: int. Defaults to 32.
+
+    Returns:
+        int.
+    """
+    from keras_bert_impl.data.length_bucketing import bucketed_batch_count, sequence_lengths
+
+    if length_bucketing:
+        return bucketed_batch_count(sequence_lengths(inputs["padding_mask"]), batch_size,
+                                    int(np.shape(inputs["token_ids"])[1]), bucket_width)
+    return -(-len(inputs["token_ids"]) // batch_size)
+
+
+def training_dataset(inputs, labels, batch_size, length_bucketing=True, bucket_width=32, seed=None, epochs=None,
+                     initial_epoch=0):
     """A shuffled `tf.data.Dataset` of `(x, y)` batches and the number of batches per epoch.
 
     Args:
@@ -155,25 +218,39 @@ def training_dataset(inputs, labels, batch_size, length_bucketing=True, bucket_w
         length_bucketing: bool. Bucket rows by length and pad each batch to its bucket
             (`data.length_bucketing`); False: every batch is `(B, T)`. Defaults to True.
         bucket_width: int. Defaults to 32.
-        seed: int or None. Shuffle seed. Defaults to None.
+        seed: int or None. Shuffle seed (required with `epochs`). Defaults to None.
+        epochs: int or None. Return one stream of the batches of epochs `initial_epoch .. epochs - 1`, epoch
+            `e` in an order fixed by `(seed, e)` (`length_bucketing.epoch_order`), for
+            `fit(..., steps_per_epoch=steps, initial_epoch=initial_epoch, epochs=epochs)`: a resumed run sees
+            the batches an uninterrupted one sees. None: one epoch that tf.data reshuffles on every iteration.
+            Defaults to None.
+        initial_epoch: int. First epoch of the stream when `epochs` is given. Defaults to 0.
 
     Returns:
         `(dataset, steps_per_epoch)`.
     """
     import tensorflow as tf
 
-    from keras_bert_impl.data.length_bucketing import bucketed_batch_count, length_bucketed_dataset, sequence_lengths
+    from keras_bert_impl.data.length_bucketing import length_bucketed_dataset, rows_by_epoch
 
     num_rows = len(inputs["token_ids"])
+    if num_rows == 0:
+        raise ValueError("No training examples: the training data is empty after reading and packing.")
+    steps = batches_per_epoch(inputs, batch_size, length_bucketing, bucket_width)
     if length_bucketing:
         dataset = length_bucketed_dataset(inputs, labels, batch_size=batch_size, bucket_width=bucket_width,
-                                          shuffle=True, seed=seed)
-        steps = bucketed_batch_count(sequence_lengths(inputs["padding_mask"]), batch_size,
-                                     int(np.shape(inputs["token_ids"])[1]), bucket_width)
+                                          shuffle=True, seed=seed, epochs=epochs, initial_epoch=initial_epoch)
         return dataset, steps
-    dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
-    dataset = dataset.shuffle(num_rows, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
-    return dataset.prefetch(tf.data.AUTOTUNE), -(-num_rows // batch_size)
+    if epochs is None:
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
+        dataset = dataset.shuffle(num_rows, seed=seed, reshuffle_each_iteration=True).batch(batch_size)
+    else:
+        epoch_rows = rows_by_epoch((inputs, labels), seed, epochs, initial_epoch) or [
+            tf.data.Dataset.from_tensor_slices((inputs, labels)).take(0)]
+        dataset = epoch_rows[0].batch(batch_size)
+        for more in epoch_rows[1:]:
+            dataset = dataset.concatenate(more.batch(batch_size))
+    return dataset.prefetch(tf.data.AUTOTUNE), steps
 
 
 def predict_logits(model, inputs, batch_size=64, length_bucketing=True, bucket_width=32):
@@ -184,6 +261,7 @@ def predict_logits(model, inputs, batch_size=64, length_bucketing=True, bucket_w
     """
     from keras_bert_impl.data.length_bucketing import predict_with_length_buckets
 
+    check_model_inputs(model, inputs, "prediction inputs")
     if length_bucketing:
         return predict_with_length_buckets(model, inputs, batch_size=batch_size, bucket_width=bucket_width)
     return model.predict(inputs, batch_size=batch_size, verbose=0)
@@ -250,6 +328,11 @@ class FinetuningCheckpoint(keras.callbacks.Callback):
     Each directory is complete or absent (written atomically) and holds the `save_pretrained` files, the
     tokenizer and `eval_results.json`, so it can be passed to `from_pretrained` / `--init-checkpoint`.
 
+    Under `fit_finetuning` it also saves, after `last/` and `best/`, the resumable training state into
+    `directory/training_state/` (`training.callbacks.TrainingCheckpoint`: weights, optimizer variables,
+    dropout RNG states, the epoch, and this callback's `history` / `best_score` / `best_epoch`), from which an
+    interrupted run continues.
+
     Args:
         directory: str. Output directory.
         tokenizer: `BertTokenizer` or None. Saved with the model. Defaults to None.
@@ -275,6 +358,34 @@ class FinetuningCheckpoint(keras.callbacks.Callback):
         self.history = []
         self.best_score = None
         self.best_epoch = None
+        self.training_state = None  # a TrainingCheckpoint, set by `track_training_state`
+
+    @property
+    def training_state_directory(self):
+        """`directory/training_state`: the resumable state `fit_finetuning` saves and resumes from."""
+        return os.path.join(self.directory, TRAINING_STATE_DIRNAME)
+
+    def track_training_state(self, steps_per_epoch, settings):
+        """Also save the resumable training state at every epoch end (after `last/` and `best/`).
+
+        Args:
+            steps_per_epoch: int. Batches per epoch (the state's step is `(epoch + 1) * steps_per_epoch`).
+            settings: dict. JSON values a resumed run must match (batch size, seed, epochs, ...).
+        """
+        from keras_bert_impl.training.callbacks import TrainingCheckpoint
+
+        self.training_state = TrainingCheckpoint(self.training_state_directory, steps_per_epoch, keep=1,
+                                                 extra_state={"settings": dict(settings)})
+
+    def progress(self):
+        """This callback's JSON-ready state: `history`, `best_score`, `best_epoch`."""
+        return {"history": self.history, "best_score": self.best_score, "best_epoch": self.best_epoch}
+
+    def restore_progress(self, progress):
+        """Set `history`, `best_score`, `best_epoch` from a `progress()` dict (a resumed run)."""
+        self.history = list(progress.get("history", []))
+        self.best_score = progress.get("best_score")
+        self.best_epoch = progress.get("best_epoch")
 
     def _improved(self, score):
         if self.best_score is None:
@@ -285,18 +396,101 @@ class FinetuningCheckpoint(keras.callbacks.Callback):
         results = {"epoch": epoch + 1, **{key: float(value) for key, value in (logs or {}).items()}}
         if self.evaluate is not None:
             results.update(self.evaluate(self.model))
-        self.history.append(results)
+        self.history.append(_json_ready(results))
         save_finetuned(self.model, os.path.join(self.directory, "last"), self.tokenizer, results)
-        if self.monitor is None:
-            return
-        if self.monitor not in results:
-            raise KeyError(f"monitor {self.monitor!r} is not among the epoch's results {sorted(results)}.")
-        score = float(results[self.monitor])
-        if self._improved(score):
-            self.best_score, self.best_epoch = score, epoch
-            save_finetuned(self.model, os.path.join(self.directory, "best"), self.tokenizer, results)
-            logger.info("Epoch %d: %s %.4f, the best so far; saved %s/best.", epoch + 1, self.monitor, score,
-                        self.directory)
+        if self.monitor is not None:
+            if self.monitor not in results:
+                raise KeyError(f"monitor {self.monitor!r} is not among the epoch's results {sorted(results)}.")
+            score = float(results[self.monitor])
+            if self._improved(score):
+                self.best_score, self.best_epoch = score, epoch
+                save_finetuned(self.model, os.path.join(self.directory, "best"), self.tokenizer, results)
+                logger.info("Epoch %d: %s %.4f, the best so far; saved %s/best.", epoch + 1, self.monitor, score,
+                            self.directory)
+        if self.training_state is not None:
+            # Last: a state for epoch e promises that last/ and best/ already reflect epoch e.
+            self.training_state.extra_state["finetuning"] = self.progress()
+            self.training_state.set_model(self.model)
+            self.training_state.on_epoch_end(epoch, logs)
+
+
+def fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length_bucketing=True, bucket_width=32,
+                   seed=0, resume=True, callbacks=(), verbose="auto"):
+    """`model.fit` for fine-tuning that survives interruption: it resumes from `checkpoint`'s training state.
+
+    Every epoch end saves `last/`, `best/` and then the training state (`FinetuningCheckpoint`). Called again
+    with the same output directory and settings after a crash or a kill, it restores the weights, optimizer
+    variables (step, hence learning rate; Adam moments), dropout RNG states and the best-so-far bookkeeping of
+    the last finished epoch, and continues with the next epoch on the same batches (each epoch's order is
+    fixed by `(seed, epoch)`): the final weights equal an uninterrupted run's (bit for bit on TensorFlow and
+    JAX on one device; torch draws dropout from its global generator). Work done in the interrupted epoch is
+    redone. A NaN or infinite loss stops training (`callbacks.NonFiniteLossGuard`) naming the step and the
+    state to resume from.
+
+    Args:
+        model: a compiled task model (`compile_for_finetuning`), its optimizer's schedule sized for
+            `epochs * steps_per_epoch` updates.
+        inputs: dict of NumPy arrays `(N, T)`.
+        labels: array or dict of arrays `(N,)`.
+        checkpoint: `FinetuningCheckpoint` whose `directory` is the run's output directory.
+        epochs: int. Total epochs of the run (not the ones left).
+        batch_size: int.
+        length_bucketing: bool. See `training_dataset`. Defaults to True.
+        bucket_width: int. Defaults to 32.
+        seed: int. Data order seed. Defaults to 0.
+        resume: bool. Continue from `checkpoint.training_state_directory` when it holds a state; False starts
+            over (the old state is replaced at the first epoch end). Defaults to True.
+        callbacks: sequence of `keras.callbacks.Callback`. More callbacks for `fit`. Defaults to ().
+        verbose: "auto", 0, 1 or 2. Passed to `fit`. Defaults to "auto".
+
+    Returns:
+        int: the epoch training started from (0 for a fresh run; `epochs` when the run had already finished
+        and nothing was trained).
+
+    Raises:
+        ValueError: the saved state comes from a run with other settings (batch size, seed, epochs, data
+            size, bucketing); the message names them.
+    """
+    from keras_bert_impl.training.callbacks import (
+        NonFiniteLossGuard,
+        latest_training_checkpoint,
+        restore_training_checkpoint,
+    )
+
+    if getattr(model, "optimizer", None) is None:
+        raise ValueError("Compile the model (compile_for_finetuning) before fit_finetuning.")
+    check_model_inputs(model, inputs, "training data")
+    steps_per_epoch = batches_per_epoch(inputs, batch_size, length_bucketing, bucket_width)
+    settings = {"epochs": int(epochs), "steps_per_epoch": int(steps_per_epoch), "batch_size": int(batch_size),
+                "seed": int(seed), "num_examples": int(len(inputs["token_ids"])),
+                "length_bucketing": bool(length_bucketing), "bucket_width": int(bucket_width)}
+    initial_epoch = 0
+    found = latest_training_checkpoint(checkpoint.training_state_directory) if resume else None
+    if found is not None:
+        path, state = found
+        saved = state.get("settings", {})
+        different = {key: (saved.get(key), value) for key, value in settings.items() if saved.get(key) != value}
+        if different:
+            details = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in sorted(different.items()))
+            raise ValueError(
+                f"{checkpoint.training_state_directory} holds the state of a run with other settings ({details}); "
+                f"rerun with the same settings to resume, or use another output directory (or delete that "
+                f"folder) to start over."
+            )
+        restore_training_checkpoint(model, path)
+        checkpoint.restore_progress(state.get("finetuning", {}))
+        initial_epoch = int(state["epoch"])
+        logger.info("Resuming fine-tuning after epoch %d of %d (step %d) from %s", initial_epoch, epochs,
+                    state["step"], path)
+    checkpoint.track_training_state(steps_per_epoch, settings)
+    if initial_epoch >= epochs:
+        return initial_epoch
+    dataset, _ = training_dataset(inputs, labels, batch_size, length_bucketing, bucket_width, seed, epochs=epochs,
+                                  initial_epoch=initial_epoch)
+    guard = NonFiniteLossGuard(checkpoint_directory=checkpoint.training_state_directory)
+    model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+              callbacks=[guard, checkpoint, *callbacks], verbose=verbose, shuffle=False)
+    return initial_epoch
 
 
 # -- evaluation and predictions ----------------------------------------------------------------------------

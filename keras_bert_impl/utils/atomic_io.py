@@ -41,6 +41,14 @@ def _ensure_parent(path):
     try:
         os.makedirs(parent, exist_ok=True)
     except OSError as error:
+        blocker = parent
+        while blocker and not os.path.lexists(blocker):
+            blocker = os.path.dirname(blocker)
+        if os.path.lexists(blocker) and not os.path.isdir(blocker):
+            raise NotADirectoryError(
+                f"Cannot create output directory {parent!r}: {blocker!r} is a file, not a directory; choose "
+                f"another output path."
+            ) from error
         raise OSError(f"Cannot create output directory {parent!r}: {error.strerror}.") from error
     if not os.access(parent, os.W_OK):
         raise PermissionError(
@@ -74,6 +82,41 @@ def atomic_write(path, mode="wb", encoding=None):
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.replace(tmp_path, path)
+        _fsync_directory(parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp_path)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary file name that replaces `path` only when the `with` block succeeds.
+
+    For writers that take a file name rather than a handle (`tf.io.TFRecordWriter`, HDF5, safetensors): the
+    block writes the yielded path completely; then it is flushed to disk and renamed over `path`. If the block
+    raises, the temporary file is removed and `path` keeps its previous content.
+
+    Args:
+        path: str. Final file path.
+
+    Example:
+    >>> with atomic_path("/tmp/example.bin") as tmp:
+    ...     with open(tmp, "wb") as f:
+    ...         _ = f.write(b"data")
+    """
+    parent = _ensure_parent(path)
+    fd, tmp_path = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    os.close(fd)
+    os.chmod(tmp_path, _umask_mode(0o666))
+    try:
+        yield tmp_path
+        fd = os.open(tmp_path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp_path, path)
         _fsync_directory(parent)
     except BaseException:
