@@ -40,6 +40,50 @@ def add_verbose_argument(parser, default=1):
                         help=f"training output: 0 silent, 1 progress bar, 2 one line per epoch (default: {default})")
 
 
+def add_finetuning_model_arguments(parser):
+    """The `model` flags both fine-tuning commands take; returns the group for a command's own model flags."""
+    model = parser.add_argument_group("model")
+    model.add_argument("--init-checkpoint",
+                       help="any checkpoint from_pretrained reads (ours, Hugging Face, original TF)")
+    model.add_argument("--preset", help="train from scratch: a BertBackbone preset (tiny, mini, small, ...)")
+    model.add_argument("--vocab", help="vocab.txt or its directory (default: the checkpoint's directory)")
+    model.add_argument("--cased", action="store_true", help="keep case (default: the tokenizer config's)")
+    return model
+
+
+def add_finetuning_training_arguments(parser, *, epochs, batch_size, eval_batch_size, learning_rate,
+                                      warmup_fraction, weight_decay, bucket_width, seed):
+    """The `training` flags both fine-tuning commands take, with each command's defaults.
+
+    Args:
+        parser: `argparse.ArgumentParser`.
+        epochs: `(type, default, help)` of `--epochs` (the SQuAD command accepts 0: predict only).
+        batch_size, eval_batch_size, learning_rate, warmup_fraction, weight_decay, bucket_width, seed: the
+            defaults of the flags of the same names.
+
+    Returns:
+        The argument group, for a command's own training flags.
+    """
+    epochs_type, epochs_default, epochs_help = epochs
+    train = parser.add_argument_group("training")
+    train.add_argument("--output-dir", required=True, help="best/, last/, predictions and eval_results.json")
+    train.add_argument("--epochs", type=epochs_type, default=epochs_default, help=f"{epochs_help} (default: %(default)s)")
+    train.add_argument("--batch-size", type=positive_int, default=batch_size, help="(default: %(default)s)")
+    train.add_argument("--eval-batch-size", type=positive_int, default=eval_batch_size, help="(default: %(default)s)")
+    train.add_argument("--learning-rate", type=float, default=learning_rate, help="peak learning rate "
+                       "(default: %(default)s)")
+    train.add_argument("--warmup-fraction", type=fraction, default=warmup_fraction,
+                       help="share of the updates with linear warmup (default: %(default)s)")
+    train.add_argument("--weight-decay", type=float, default=weight_decay, help="(default: %(default)s)")
+    train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --max-seq-length")
+    train.add_argument("--bucket-width", type=positive_int, default=bucket_width,
+                       help="length-bucket granularity in tokens (default: %(default)s)")
+    train.add_argument("--no-jit", action="store_true", help="run the step without XLA")
+    train.add_argument("--seed", type=int, default=seed, help="seed of shuffling, dropout and the head")
+    add_verbose_argument(train)
+    return train
+
+
 def expand_input_files(spec):
     """Comma-separated paths and glob patterns -> the list of files, in order; a pattern matching nothing or
     a missing file raises `FileNotFoundError` naming it.

@@ -24,7 +24,12 @@ linearly to 0 (`AdamWeightDecay`, the original optimizer).
 import json
 import os
 
-from keras_bert_impl.cli.arguments import UsageError, add_verbose_argument, fraction, positive_int
+from keras_bert_impl.cli.arguments import (
+    UsageError,
+    add_finetuning_model_arguments,
+    add_finetuning_training_arguments,
+    positive_int,
+)
 
 # -- defaults (run_classifier.py's where one exists) ---------------------------------------------------------
 MAX_SEQ_LENGTH = 128
@@ -54,32 +59,14 @@ def add_arguments(parser):
     data.add_argument("--regression", action="store_true", help="float labels, one output, MSE (--task stsb sets it)")
     data.add_argument("--max-seq-length", type=positive_int, default=MAX_SEQ_LENGTH,
                       help="tokens per packed example, longer texts are truncated (default: %(default)s)")
-    model = parser.add_argument_group("model")
-    model.add_argument("--init-checkpoint",
-                       help="any checkpoint from_pretrained reads (ours, Hugging Face, original TF)")
-    model.add_argument("--preset", help="train from scratch: a BertBackbone preset (tiny, mini, small, ...)")
-    model.add_argument("--vocab", help="vocab.txt or its directory (default: the checkpoint's directory)")
-    model.add_argument("--cased", action="store_true", help="keep case (default: the tokenizer config's)")
+    model = add_finetuning_model_arguments(parser)
     model.add_argument("--classifier-dropout", type=float, help="dropout before the head (default: the "
                        "checkpoint's, else 0.1)")
-    train = parser.add_argument_group("training")
-    train.add_argument("--output-dir", required=True, help="best/, last/, predictions and eval_results.json")
-    train.add_argument("--epochs", type=positive_int, default=EPOCHS, help="passes over the training data "
-                       "(default: %(default)s)")
-    train.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE, help="(default: %(default)s)")
-    train.add_argument("--eval-batch-size", type=positive_int, default=EVAL_BATCH_SIZE, help="(default: %(default)s)")
-    train.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate "
-                       "(default: %(default)s)")
-    train.add_argument("--warmup-fraction", type=fraction, default=WARMUP_FRACTION,
-                       help="share of the updates with linear warmup (default: %(default)s)")
-    train.add_argument("--weight-decay", type=float, default=WEIGHT_DECAY, help="(default: %(default)s)")
+    train = add_finetuning_training_arguments(
+        parser, epochs=(positive_int, EPOCHS, "passes over the training data"), batch_size=BATCH_SIZE,
+        eval_batch_size=EVAL_BATCH_SIZE, learning_rate=LEARNING_RATE, warmup_fraction=WARMUP_FRACTION,
+        weight_decay=WEIGHT_DECAY, bucket_width=BUCKET_WIDTH, seed=SEED)
     train.add_argument("--monitor", help="dev metric that picks best/ (default: the task's first metric)")
-    train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --max-seq-length")
-    train.add_argument("--bucket-width", type=positive_int, default=BUCKET_WIDTH,
-                       help="length-bucket granularity in tokens (default: %(default)s)")
-    train.add_argument("--no-jit", action="store_true", help="run the step without XLA")
-    train.add_argument("--seed", type=int, default=SEED, help="seed of shuffling, dropout and the head")
-    add_verbose_argument(train)
 
 
 def check_arguments(args):

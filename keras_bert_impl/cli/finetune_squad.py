@@ -25,7 +25,13 @@ prediction; `--no-length-bucketing` pads all to `--max-seq-length`. The step run
 import json
 import os
 
-from keras_bert_impl.cli.arguments import UsageError, add_verbose_argument, fraction, non_negative_int, positive_int
+from keras_bert_impl.cli.arguments import (
+    UsageError,
+    add_finetuning_model_arguments,
+    add_finetuning_training_arguments,
+    non_negative_int,
+    positive_int,
+)
 
 # -- defaults (run_squad.py's) -------------------------------------------------------------------------------
 MAX_SEQ_LENGTH = 384
@@ -55,29 +61,11 @@ def add_arguments(parser):
                       help="distance between window starts (default: %(default)s)")
     data.add_argument("--max-query-length", type=positive_int, default=MAX_QUERY_LENGTH,
                       help="questions are cut to this many tokens (default: %(default)s)")
-    model = parser.add_argument_group("model")
-    model.add_argument("--init-checkpoint",
-                       help="any checkpoint from_pretrained reads (ours, Hugging Face, original TF)")
-    model.add_argument("--preset", help="train from scratch: a BertBackbone preset (tiny, mini, small, ...)")
-    model.add_argument("--vocab", help="vocab.txt or its directory (default: the checkpoint's directory)")
-    model.add_argument("--cased", action="store_true", help="keep case (default: the tokenizer config's)")
-    train = parser.add_argument_group("training")
-    train.add_argument("--output-dir", required=True, help="best/, last/, predictions and eval_results.json")
-    train.add_argument("--epochs", type=non_negative_int, default=EPOCHS,
-                       help="passes over the training windows; 0 predicts only (default: %(default)s)")
-    train.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE, help="(default: %(default)s)")
-    train.add_argument("--eval-batch-size", type=positive_int, default=EVAL_BATCH_SIZE, help="(default: %(default)s)")
-    train.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate "
-                       "(default: %(default)s)")
-    train.add_argument("--warmup-fraction", type=fraction, default=WARMUP_FRACTION,
-                       help="share of the updates with linear warmup (default: %(default)s)")
-    train.add_argument("--weight-decay", type=float, default=WEIGHT_DECAY, help="(default: %(default)s)")
-    train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --max-seq-length")
-    train.add_argument("--bucket-width", type=positive_int, default=BUCKET_WIDTH,
-                       help="length-bucket granularity in tokens (default: %(default)s)")
-    train.add_argument("--no-jit", action="store_true", help="run the step without XLA")
-    train.add_argument("--seed", type=int, default=SEED, help="seed of shuffling, dropout and the head")
-    add_verbose_argument(train)
+    add_finetuning_model_arguments(parser)
+    add_finetuning_training_arguments(
+        parser, epochs=(non_negative_int, EPOCHS, "passes over the training windows; 0 predicts only"),
+        batch_size=BATCH_SIZE, eval_batch_size=EVAL_BATCH_SIZE, learning_rate=LEARNING_RATE,
+        warmup_fraction=WARMUP_FRACTION, weight_decay=WEIGHT_DECAY, bucket_width=BUCKET_WIDTH, seed=SEED)
     decode = parser.add_argument_group("decoding")
     decode.add_argument("--n-best-size", type=positive_int, default=N_BEST_SIZE,
                         help="start and end candidates per window (default: %(default)s)")

@@ -110,13 +110,18 @@ def check_model_inputs(model, inputs, what="inputs"):
     check_token_ids_in_range(np.asarray(inputs["segment_ids"]), backbone.num_segments, f"{what} segment_ids")
 
 
+def _dropout_overrides(backbone_dropout):
+    """Backbone config overrides setting hidden and attention dropout to `backbone_dropout` (none for None)."""
+    if backbone_dropout is None:
+        return {}
+    return {"dropout": backbone_dropout, "attention_dropout": backbone_dropout}
+
+
 def _preset_backbone(preset, tokenizer, max_sequence_length, dropout):
     from keras_bert_impl.models.backbone import BertBackbone
 
-    overrides = {"vocabulary_size": tokenizer.vocabulary_size(), "max_sequence_length": max_sequence_length}
-    if dropout is not None:
-        overrides.update(dropout=dropout, attention_dropout=dropout)
-    return BertBackbone.from_preset(preset, **overrides)
+    return BertBackbone.from_preset(preset, vocabulary_size=tokenizer.vocabulary_size(),
+                                    max_sequence_length=max_sequence_length, **_dropout_overrides(dropout))
 
 
 def build_classifier(tokenizer, num_classes, labels=None, init_checkpoint=None, preset=None,
@@ -140,10 +145,9 @@ def build_classifier(tokenizer, num_classes, labels=None, init_checkpoint=None, 
     from keras_bert_impl.models.classifier import DEFAULT_DROPOUT, BertClassifier
 
     if init_checkpoint:
-        overrides = {} if backbone_dropout is None else {"dropout": backbone_dropout,
-                                                          "attention_dropout": backbone_dropout}
         model = BertClassifier.from_pretrained(init_checkpoint, num_classes=num_classes, labels=labels,
-                                               classifier_dropout=classifier_dropout, **overrides)
+                                               classifier_dropout=classifier_dropout,
+                                               **_dropout_overrides(backbone_dropout))
     elif preset:
         model = BertClassifier(
             _preset_backbone(preset, tokenizer, max_sequence_length, backbone_dropout), num_classes,
@@ -173,9 +177,7 @@ def build_question_answerer(tokenizer, init_checkpoint=None, preset=None, max_se
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
 
     if init_checkpoint:
-        overrides = {} if backbone_dropout is None else {"dropout": backbone_dropout,
-                                                          "attention_dropout": backbone_dropout}
-        model = BertQuestionAnswerer.from_pretrained(init_checkpoint, **overrides)
+        model = BertQuestionAnswerer.from_pretrained(init_checkpoint, **_dropout_overrides(backbone_dropout))
     elif preset:
         model = BertQuestionAnswerer(_preset_backbone(preset, tokenizer, max_sequence_length, backbone_dropout))
     else:
