@@ -84,6 +84,15 @@ def _at_least_two_columns(packed):
     return {name: tf.pad(value, [[0, 0], [0, missing]]) for name, value in packed.items()}
 
 
+def _assert_same_batch_size(first, second, first_name, second_name):
+    """Rows pair up one to one; without this check a mismatch fails deep inside packing with a shape error."""
+    return tf.debugging.assert_equal(
+        tf.size(first),
+        tf.size(second),
+        message=f"{first_name} and {second_name} must have the same batch size (one {second_name} per {first_name})",
+    )
+
+
 def _text_packer(tokenizer, max_sequence_length):
     return SegmentPacker(
         seq_length=max_sequence_length,
@@ -153,7 +162,8 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
         def serve_text_pair(text, text_pair):
-            return packed_outputs(text, text_pair)
+            with tf.control_dependencies([_assert_same_batch_size(text, text_pair, "text", "text_pair")]):
+                return packed_outputs(tf.identity(text), text_pair)
 
         signatures[SERVE_TEXT] = serve_text.get_concrete_function()
         signatures[SERVE_TEXT_PAIR] = serve_text_pair.get_concrete_function()
@@ -178,7 +188,8 @@ def _question_answering_function(run_model, tokenizer, settings):
 
     @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
     def serve_text(question, context):
-        context = squad_span_graph.repair_utf8(context)
+        with tf.control_dependencies([_assert_same_batch_size(question, context, "question", "context")]):
+            context = squad_span_graph.repair_utf8(context)
         question_ids = tokenizer.tokenize_tensor(question)
         context_ids, context_starts, context_ends = tokenizer.tokenize_with_offsets_tensor(context)
         windows = squad_span_graph.squad_windows(

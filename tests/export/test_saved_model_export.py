@@ -328,6 +328,26 @@ def test_question_answering_null_answers_follow_the_threshold(exports):
 
 
 @pytest.mark.tensorflow_only
+@pytest.mark.parametrize("model_name, inputs, message", [
+    ("classifier", {"text": TEXTS[:2], "text_pair": PAIRS[:1]}, "text and text_pair must have the same batch size"),
+    ("question_answerer", {"question": QUESTIONS[:1], "context": CONTEXTS[:2]},
+     "question and context must have the same batch size"),
+])
+def test_text_pairs_of_unequal_batch_sizes_fail_with_a_clear_error(exports, model_name, inputs, message):
+    import tensorflow as tf
+
+    from keras_bert_impl.export.serving_signatures import build_serving_module
+
+    settings = ({**QA_SETTINGS, "version_2_with_negative": False} if model_name == "question_answerer"
+                else {"max_sequence_length": CLASSIFIER_LENGTH})
+    kind = "question_answerer" if model_name == "question_answerer" else "classifier"
+    _, signatures = build_serving_module(exports["models"][model_name], kind, exports["tokenizer"], settings)
+    signature = signatures["serve_text_pair" if kind == "classifier" else "serve_text"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        signature(**{name: tf.constant(value) for name, value in inputs.items()})
+
+
+@pytest.mark.tensorflow_only
 def test_saved_model_cli_lists_the_signatures(served):
     cli = served[1]["saved_model_cli"]  # `saved_model_cli show --dir <classifier export> --all`
     assert cli["returncode"] == 0, cli["stderr"][-3000:]
