@@ -30,16 +30,19 @@ def add_arguments(parser):
 def run(args):
     """Load, write in the requested format, copy the tokenizer; print a one-line report."""
     from keras_bert_impl.checkpoints import save_huggingface
+    from keras_bert_impl.utils.atomic_io import atomic_directory
 
     model, tokenizer = load_model_directory(args.input, class_name_for_flag(args.model_class))
-    if args.format == "native":
-        model.save_pretrained(args.output)
-    elif hasattr(model, "save_huggingface"):
-        model.save_huggingface(args.output)
-    else:
-        save_huggingface(model, args.output)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(args.output)
+    # Weights and tokenizer land together: a failure in either leaves any previous output untouched.
+    with atomic_directory(args.output) as staging:
+        if args.format == "native":
+            model.save_pretrained(staging)
+        elif hasattr(model, "save_huggingface"):
+            model.save_huggingface(staging)
+        else:
+            save_huggingface(model, staging)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(staging)
     report = getattr(model, "load_report", None)
     loaded = f"{len(report.loaded)} weights" if report is not None else f"{len(model.weights)} weights"
     print(f"Converted {type(model).__name__} ({loaded}) from {args.input} to {args.output} ({args.format})"

@@ -48,3 +48,21 @@ def test_model_class_backbone_keeps_only_the_encoder(capsys, tmp_path, tiny_clas
     assert status == 0 and out.startswith("Converted BertBackbone")
     assert json.loads((tmp_path / "encoder" / "config.json").read_text())["class_name"] == "BertBackbone"
     assert not any(name.startswith("classifier") for name in load_file(tmp_path / "encoder" / "model.safetensors"))
+
+
+def test_failure_while_writing_the_tokenizer_leaves_the_previous_output(capsys, tmp_path, tiny_classifier_dir,
+                                                                       monkeypatch):
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "previous.txt").write_text("kept")
+
+    def full_disk(self, directory):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(BertTokenizer, "save_pretrained", full_disk)
+    status, _, err = run_cli(capsys, "convert", "--input", tiny_classifier_dir, "--output", output)
+    assert status != 0 and "No space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classifier", "out"]  # no staging leftovers
+    assert [p.name for p in output.iterdir()] == ["previous.txt"]
