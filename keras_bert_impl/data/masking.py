@@ -262,8 +262,9 @@ class MaskedLMMasker(keras.layers.Layer):
             tf.random.experimental.stateless_split(seed, num=4)
         )
 
-        unselectable = tf.constant(self._unselectable_ids or [-1], tf.int32)
-        candidate = valid & ~tf.reduce_any(ids[..., tf.newaxis] == unselectable, axis=-1)  # (B, T)
+        candidate = valid  # (B, T)
+        for unselectable_id in self._unselectable_ids:  # a few ids: cheaper than a (B, T, n) comparison
+            candidate &= tf.not_equal(ids, unselectable_id)
         if self.whole_word_masking:
             table = tf.constant(self._continuation_table, tf.bool)
             is_piece = tf.gather(table, tf.clip_by_value(ids, 0, len(self._continuation_table) - 1))
@@ -272,17 +273,10 @@ class MaskedLMMasker(keras.layers.Layer):
         else:
             starts_word = candidate
         word_of_token = tf.where(candidate, tf.cumsum(tf.cast(starts_word, tf.int32), axis=1) - 1, T)  # (B, T)
-        row_offsets = tf.range(B)[:, tf.newaxis] * W
-        word_length = tf.reshape(
-            tf.math.unsorted_segment_sum(
-                tf.reshape(tf.cast(candidate, tf.int32), [-1]), tf.reshape(word_of_token + row_offsets, [-1]), B * W
-            ),
-            [B, W],
-        )  # (B, W), 0 for unused slots
-        is_word = tf.range(W)[tf.newaxis] < tf.reduce_sum(tf.cast(starts_word, tf.int32), axis=1, keepdims=True)
-
         num_tokens = tf.reduce_sum(tf.cast(valid, tf.int32), axis=1)
         num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1)
+        num_words = tf.reduce_sum(tf.cast(starts_word, tf.int32), axis=1) if self.whole_word_masking else num_candidates
+        is_word = tf.range(W)[tf.newaxis] < num_words[:, tf.newaxis]  # (B, W)
         eligible = is_word
         if self.counting == "original":
             wanted = tf.maximum(1, tf.cast(tf.round(tf.cast(num_tokens, tf.float64) * self.mask_rate), tf.int32))
@@ -296,21 +290,32 @@ class MaskedLMMasker(keras.layers.Layer):
         # Visit eligible words in a random order (ineligible slots sort last).
         priority = tf.where(eligible, tf.random.stateless_uniform([B, W], word_seed), 2.0)  # (B, W)
         if self.whole_word_masking:
+            row_offsets = tf.range(B)[:, tf.newaxis] * W
+            word_length = tf.reshape(
+                tf.math.unsorted_segment_sum(
+                    tf.reshape(tf.cast(candidate, tf.int32), [-1]), tf.reshape(word_of_token + row_offsets, [-1]), B * W
+                ),
+                [B, W],
+            )  # (B, W), 0 for unused slots
             order = tf.argsort(priority, axis=1, stable=True)  # (B, W)
             length_in_order = tf.gather(word_length, order, batch_dims=1)
             eligible_in_order = tf.gather(eligible, order, batch_dims=1)
             taken_in_order = self._take_words_that_fit(length_in_order, eligible_in_order, wanted)
             taken_word = tf.gather(taken_in_order, tf.argsort(order, axis=1), batch_dims=1)  # (B, W)
         else:
-            # Every word is one token, so the first `wanted` eligible ones in the order are taken; they are
-            # among the P lowest priorities, which top-k finds without sorting the whole row.
+            # Every word is one token, so the first `wanted` eligible ones in the order (priority, then slot:
+            # top-k puts the lower index first on a tie) are taken. They are among the P lowest priorities,
+            # which top-k finds without sorting the whole row; a slot is taken if it is eligible and sorts no
+            # later than the `wanted`-th lowest.
             padded_priority = tf.concat([priority, tf.fill([B, P], 3.0)], axis=1)  # (B, W + P)
-            _, lowest = tf.math.top_k(-padded_priority, k=P)  # (B, P), lowest priority first
-            take = (tf.range(P)[tf.newaxis] < wanted[:, tf.newaxis]) & (
-                tf.gather(padded_priority, lowest, batch_dims=1) < 2.0
+            lowest_negated, lowest = tf.math.top_k(-padded_priority, k=P)  # (B, P), lowest priority first
+            last = tf.maximum(wanted, 1)[:, tf.newaxis] - 1  # (B, 1)
+            last_priority = -tf.gather(lowest_negated, last, batch_dims=1)  # (B, 1)
+            last_slot = tf.gather(lowest, last, batch_dims=1)
+            sorts_before = (priority < last_priority) | (
+                (priority == last_priority) & (tf.range(W)[tf.newaxis] <= last_slot)
             )
-            slots = tf.range(W)[tf.newaxis, tf.newaxis]
-            taken_word = tf.reduce_any((lowest[:, :, tf.newaxis] == slots) & take[:, :, tf.newaxis], axis=1)
+            taken_word = eligible & sorts_before & (wanted > 0)[:, tf.newaxis]  # (B, W)
         selected = candidate & tf.gather(taken_word, word_of_token, batch_dims=1)  # (B, T)
 
         if self.whole_word_masking and self.replacement_unit == "word":
@@ -322,15 +327,18 @@ class MaskedLMMasker(keras.layers.Layer):
         random_ids = tf.random.stateless_uniform([B, T], random_id_seed, maxval=self._vocabulary_size, dtype=tf.int32)
         masked = tf.where(to_mask, self._mask_token_id, tf.where(to_random, random_ids, ids))
 
-        # Sorted selected positions first, then padding (keys >= T); widen so that T < P still gives P columns.
-        positions = tf.range(T)[tf.newaxis]
-        keys = tf.where(selected, positions, T + positions)
-        keys = tf.concat([keys, tf.fill([B, P], 2 * T + P)], axis=1)
-        first_keys = -tf.math.top_k(-keys, k=P).values  # (B, P), the P smallest keys in ascending order
-        is_prediction = first_keys < T
-        mask_positions = tf.where(is_prediction, first_keys, 0)
-        mask_ids = tf.where(is_prediction, tf.gather(ids, mask_positions, batch_dims=1), 0)
-        mask_weights = tf.cast(is_prediction, tf.float32)
+        # Each row's selected positions in ascending order, then padding. Every counting rule caps a row at
+        # `wanted` <= P selected tokens, so they fill the first columns; `tf.where` lists them row by row in
+        # ascending order, and each one's column is its rank within its row (clipped to a spare column P,
+        # dropped afterwards, so that the scatter could never go out of bounds).
+        coordinates = tf.cast(tf.where(selected), tf.int32)  # (N, 2)
+        row = coordinates[:, 0]
+        num_selected = tf.reduce_sum(tf.cast(selected, tf.int32), axis=1)  # (B,)
+        column = tf.range(tf.shape(row)[0]) - tf.gather(tf.cumsum(num_selected, exclusive=True), row)
+        index = tf.stack([row, tf.minimum(column, P)], axis=1)
+        mask_positions = tf.scatter_nd(index, coordinates[:, 1], [B, P + 1])[:, :P]
+        mask_ids = tf.scatter_nd(index, tf.gather_nd(ids, coordinates), [B, P + 1])[:, :P]
+        mask_weights = tf.cast(tf.range(P)[tf.newaxis] < num_selected[:, tf.newaxis], tf.float32)
         return tf.cast(masked, token_ids.dtype), mask_positions, mask_ids, mask_weights
 
     @staticmethod

@@ -241,52 +241,64 @@ class SegmentPacker(keras.layers.Layer):
         if unbatched:
             first = tf.RaggedTensor.from_tensor(first[tf.newaxis])
         first = tf.cast(first, tf.int32)
-        batch = first.nrows()
+        length_a = first.row_lengths()
         if has_second:
             second = self._as_ragged(second)
             if unbatched:
                 second = tf.RaggedTensor.from_tensor(second[tf.newaxis])
             second = tf.cast(second, tf.int32)
+            kept_a, kept_b = _kept_lengths(length_a, second.row_lengths(), room, tf)
         else:
-            second = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([batch], tf.int64))
-        length_a = first.row_lengths()
-        length_b = second.row_lengths()
-        kept_a, kept_b = _kept_lengths(length_a, length_b, room, tf)
-        front_a, front_b = tf.zeros_like(kept_a), tf.zeros_like(kept_b)
+            # `_kept_lengths` with an empty B, in one op (this layer runs once per batch in tf.data, where
+            # every graph node costs about a microsecond).
+            kept_a, kept_b = tf.minimum(length_a, room), None
+        front_a = front_b = None
         if self.truncation == "random_front_back":
-            front_a, front_b = self._front_removals_tf(first, second, length_a - kept_a, length_b - kept_b)
+            if has_second:
+                removed_b = second.row_lengths() - kept_b
+            else:  # the coins of an empty B: its content key is 0
+                second = tf.RaggedTensor.from_row_lengths(
+                    tf.zeros([0], tf.int32), tf.zeros_like(length_a), validate=False
+                )
+                removed_b = tf.zeros_like(length_a)
+            front_a, front_b = self._front_removals_tf(first, second, length_a - kept_a, removed_b)
         # Every output position j reads [CLS], a kept token of A, [SEP], a kept token of B, [SEP] or padding:
-        # one gather from each segment's flat values instead of ragged concatenation.
-        packed_length = kept_a + kept_b + (3 if has_second else 2)  # (B,)
+        # one gather from both segments' flat values and a padding slot instead of ragged concatenation.
+        packed_length = kept_a + kept_b + 3 if has_second else kept_a + 2  # (B,)
         width = self.seq_length if self.padding == "fixed" else tf.reduce_max(tf.concat([packed_length, [0]], 0))
         j = tf.range(tf.cast(width, tf.int64), dtype=tf.int64)[tf.newaxis]  # (1, T)
-        kept_a, kept_b = kept_a[:, tf.newaxis], kept_b[:, tf.newaxis]  # (B, 1)
+        kept_a = kept_a[:, tf.newaxis]  # (B, 1)
         in_a = (j >= 1) & (j <= kept_a)
-        in_b = (j >= kept_a + 2) & (j < kept_a + 2 + kept_b)
         is_sep = j == kept_a + 1
-        if has_second:
-            is_sep |= j == kept_a + kept_b + 2
-        from_a = self._gather_rows(first, first.row_starts()[:, tf.newaxis] + front_a[:, tf.newaxis] + j - 1, in_a)
-        from_b = self._gather_rows(
-            second, second.row_starts()[:, tf.newaxis] + front_b[:, tf.newaxis] + j - kept_a - 2, in_b
-        )
+        a_start = first.row_starts()[:, tf.newaxis] - 1
+        if front_a is not None:
+            a_start += front_a[:, tf.newaxis]
+        num_a = tf.shape(first.flat_values, out_type=tf.int64)[0]
+        pad = tf.constant([self.pad_token_id], tf.int32)
         padding_mask = j < packed_length[:, tf.newaxis]
-        token_ids = tf.where(in_a, from_a, tf.where(in_b, from_b, self.pad_token_id))
+        if has_second:
+            kept_b = kept_b[:, tf.newaxis]
+            in_b = (j >= kept_a + 2) & (j < kept_a + 2 + kept_b)
+            is_sep |= j == kept_a + kept_b + 2
+            b_start = num_a + second.row_starts()[:, tf.newaxis] - kept_a - 2
+            if front_b is not None:
+                b_start += front_b[:, tf.newaxis]
+            values = tf.concat([first.flat_values, second.flat_values, pad], axis=0)
+            pad_index = num_a + tf.shape(second.flat_values, out_type=tf.int64)[0]
+            index = tf.where(in_a, a_start + j, tf.where(in_b, b_start + j, pad_index))
+            segment_ids = tf.cast((j >= kept_a + 2) & padding_mask, tf.int32)
+        else:
+            values = tf.concat([first.flat_values, pad], axis=0)
+            index = tf.where(in_a, a_start + j, num_a)
+            segment_ids = tf.zeros(tf.shape(padding_mask), tf.int32)
+        token_ids = tf.gather(values, index)
         token_ids = tf.where(is_sep, self.sep_token_id, tf.where(j == 0, self.cls_token_id, token_ids))
-        segment_ids = tf.cast((j >= kept_a + 2) & padding_mask, tf.int32)  # all 0 without B
         packed = {
             "token_ids": tf.cast(token_ids, tf.int32),
             "segment_ids": segment_ids,
             "padding_mask": padding_mask,
         }
         return {key: value[0] for key, value in packed.items()} if unbatched else packed
-
-    @staticmethod
-    def _gather_rows(ids, flat_index, inside):
-        """`ids.flat_values[flat_index]` where `inside`, 0 elsewhere."""
-        num_values = tf.shape(ids.flat_values, out_type=tf.int64)[0]
-        values = tf.concat([ids.flat_values, tf.zeros([1], ids.dtype)], axis=0)  # slot `num_values` reads 0
-        return tf.gather(values, tf.where(inside, flat_index, num_values))
 
     def _front_removals_tf(self, first, second, removed_a, removed_b):
         key = tf.bitwise.bitwise_and(_content_key_tf(first) * 31 + _content_key_tf(second), _MASK32)

@@ -265,6 +265,112 @@ def test_whole_word_masking_skips_a_word_that_would_pass_the_count():
     assert seen == {(4,), (5, 6)}
 
 
+# Outputs of the implementation before the data-pipeline speed-ups (issue #3, item 7), which kept them exact.
+_PINNED_IDS = [
+    [1, 39, 42, 54, 36, 47, 2, 17, 8, 21, 20, 53, 55, 5, 32, 2],
+    [1, 48, 11, 30, 49, 21, 23, 20, 44, 19, 2, 0, 0, 0, 0, 0],
+    [1, 31, 32, 37, 35, 33, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+    [1, 48, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+]
+_PINNED_OUTPUTS = {
+    "original": {
+        "token_ids": [
+            [1, 39, 42, 54, 36, 3, 2, 17, 8, 21, 20, 53, 55, 5, 32, 2],
+            [1, 48, 11, 30, 49, 21, 3, 3, 44, 19, 2, 0, 0, 0, 0, 0],
+            [1, 31, 32, 37, 3, 33, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [1, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ],
+        "mask_positions": [[2, 5, 0, 0, 0], [6, 7, 0, 0, 0], [4, 0, 0, 0, 0], [1, 0, 0, 0, 0]],
+        "mask_ids": [[42, 47, 0, 0, 0], [23, 20, 0, 0, 0], [35, 0, 0, 0, 0], [48, 0, 0, 0, 0]],
+    },
+    "bernoulli": {
+        "token_ids": [
+            [1, 39, 42, 54, 3, 3, 2, 17, 8, 3, 20, 53, 55, 5, 32, 2],
+            [1, 14, 11, 30, 49, 21, 3, 20, 44, 19, 2, 0, 0, 0, 0, 0],
+            [1, 31, 3, 3, 35, 33, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [1, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ],
+        "mask_positions": [[4, 5, 8, 9, 13], [1, 4, 6, 0, 0], [2, 3, 0, 0, 0], [1, 0, 0, 0, 0]],
+        "mask_ids": [[36, 47, 8, 21, 5], [48, 49, 23, 0, 0], [32, 37, 0, 0, 0], [48, 0, 0, 0, 0]],
+    },
+    "whole_word": {
+        "token_ids": [
+            [1, 39, 42, 54, 36, 3, 2, 17, 22, 45, 3, 53, 55, 5, 32, 2],
+            [1, 48, 11, 30, 49, 21, 23, 3, 3, 3, 2, 0, 0, 0, 0, 0],
+            [1, 31, 32, 37, 3, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            [1, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ],
+        "mask_positions": [[5, 8, 9, 10, 12], [7, 8, 9, 0, 0], [4, 5, 0, 0, 0], [1, 0, 0, 0, 0]],
+        "mask_ids": [[47, 8, 21, 20, 55], [20, 44, 19, 0, 0], [35, 33, 0, 0, 0], [48, 0, 0, 0, 0]],
+    },
+}
+
+
+@tensorflow_only
+@pytest.mark.parametrize("setting", sorted(_PINNED_OUTPUTS))
+def test_outputs_are_pinned(setting):
+    vocabulary = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"] + [
+        f"w{i}" if i % 3 else f"##p{i}" for i in range(5, 60)
+    ]
+    settings = {
+        "original": {},
+        "bernoulli": dict(counting="bernoulli", mask_rate=0.3),
+        "whole_word": dict(whole_word_masking=True, vocabulary=vocabulary, mask_rate=0.3),
+    }[setting]
+    masker = _masker(vocabulary_size=60, max_predictions_per_seq=5, **settings)
+    out = _numpy(masker({"token_ids": np.array(_PINNED_IDS, np.int32)}, seed=[11, 12]))
+    expected = _PINNED_OUTPUTS[setting]
+    for key in expected:
+        np.testing.assert_array_equal(out[key], expected[key], err_msg=key)
+    np.testing.assert_array_equal(out["mask_weights"], np.array(expected["mask_ids"]) > 0)
+
+
+@tensorflow_only
+@pytest.mark.parametrize("counting, mask_rate", [("original", 0.15), ("ceil", 0.4), ("bernoulli", 0.2), ("ceil", 0.0)])
+def test_top_k_selection_equals_the_sorted_greedy_pass(counting, mask_rate):
+    # Without "##" pieces every word is one token, so whole-word masking with per-token replacement makes the
+    # same draws and the same choice through a full stable sort and the greedy pass; the default path finds
+    # it with top-k and a threshold, which must agree exactly (ties in priority included).
+    rng = np.random.default_rng(11)
+    token_ids = _random_batch(rng, 300, 40, min_tokens=2)
+    vocabulary = ["[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(4, VOCABULARY_SIZE)]
+    settings = dict(counting=counting, mask_rate=mask_rate, max_predictions_per_seq=7)
+    fast = _masker(**settings)
+    sorted_pass = _masker(whole_word_masking=True, replacement_unit="token", vocabulary=vocabulary, **settings)
+    for seed in ([0, 1], [5, 7]):
+        expected = _numpy(sorted_pass({"token_ids": token_ids}, seed=seed))
+        actual = _numpy(fast({"token_ids": token_ids}, seed=seed))
+        for key in expected:
+            np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
+
+
+@tensorflow_only
+@pytest.mark.parametrize("whole_word_masking", [False, True])
+def test_positions_list_every_chosen_token_in_order(whole_word_masking):
+    vocabulary = ["[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [
+        f"##w{i}" if i % 4 == 0 else f"w{i}" for i in range(4, VOCABULARY_SIZE)
+    ]
+    masker = _masker(
+        vocabulary=vocabulary if whole_word_masking else None,
+        whole_word_masking=whole_word_masking,
+        mask_token_rate=1.0,
+        random_token_rate=0.0,
+        mask_rate=0.3,
+        max_predictions_per_seq=9,
+    )
+    token_ids = _random_batch(np.random.default_rng(4), 200, 50)
+    out = _numpy(masker({"token_ids": token_ids}, seed=[2, 3]))
+    for row in range(len(token_ids)):
+        chosen = np.flatnonzero(out["token_ids"][row] != token_ids[row])
+        count = len(chosen)
+        # At least one token unless nothing is selectable (or, whole-word, no word fits the count).
+        has_candidates = bool(np.isin(token_ids[row], [CLS, SEP, PAD], invert=True).any())
+        assert (has_candidates and not whole_word_masking) <= count <= 9
+        assert out["mask_weights"][row].tolist() == [1.0] * count + [0.0] * (9 - count)
+        assert out["mask_positions"][row].tolist() == chosen.tolist() + [0] * (9 - count)
+        assert out["mask_ids"][row].tolist() == token_ids[row, chosen].tolist() + [0] * (9 - count)
+
+
 @tensorflow_only
 def test_same_seed_same_masks_and_new_seed_new_masks():
     token_ids = _random_batch(np.random.default_rng(5), 16, 64)

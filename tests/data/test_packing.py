@@ -146,3 +146,20 @@ def test_packer_in_dataset_map_on_ragged_ids():
         for key in expected:
             np.testing.assert_array_equal(per_example[row][key], expected[key])
             np.testing.assert_array_equal(batched[key][row].numpy(), expected[key])
+
+
+@tensorflow_only
+@pytest.mark.parametrize("pairs", [False, True])
+def test_special_ids_other_than_zero_and_unbatched_rows(pairs):
+    rng = np.random.default_rng(6)
+    firsts, seconds = _random_segments(rng, 60, 30), _random_segments(rng, 60, 30)
+    packer = SegmentPacker(seq_length=20, cls_token_id=7, sep_token_id=8, pad_token_id=9, padding="dynamic")
+    expected = packer.pack(firsts, seconds if pairs else None)
+    actual = packer(tf.ragged.constant(firsts, dtype=tf.int64), tf.ragged.constant(seconds) if pairs else None)
+    for key in expected:
+        np.testing.assert_array_equal(actual[key].numpy(), expected[key])
+    for row in (0, 5):
+        single = packer(tf.constant(firsts[row], tf.int32), tf.constant(seconds[row], tf.int32) if pairs else None)
+        reference = packer.pack(firsts[row], seconds[row] if pairs else None)
+        for key in reference:
+            np.testing.assert_array_equal(single[key].numpy(), reference[key])

@@ -304,3 +304,54 @@ def test_python_and_tensor_paths_agree(minilm, agreement_sample):
     ids_only = [ids for ids, _, _ in minilm.tokenize_with_offsets(agreement_sample)]
     assert ids_only == minilm.tokenize(agreement_sample)
     assert np.all(ragged.flat_values.numpy() < minilm.vocabulary_size())
+
+
+# ------------------------------------------------------------------------------------------------
+# Fast path: printable-ASCII lines take one end-to-end WordPiece op (module docstring of bert_tokenizer).
+
+def _general_path_ids(tokenizer, texts):
+    from keras_bert_impl.tokenization import bert_tokenizer
+
+    batch = tf.constant([text.encode("utf-8") if isinstance(text, str) else text for text in texts])
+    return bert_tokenizer._tokenize_batch(batch, tokenizer._wordpiece, *tokenizer._settings()).to_list()
+
+
+def _fast_path_lines():
+    import random
+
+    rng = random.Random(0)
+    ascii_characters = [chr(c) for c in range(0x20, 0x7F)] + ["\t", "\n", "\r"]
+    others = ["\x00", "\x0b", "\x0c", "\x1f", "\x7f", "é", "中", "\u00ad", "Σ", "\u2028", "\u3000", "e\u0301"]
+    lines = ["".join(rng.choice(ascii_characters) for _ in range(rng.randint(0, 60))) for _ in range(300)]
+    lines += ["".join(rng.choice("abcHello ,.!") for _ in range(rng.randint(0, 240))) for _ in range(100)]
+    for line in lines[:150]:  # the same lines with one character the fast path must not take
+        position = rng.randint(0, len(line))
+        lines.append(line[:position] + rng.choice(others) + line[position:])
+    for n in (2, 3, 4, 199, 200, 201):
+        lines += ["a" * n, f"x {'ab' * (n // 2)} y", f"--{'a' * n}!", "é" + "a" * n]
+    lines += ["", " ", "\t\r\n", "[UNK] [CLS] hello [MASK]", "Hello, Worlds!"]
+    rng.shuffle(lines)
+    return lines
+
+
+@pytest.mark.slow  # traces new graphs
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"lowercase": False}, {"max_input_chars_per_word": 3}, {"tokenize_chinese_chars": False}],
+    ids=["uncased", "cased", "limit-3", "no-cjk-split"],
+)
+def test_fast_path_gives_the_general_path_ids_in_any_batch_mix(settings):
+    tokenizer = BertTokenizer(SMALL_VOCAB, **settings)
+    lines = _fast_path_lines() + [b"hel\xfflo w\xc3orld", b"a\x00b"]
+    expected = _general_path_ids(tokenizer, lines)
+    for batch_size in (1, 7, len(lines)):  # all-fast, all-general and mixed batches
+        for start in range(0, len(lines), batch_size):
+            batch = lines[start : start + batch_size]
+            encoded = [line.encode("utf-8") if isinstance(line, str) else line for line in batch]
+            assert tokenizer.tokenize_tensor(tf.constant(encoded)).to_list() == expected[start : start + batch_size]
+    texts = [line for line in lines if isinstance(line, str)]
+    assert tokenizer.tokenize(texts) == [ids for line, ids in zip(lines, expected) if isinstance(line, str)]
+
+
+def test_fast_path_agrees_on_real_text(minilm, agreement_sample):
+    assert minilm.tokenize(agreement_sample) == _general_path_ids(minilm, agreement_sample)
