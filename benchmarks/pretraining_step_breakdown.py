@@ -4,11 +4,13 @@ Parts, each its own `jax.jit` function over the same variables and batch (mini, 
 slots, as `training_throughput.py`): the forward pass in training mode with the losses; forward + backward
 (`jax.value_and_grad`); the optimizer update alone (Adam or our `AdamWeightDecay`); the whole step as
 `BertPretrainer.train_on_batch` runs it. Each is also timed with dropout off (hidden and attention
-separately), which isolates the cost of the dropout masks (random bits, `jax.random` threefry by default).
-A part's cost is the difference of two rows; the rows are timed interleaved, medians over `--repeats`, in
-process CPU time (all threads), which a shared, loaded machine disturbs far less than wall time.
+separately), which isolates the cost of the dropout masks (random bits: `jax.random` threefry, lowered
+unrolled on CPU by `keras_bert_impl.training.backend_tuning`; `--keras-dropout` sets
+`KERAS_BERT_IMPL_FAST_DROPOUT=0` for JAX's default rolled lowering, in a separate run since the lowering is
+process-wide). A part's cost is the difference of two rows; the rows are timed interleaved, medians over
+`--repeats`, in process CPU time (all threads), which a shared, loaded machine disturbs far less than wall time.
 
-Run: `KERAS_BACKEND=jax python benchmarks/pretraining_step_breakdown.py --repeats 5`
+Run: `KERAS_BACKEND=jax python benchmarks/pretraining_step_breakdown.py --repeats 5 [--keras-dropout]`
 """
 
 import argparse
@@ -39,7 +41,12 @@ def parse_args():
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--optimizer", default="adam", choices=("adam", "adam_weight_decay"))
-    return parser.parse_args()
+    parser.add_argument("--keras-dropout", action="store_true",
+                        help="KERAS_BERT_IMPL_FAST_DROPOUT=0: JAX's default (rolled) threefry lowering")
+    args = parser.parse_args()
+    if args.keras_dropout:
+        os.environ["KERAS_BERT_IMPL_FAST_DROPOUT"] = "0"
+    return args
 
 
 def build(args, dropout, attention_dropout):
@@ -113,7 +120,8 @@ def main():
                 fn()
             times.append((time.process_time() - start) / args.steps)
     print(f"{args.size}, batch {args.batch_size}, seq {args.seq_length}, {args.predictions} predictions, "
-          f"optimizer {args.optimizer}; median CPU ms per call (all threads) over {args.repeats} x {args.steps}")
+          f"optimizer {args.optimizer}, {'Keras' if args.keras_dropout else 'fast'} dropout; "
+          f"median CPU ms per call (all threads) over {args.repeats} x {args.steps}")
     names = list(dict.fromkeys(name for _, name in timers))
     print(f"{'':<26}" + "".join(f"{name:>20}" for name in names))
     for variant in variants:

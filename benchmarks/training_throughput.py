@@ -19,12 +19,19 @@ subprocess (one set of workers per workload). A worker builds and compiles its m
 steps (the XLA / torch.compile compilation), then waits; the parent runs `--repeats` rounds, and in each round
 asks every worker in turn (rotating the order) to time whole steps for `--chunk-seconds` (at least one step).
 Not all workers fit in memory at once (1-3 GiB each at mini): `WORKERS` lists groups that run one after the
-other, interleaved within a group only, each with its own matmul worker. Interleaving spreads the drift of a
-shared, noisy machine over all workers; medians over rounds are reported. In the same rounds a `matmul`
-worker times the fp32 matmuls of one step at the model's own shapes (forward and, for training, both
-backward products; attention as batched matmuls), with torch and NumPy; the faster median is the reference
-rate. Utilisation = model FLOPs/s (`keras_bert_impl.utils.flops`: ~6 x matmul parameters x tokens + attention
-terms, gather-before-vocab MLM head) / that rate; with `--peak-tflops` (GPUs) it is MFU against the given peak.
+other, interleaved within a group only, each with its own matmul workers. Interleaving spreads the drift of a
+shared, noisy machine over all workers; medians over rounds are reported.
+
+The reference for utilisation: in the same rounds, `matmul` workers time the fp32 matmuls of one step at the
+model's own shapes (`matmul_shapes`: forward and, for training, both backward products; attention as batched
+matmuls), each matmul compiled by the worker's own compiler: `tf.function(jit_compile=True)` (XLA) for
+TensorFlow workers, `jax.jit` (XLA) for JAX workers, `torch.matmul` for torch workers (eager, as ours/torch
+and HF eager run; HF `torch.compile` is measured against it too). `util` = model FLOPs/s
+(`keras_bert_impl.utils.flops`: ~6 x matmul parameters x tokens + attention terms, gather-before-vocab MLM
+head) / that backend's rate, i.e. against what that backend's matmul kernels do on these shapes, one matmul
+at a time. The previous reference, the faster of torch and NumPy (`util t/np`), is still printed: it is not a
+ceiling for XLA, whose kernels are faster on these shapes. With `--peak-tflops` (GPUs) `util` is MFU
+against the given peak and no matmul worker runs.
 Peak memory is each worker's RSS high-water mark (`resource.getrusage`, includes import and compilation).
 `seq/CPU-s` divides by the worker's process CPU time (all threads) instead of wall time, and `util/CPU` is
 model FLOPs per CPU-second over the matmul mix's FLOPs per CPU-second: both far steadier than wall time on a
@@ -301,16 +308,68 @@ def matmul_shapes(workload, args):
     return shapes
 
 
-def matmul_rates(workload, args, seconds):
-    """GFLOP/s of one step's matmul mix with torch and NumPy, each run whole mixes for `seconds` / 2."""
+def _matmul_operands(workload, args):
     import numpy as np
-    import torch
 
     shapes = matmul_shapes(workload, args)
     rng = np.random.default_rng(SEED)
     arrays = [(rng.standard_normal((b, m, k) if b > 1 else (m, k), "float32"),
                rng.standard_normal((b, k, n) if b > 1 else (k, n), "float32")) for b, m, k, n, _ in shapes]
     flops = sum(2 * b * m * k * n * times for b, m, k, n, times in shapes)
+    return shapes, arrays, flops
+
+
+def compiled_matmul_mix(backend, workload, args):
+    """`(run_mix, flops)`: `run_mix()` runs one step's matmul mix, each matmul compiled by `backend`'s XLA.
+
+    One compiled function per shape (`tf.function(jit_compile=True)` / `jax.jit`), called `times` times in
+    turn and waited for each time, so each matmul runs alone as in a step's kernel, not fused or overlapped
+    with the others (and a repeated product cannot be deduplicated by the compiler).
+    """
+    shapes, arrays, flops = _matmul_operands(workload, args)
+    if backend == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        matmul = jax.jit(jnp.matmul)
+        operands = [(jnp.asarray(a), jnp.asarray(b)) for a, b in arrays]
+        calls = [(lambda a=a, b=b: matmul(a, b).block_until_ready(), times)
+                 for (a, b), (*_, times) in zip(operands, shapes)]
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        calls = []
+        for (a, b), (*_, times) in zip(arrays, shapes):
+            a, b = tf.constant(a), tf.constant(b)
+            matmul = tf.function(tf.linalg.matmul, jit_compile=True)  # one per shape: no retracing
+            calls.append((lambda matmul=matmul, a=a, b=b: matmul(a, b), times))  # synchronous in eager TF
+    else:
+        raise ValueError(f"no compiled matmul mix for {backend!r}")
+
+    def run_mix():
+        for call, times in calls:
+            for _ in range(times):
+                call()
+
+    return run_mix, flops
+
+
+def compiled_matmul_rates(run_mix, flops, seconds):
+    """GFLOP/s (and GFLOP per CPU-second) of whole matmul mixes run for `seconds` (at least one)."""
+    begin, cpu_begin, mixes = time.perf_counter(), time.process_time(), 0
+    while mixes == 0 or time.perf_counter() - begin < seconds:
+        run_mix()
+        mixes += 1
+    return {"gflops": flops * mixes / (time.perf_counter() - begin) / 1e9,
+            "gflops_per_cpu_second": flops * mixes / (time.process_time() - cpu_begin) / 1e9}
+
+
+def matmul_rates(workload, args, seconds):
+    """GFLOP/s of one step's matmul mix with torch and NumPy, each run whole mixes for `seconds` / 2."""
+    import numpy as np
+    import torch
+
+    shapes, arrays, flops = _matmul_operands(workload, args)
     rates = {}
     for name, matmul, operands in (
         ("torch", torch.matmul, [(torch.from_numpy(a), torch.from_numpy(b)) for a, b in arrays]),
@@ -343,7 +402,14 @@ def worker_main(args):
     protocol = sys.stdout
     sys.stdout = sys.stderr  # library prints stay off the protocol channel
     start = time.perf_counter()
-    if implementation == "matmul":
+    if implementation == "matmul" and backend in ("tensorflow", "jax"):
+        run_mix, mix_flops = compiled_matmul_mix(backend, workload, args)
+        for _ in range(args.warmup):
+            run_mix()  # compiles every shape
+
+        def timed(seconds):
+            return compiled_matmul_rates(run_mix, mix_flops, seconds)
+    elif implementation == "matmul":
         matmul_rates(workload, args, 0)
 
         def timed(seconds):
@@ -447,7 +513,10 @@ def forwarded_argv(args):
 
 def run_group(group, workload, args, log_dir, group_index):
     """Start the group's workers one at a time, then interleave `--repeats` rounds over them."""
-    specs = group + ([("matmul", "torch+numpy")] if args.peak_tflops is None else [])
+    specs = list(group)
+    if args.peak_tflops is None:  # the references: one XLA matmul worker per XLA backend, and torch / NumPy
+        specs += [("matmul", backend) for backend in ("tensorflow", "jax") if any(b == backend for _, b in group)]
+        specs += [("matmul", "torch+numpy")]
     workers = []
     for implementation, backend in specs:
         worker = Worker(implementation, backend, workload, forwarded_argv(args), log_dir)
@@ -485,18 +554,33 @@ def sequences_per_second(result, args):
     return result["steps"] * args.batch_size / result["seconds"]
 
 
+def reference_backend(worker):
+    """Whose compiled matmuls are `worker`'s reference: its own backend's (torch for HF and ours/torch)."""
+    return worker.backend if worker.backend in ("tensorflow", "jax") else "torch"
+
+
 def report(workload, workers, args):
-    rates, cpu_rates = {}, {}  # group -> reference FLOP/s, reference FLOP per CPU-second
+    # (group, reference backend) -> reference FLOP/s and FLOP per CPU-second; "t/np": the faster of torch, NumPy.
+    rates, cpu_rates = {}, {}
     for worker in workers:
-        if worker.implementation == "matmul" and worker.results:
-            medians = {key: statistics.median(r[key] for r in worker.results) for key in worker.results[0]}
-            rates[worker.group] = max(medians["torch_gflops"], medians["numpy_gflops"]) * 1e9
-            cpu_rates[worker.group] = max(medians["torch_gflops_per_cpu_second"],
-                                          medians["numpy_gflops_per_cpu_second"]) * 1e9
-            print(f"  fp32 matmul at this step's shapes (median, group {worker.group + 1}): torch "
-                  f"{medians['torch_gflops']:.1f} GFLOP/s ({medians['torch_gflops_per_cpu_second']:.1f} per "
-                  f"CPU-s), NumPy {medians['numpy_gflops']:.1f} GFLOP/s "
-                  f"({medians['numpy_gflops_per_cpu_second']:.1f} per CPU-s)")
+        if worker.implementation != "matmul" or not worker.results:
+            continue
+        medians = {key: statistics.median(r[key] for r in worker.results) for key in worker.results[0]}
+        if worker.backend in ("tensorflow", "jax"):
+            rates[(worker.group, worker.backend)] = medians["gflops"] * 1e9
+            cpu_rates[(worker.group, worker.backend)] = medians["gflops_per_cpu_second"] * 1e9
+            print(f"  fp32 matmul at this step's shapes, {worker.backend} XLA (median, group {worker.group + 1}): "
+                  f"{medians['gflops']:.1f} GFLOP/s ({medians['gflops_per_cpu_second']:.1f} per CPU-s)")
+            continue
+        rates[(worker.group, "torch")] = medians["torch_gflops"] * 1e9
+        cpu_rates[(worker.group, "torch")] = medians["torch_gflops_per_cpu_second"] * 1e9
+        rates[(worker.group, "t/np")] = max(medians["torch_gflops"], medians["numpy_gflops"]) * 1e9
+        cpu_rates[(worker.group, "t/np")] = max(medians["torch_gflops_per_cpu_second"],
+                                                medians["numpy_gflops_per_cpu_second"]) * 1e9
+        print(f"  fp32 matmul at this step's shapes (median, group {worker.group + 1}): torch "
+              f"{medians['torch_gflops']:.1f} GFLOP/s ({medians['torch_gflops_per_cpu_second']:.1f} per "
+              f"CPU-s), NumPy {medians['numpy_gflops']:.1f} GFLOP/s "
+              f"({medians['numpy_gflops_per_cpu_second']:.1f} per CPU-s)")
     if args.peak_tflops is not None:
         print(f"  utilisation against the given peak {args.peak_tflops:g} TFLOP/s (MFU)")
     rows = []
@@ -508,19 +592,26 @@ def report(workload, workers, args):
         rows.append((worker, per_round, statistics.median(per_round), per_cpu))
     peers = [row for row in rows if row[0].implementation not in OURS]
     best_peer = max(peers, key=lambda row: row[2]) if peers else None
+    print("  util: against the worker's own backend's compiled matmuls (XLA for TF / JAX, torch for torch); "
+          "util t/np: against the faster of torch / NumPy (the old reference)" if not args.peak_tflops else "")
     print(f"  {'implementation':<22}{'grp':>4}{'seq/s':>8}{'range':>12}{'vs best peer':>13}{'GFLOP/s':>9}"
-          f"{'util':>6}{'seq/CPU-s':>10}{'util/CPU':>9}{'peak RSS':>10}{'setup':>7}")
+          f"{'util':>6}{'seq/CPU-s':>10}{'util/CPU':>9}{'util t/np':>10}{'peak RSS':>10}{'setup':>7}")
+
+    def percent(numerator, denominator):
+        return f"{100 * numerator / denominator:.{0 if numerator > denominator / 10 else 1}f}%" if denominator else "-"
+
     for worker, per_round, median, per_cpu in rows:
         flops_per_seq = flops_per_sequence(workload, worker.implementation, args)
         flops = flops_per_seq * median
         ratio = f"{median / best_peer[2]:.2f}x" if best_peer else "-"
-        rate = args.peak_tflops * 1e12 if args.peak_tflops else rates.get(worker.group)
-        util = f"{100 * flops / rate:.{0 if flops > rate / 10 else 1}f}%" if rate else "-"
-        cpu_rate = None if args.peak_tflops else cpu_rates.get(worker.group)
-        util_cpu = f"{100 * flops_per_seq * per_cpu / cpu_rate:.0f}%" if cpu_rate else "-"
+        key = (worker.group, reference_backend(worker))
+        rate = args.peak_tflops * 1e12 if args.peak_tflops else rates.get(key)
+        cpu_rate = None if args.peak_tflops else cpu_rates.get(key)
+        legacy_rate = None if args.peak_tflops else rates.get((worker.group, "t/np"))
         print(f"  {worker.name:<22}{worker.group + 1:>4}{median:>8.2f}"
-              f"{f'{min(per_round):.1f}-{max(per_round):.1f}':>12}{ratio:>13}{flops / 1e9:>9.1f}{util:>6}"
-              f"{per_cpu:>10.2f}{util_cpu:>9}{worker.peak_rss_mib:>8.0f}Mi{worker.setup_seconds:>6.0f}s")
+              f"{f'{min(per_round):.1f}-{max(per_round):.1f}':>12}{ratio:>13}{flops / 1e9:>9.1f}"
+              f"{percent(flops, rate):>6}{per_cpu:>10.2f}{percent(flops_per_seq * per_cpu, cpu_rate):>9}"
+              f"{percent(flops, legacy_rate):>10}{worker.peak_rss_mib:>8.0f}Mi{worker.setup_seconds:>6.0f}s")
     for worker, per_round, median, per_cpu in rows:
         # Against the fastest peer timed in the same rounds (same group): the load moves between groups.
         same_group = [row for row in peers if row[0].group == worker.group]

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.input_validation import check_token_ids_in_range
 
 
@@ -78,7 +79,7 @@ class BertEmbeddings(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
-        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = BertDropout(self.dropout, dtype=self.dtype_policy, name="dropout")
         self.built = True
 
     def call(self, token_ids, segment_ids, training=None):

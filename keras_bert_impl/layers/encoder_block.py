@@ -2,7 +2,10 @@
 
 import keras
 
+from keras import ops
+
 from keras_bert_impl.layers.activations import get_activation, validate_activation
+from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.self_attention import BertSelfAttention
 
 
@@ -68,9 +71,7 @@ class BertEncoderBlock(keras.layers.Layer):
             name="self_attention",
         )
         self.self_attention.build(x_shape, x_shape[:-1])
-        self.attention_dropout_layer = keras.layers.Dropout(
-            self.dropout, dtype=policy, name="attention_output_dropout"
-        )
+        self.attention_dropout_layer = BertDropout(self.dropout, dtype=policy, name="attention_output_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
         )
@@ -87,7 +88,7 @@ class BertEncoderBlock(keras.layers.Layer):
             self.hidden_dim, kernel_initializer=initializer, dtype=policy, name="output_dense"
         )
         self.output_dense.build(x_shape[:-1] + (self.intermediate_dim,))
-        self.output_dropout = keras.layers.Dropout(self.dropout, dtype=policy, name="output_dropout")
+        self.output_dropout = BertDropout(self.dropout, dtype=policy, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
         )
@@ -98,7 +99,10 @@ class BertEncoderBlock(keras.layers.Layer):
         attention = self.self_attention(x, padding_mask, training=training)  # (B, T, H)
         attention = self.attention_dropout_layer(attention, training=training)
         x = self.attention_layer_norm(x + attention)
-        feed_forward = self.output_dense(self.intermediate_dense(x))  # (B, T, H)
+        # The feed-forward matmuls see (B*T, H) rows: see `BertSelfAttention._split_query_key_value` for why 2-D.
+        rows = ops.reshape(x, (-1, self.hidden_dim))  # (B*T, H)
+        feed_forward = self.output_dense(self.intermediate_dense(rows))  # (B*T, H)
+        feed_forward = ops.reshape(feed_forward, ops.shape(x))  # (B, T, H)
         feed_forward = self.output_dropout(feed_forward, training=training)
         return self.output_layer_norm(x + feed_forward)
 

@@ -88,12 +88,16 @@ class MaskedLMHead(keras.layers.Layer):
 
     def call(self, sequence_output, mask_positions):
         mask_positions = ops.cast(mask_positions, "int32")
+        batch_size, num_predictions = ops.shape(mask_positions)[0], ops.shape(mask_positions)[1]
         x = ops.take_along_axis(sequence_output, mask_positions[:, :, None], axis=1)  # (B, P, H)
-        x = self.transform_dense(x)  # (B, P, H)
-        x = self.transform_layer_norm(x)  # (B, P, H)
+        # 2-D (B*P, H) rows for the matmuls, as in `BertSelfAttention`: faster kernel gradients under JAX.
+        x = ops.reshape(x, (-1, ops.shape(x)[-1]))  # (B*P, H)
+        x = self.transform_dense(x)  # (B*P, H)
+        x = self.transform_layer_norm(x)  # (B*P, H)
         embeddings = ops.cast(self.token_embedding.embeddings, "float32")  # (V, H)
-        logits = ops.matmul(ops.cast(x, "float32"), ops.transpose(embeddings))  # (B, P, V)
-        return logits + self.output_bias  # (B, P, V)
+        logits = ops.matmul(ops.cast(x, "float32"), ops.transpose(embeddings))  # (B*P, V)
+        logits = logits + self.output_bias  # (B*P, V)
+        return ops.reshape(logits, (batch_size, num_predictions, -1))  # (B, P, V)
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
         return tuple(mask_positions_shape) + (self.token_embedding.input_dim,)

@@ -8,6 +8,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.dropout import BertDropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertSelfAttention(keras.layers.Layer):
@@ -65,16 +67,14 @@ class BertSelfAttention(keras.layers.Layer):
             name="attention_output",
         )
         self.attention_output.build(tuple(x_shape[:-1]) + (self.hidden_dim,))
-        self.probability_dropout = keras.layers.Dropout(
+        self.probability_dropout = BertDropout(
             self.attention_dropout, dtype=self.dtype_policy, name="probability_dropout"
         )
         self.built = True
 
     def call(self, x, padding_mask, training=None):
         batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
-        qkv = self.query_key_value(x)  # (B, T, 3H)
-        qkv = ops.reshape(qkv, (batch_size, sequence_length, 3, self.num_heads, self.head_dim))
-        query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, T, N, D) each
+        query, key, value = self._split_query_key_value(x)  # (B, T, N, D) each
         mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, T) over keys
         scale = 1.0 / math.sqrt(self.head_dim)
         if training and self.attention_dropout > 0:
@@ -84,15 +84,44 @@ class BertSelfAttention(keras.layers.Layer):
                 mask, (batch_size, self.num_heads, sequence_length, sequence_length)
             )  # (B, N, T, T)
             context = ops.dot_product_attention(query, key, value, mask=mask, scale=scale)
-        context = ops.reshape(context, (batch_size, sequence_length, self.hidden_dim))  # (B, T, H)
-        return self.attention_output(context)
+        context = ops.reshape(context, (-1, self.hidden_dim))  # (B*T, H)
+        output = self.attention_output(context)  # (B*T, H)
+        return ops.reshape(output, (batch_size, sequence_length, self.hidden_dim))  # (B, T, H)
 
-    def _attention_with_dropout(self, query, key, value, mask, scale, training):
+    def attention_probabilities(self, x, padding_mask):
+        """Every head's attention probabilities, for inspection (attention maps).
+
+        `call` does not return them: at inference they stay inside the fused `dot_product_attention`.
+
+        Args:
+            x: float `(B, T, H)`, the layer's input.
+            padding_mask: bool `(B, T)`, True for real tokens.
+
+        Returns:
+            float32 `(B, N, T, T)`: row `t` of head `n` is query token `t`'s distribution over the keys
+            (0 on padded keys), before attention dropout.
+        """
+        query, key, _ = self._split_query_key_value(x)
+        mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, T) over keys
+        return self._probabilities(query, key, mask, 1.0 / math.sqrt(self.head_dim))
+
+    def _split_query_key_value(self, x):
+        batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
+        # Projections run on (B*T, H) rows, not (B, T, H): the same matmul, but JAX differentiates a 3-D
+        # `x @ W` into a kernel gradient that XLA:CPU computes after a transposed copy of the output
+        # gradient, with a slower matmul form; 2-D rows give the plain `x^T dy` (RESULTS.md, section 1).
+        qkv = self.query_key_value(ops.reshape(x, (-1, self.hidden_dim)))  # (B*T, 3H)
+        qkv = ops.reshape(qkv, (batch_size, sequence_length, 3, self.num_heads, self.head_dim))
+        return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+
+    def _probabilities(self, query, key, mask, scale):
         scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)
         scores = ops.cast(scores, "float32") * scale
         scores = ops.where(mask, scores, ops.convert_to_tensor(-1e9, "float32"))
-        probabilities = ops.softmax(scores, axis=-1)
-        probabilities = ops.cast(probabilities, self.compute_dtype)
+        return ops.softmax(scores, axis=-1)  # float32, whatever the dtype policy
+
+    def _attention_with_dropout(self, query, key, value, mask, scale, training):
+        probabilities = ops.cast(self._probabilities(query, key, mask, scale), self.compute_dtype)
         probabilities = self.probability_dropout(probabilities, training=training)
         return ops.einsum("bnts,bsnd->btnd", probabilities, value)  # (B, T, N, D)
 

@@ -11,7 +11,7 @@ from keras_bert_impl.layers.self_attention import BertSelfAttention
 from tests.helpers import assert_config_round_trip, to_numpy
 
 
-def numpy_attention(x, mask, kernel, bias, out_kernel, out_bias, num_heads):
+def numpy_attention(x, mask, kernel, bias, out_kernel, out_bias, num_heads, return_probabilities=False):
     batch, length, hidden = x.shape
     head = hidden // num_heads
     qkv = (x @ kernel + bias).reshape(batch, length, 3, num_heads, head)
@@ -20,6 +20,8 @@ def numpy_attention(x, mask, kernel, bias, out_kernel, out_bias, num_heads):
     scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0  # the original additive mask
     probs = np.exp(scores - scores.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
+    if return_probabilities:
+        return probs
     context = np.einsum("bnts,bsnd->btnd", probs, v).reshape(batch, length, hidden)
     return context @ out_kernel + out_bias
 
@@ -34,6 +36,19 @@ def test_self_attention_matches_numpy_reference(rng, training_path):
     weights = [to_numpy(w) for w in layer.query_key_value.weights + layer.attention_output.weights]
     expected = numpy_attention(x, mask, *weights, num_heads=2)
     np.testing.assert_allclose(out, expected, atol=1e-5)
+
+
+def test_attention_probabilities_match_numpy_reference(rng):
+    layer = BertSelfAttention(hidden_dim=8, num_heads=2)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype="float32")
+    layer(x, mask.astype(bool))  # builds the weights
+    probabilities = to_numpy(layer.attention_probabilities(x, mask.astype(bool)))
+    weights = [to_numpy(w) for w in layer.query_key_value.weights + layer.attention_output.weights]
+    expected = numpy_attention(x, mask, *weights, num_heads=2, return_probabilities=True)
+    assert probabilities.shape == (2, 2, 5, 5) and probabilities.dtype == np.float32
+    np.testing.assert_allclose(probabilities, expected, atol=1e-6)
+    assert np.all(probabilities[0, :, :, 3:] == 0)
 
 
 def test_attention_ignores_padded_keys(rng):

@@ -1,0 +1,31 @@
+"""`keras.layers.Dropout` with faster random bits on XLA:CPU (see `keras_bert_impl.training.backend_tuning`)."""
+
+import keras
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertDropout(keras.layers.Dropout):
+    """`keras.layers.Dropout` whose training-mode mask comes from `backend_tuning.dropout`.
+
+    Same arguments, config, seeding (`seed`, the layer's `SeedGenerator`) and distribution as Keras' layer:
+    each unit is kept with probability `1 - rate` and scaled by `1 / (1 - rate)`; at inference it is the
+    identity. On JAX the bits are identical to Keras'; inside XLA-compiled TensorFlow steps they come from
+    the Threefry algorithm instead of Philox (a different stream, about 4x cheaper on XLA:CPU). Set
+    `KERAS_BERT_IMPL_FAST_DROPOUT=0` for Keras' own dropout everywhere.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = BertDropout(0.5, seed=1)
+    >>> x = np.ones((2, 4), "float32")
+    >>> bool((np.asarray(layer(x, training=False)) == x).all())
+    True
+    >>> sorted(set(np.asarray(layer(x, training=True)).ravel().tolist())) in ([0.0, 2.0], [0.0], [2.0])
+    True
+    """
+
+    def call(self, inputs, training=False):
+        if training and self.rate > 0:
+            from keras_bert_impl.training import backend_tuning
+
+            return backend_tuning.dropout(inputs, self.rate, self.seed_generator, noise_shape=self.noise_shape)
+        return inputs
