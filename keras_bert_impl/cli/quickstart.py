@@ -153,28 +153,6 @@ def most_frequent_token_accuracy(tokenizer, path):
     return tokenizer.id_to_token(token_id), count / sum(counts.values())
 
 
-def _write_topic_tsv(path, rows):
-    from keras_bert_impl.utils.atomic_io import atomic_write_text
-
-    lines = ["sentence\ttopic"] + [f"{' '.join(sentence.split())}\t{topic}" for sentence, topic in rows]
-    atomic_write_text(path, "\n".join(lines) + "\n")
-
-
-def _subsample_squad(squad, keep_questions, seed):
-    """The first paragraphs of a (shuffled) SQuAD dict holding about `keep_questions` questions."""
-    import random
-
-    paragraphs = [(article["title"], paragraph) for article in squad["data"] for paragraph in article["paragraphs"]]
-    random.Random(seed).shuffle(paragraphs)
-    kept, count = {}, 0
-    for title, paragraph in paragraphs:
-        if count >= keep_questions:
-            break
-        kept.setdefault(title, []).append(paragraph)
-        count += len(paragraph["qas"])
-    return {"version": squad["version"], "data": [{"title": t, "paragraphs": p} for t, p in kept.items()]}
-
-
 def first_sentence_baseline(squad):
     """Official SQuAD v1.1 scores of answering every question with its context's first sentence."""
     from keras_bert_impl.data.pretraining_data import split_sentences
@@ -194,7 +172,12 @@ def run(args):
     import keras
 
     from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings, write_docstring_corpus
-    from keras_bert_impl.data.docstring_tasks import routine_squad, topic_classification_examples
+    from keras_bert_impl.data.docstring_tasks import (
+        routine_squad,
+        subsample_squad,
+        topic_classification_examples,
+        write_topic_tsv,
+    )
     from keras_bert_impl.tokenization import BertTokenizer
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
@@ -253,8 +236,8 @@ def run(args):
     topic_train, topic_dev = topic_classification_examples(documented, seed=args.seed)
     topic_train = topic_train[:_scaled_count(len(topic_train), args.steps_scale)]
     topic_dev = topic_dev[:_scaled_count(len(topic_dev), min(1.0, args.steps_scale))]
-    _write_topic_tsv(os.path.join(paths["data"], "topics_train.tsv"), topic_train)
-    _write_topic_tsv(os.path.join(paths["data"], "topics_dev.tsv"), topic_dev)
+    write_topic_tsv(os.path.join(paths["data"], "topics_train.tsv"), topic_train)
+    write_topic_tsv(os.path.join(paths["data"], "topics_dev.tsv"), topic_dev)
     _run_subcommand("finetune-classifier", [
         "--train-file", os.path.join(paths["data"], "topics_train.tsv"),
         "--dev-file", os.path.join(paths["data"], "topics_dev.tsv"), "--text-columns", "sentence",
@@ -281,8 +264,8 @@ def run(args):
     # 4. Question answerer.
     report.begin("Fine-tuning a question answerer: what does this function return?")
     squad_train, squad_dev = routine_squad(documented, seed=args.seed)
-    squad_train = _subsample_squad(squad_train, _scaled_count(SQUAD_TRAIN_QUESTIONS, args.steps_scale), args.seed)
-    squad_dev = _subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
+    squad_train = subsample_squad(squad_train, _scaled_count(SQUAD_TRAIN_QUESTIONS, args.steps_scale), args.seed)
+    squad_dev = subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
     for name, squad in (("squad_train.json", squad_train), ("squad_dev.json", squad_dev)):
         atomic_write_json(os.path.join(paths["data"], name), squad)
     _run_subcommand("finetune-squad", [

@@ -32,6 +32,7 @@ import random
 import re
 
 from keras_bert_impl.data.default_corpus import module_sentences
+from keras_bert_impl.utils.atomic_io import atomic_write_text
 
 # Topic -> the modules whose docstrings carry that label. Module names absent from a Python version are
 # skipped; the topic names are the class labels.
@@ -101,6 +102,25 @@ def topic_classification_examples(documented, dev_fraction=0.15, seed=0):
     random.Random(seed).shuffle(examples)
     dev_size = max(1, round(len(examples) * dev_fraction))
     return examples[dev_size:], examples[:dev_size]
+
+
+def write_topic_tsv(path, examples, columns=("sentence", "topic")):
+    """Write `(sentence, topic)` pairs as a TSV file with a header row, atomically.
+
+    Whitespace inside a sentence (tabs, newlines) becomes single spaces, so every example is one row;
+    `read_classification_examples(path, "sentence", "topic")` reads the file back.
+
+    Args:
+        path: str. The TSV file (its folder is created when missing).
+        examples: sequence of `(sentence, topic)` pairs (`topic_classification_examples`).
+        columns: pair of str. The header. Defaults to `("sentence", "topic")`.
+
+    Returns:
+        str. `path`.
+    """
+    lines = ["\t".join(columns)] + [f"{' '.join(sentence.split())}\t{topic}" for sentence, topic in examples]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path
 
 
 def routine_facts(documented, max_words=16, max_parameters=5):
@@ -198,3 +218,36 @@ def routine_squad(documented, dev_every=5, seed=0):
     if not splits["train"] or not splits["dev"]:
         raise ValueError(f"Only {len(facts)} modules document routines; too few for a train/dev split.")
     return tuple({"version": "1.1", "data": splits[split]} for split in ("train", "dev"))
+
+
+def subsample_squad(squad, max_questions, seed=0):
+    """Whole paragraphs of a SQuAD dict, drawn at random, until they hold at least `max_questions` questions.
+
+    Paragraphs are shuffled with `random.Random(seed)` and taken in that order until the count reaches
+    `max_questions` (the last one taken may pass it); their articles keep their titles. Works on any SQuAD
+    v1.1 / v2.0 dict, e.g. to keep a fine-tuning run or its evaluation short: questions of a kept paragraph
+    stay together, and evaluating on the result scores only the kept questions.
+
+    Args:
+        squad: dict. `{"version": ..., "data": [{"title", "paragraphs"}, ...]}`.
+        max_questions: int or None. None returns `squad` unchanged.
+        seed: int. Seed of the paragraph draw. Defaults to 0.
+
+    Returns:
+        dict in the same format.
+    """
+    if max_questions is None:
+        return squad
+    if int(max_questions) < 1:
+        raise ValueError(f"max_questions must be >= 1 (or None for all), got {max_questions}.")
+    paragraphs = [(article.get("title", ""), paragraph) for article in squad["data"]
+                  for paragraph in article["paragraphs"]]
+    random.Random(seed).shuffle(paragraphs)
+    kept, count = {}, 0
+    for title, paragraph in paragraphs:
+        if count >= max_questions:
+            break
+        kept.setdefault(title, []).append(paragraph)
+        count += len(paragraph["qas"])
+    return {"version": squad.get("version", "1.1"),
+            "data": [{"title": title, "paragraphs": kept_paragraphs} for title, kept_paragraphs in kept.items()]}

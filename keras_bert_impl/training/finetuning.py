@@ -1,4 +1,4 @@
-"""Fine-tuning glue shared by `examples/finetune_classifier.py`, `examples/finetune_squad.py` (and a CLI).
+"""Fine-tuning glue of `keras-bert finetune-classifier` / `finetune-squad` (the examples use `save_finetuned`).
 
 The pieces, each usable alone:
 

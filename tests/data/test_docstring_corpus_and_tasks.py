@@ -14,9 +14,11 @@ from keras_bert_impl.data.docstring_tasks import (
     TOPIC_MODULES,
     routine_facts,
     routine_squad,
+    subsample_squad,
     topic_classification_examples,
+    write_topic_tsv,
 )
-from keras_bert_impl.squad import parse_squad_examples
+from keras_bert_impl.squad import evaluate_v1, parse_squad_examples
 
 MODULES = ["base64", "json", "math", "shutil", "smtplib", "socket", "statistics", "string", "tarfile", "textwrap",
            "inspect", "traceback"]
@@ -76,3 +78,36 @@ def test_squad_answers_point_into_the_context_and_dev_modules_are_held_out(docum
     answers = {question["question"]: question["answers"][0]["text"] for question in paragraph["qas"]}
     assert answers == {"Which module defines sqrt?": "math", "What does sqrt return?": "the square root of x",
                        "What is returned by sqrt?": "the square root of x", "What arguments does sqrt take?": "x"}
+
+
+@pytest.mark.tensorflow_only
+def test_topic_tsv_reads_back_one_row_per_example(documented, tmp_path):
+    from keras_bert_impl.data.classification_data import read_classification_examples
+
+    train, _ = topic_classification_examples(documented, seed=0)
+    rows = train[:20] + [("A sentence\twith a tab and\na newline.", "files")]
+    path = write_topic_tsv(str(tmp_path / "data" / "topics.tsv"), rows)
+    examples = read_classification_examples(path, "sentence", "topic")
+    assert [(example.texts[0], example.label) for example in examples] == [
+        (" ".join(sentence.split()), topic) for sentence, topic in rows]
+
+
+def test_subsample_squad_keeps_whole_paragraphs_and_is_seeded(documented):
+    train, _ = routine_squad(documented)
+    total = sum(len(p["qas"]) for article in train["data"] for p in article["paragraphs"])
+    sample = subsample_squad(train, 30, seed=4)
+    assert sample == subsample_squad(train, 30, seed=4) != subsample_squad(train, 30, seed=5)
+    paragraphs = [p for article in sample["data"] for p in article["paragraphs"]]
+    count = sum(len(p["qas"]) for p in paragraphs)
+    assert 30 <= count < 30 + max(len(p["qas"]) for p in paragraphs) and count < total
+    originals = {article["title"]: article["paragraphs"] for article in train["data"]}
+    assert all(p in originals[article["title"]] for article in sample["data"] for p in article["paragraphs"])
+    # Scoring the sample scores exactly its questions.
+    predictions = {q["id"]: q["answers"][0]["text"] for p in paragraphs for q in p["qas"]}
+    assert evaluate_v1(sample, predictions) == {"exact_match": 100.0, "f1": 100.0}
+    everything = subsample_squad(train, 10 ** 6)
+    assert sum(len(p["qas"]) for article in everything["data"] for p in article["paragraphs"]) == total
+    assert subsample_squad(train, None) is train
+    with pytest.raises(ValueError, match="max_questions"):
+        subsample_squad(train, 0)
+
