@@ -98,6 +98,11 @@ def _subcommand_and_config(argv):
 def _one_line(error):
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    # A failed `tf.debugging` check in tf.data or a compiled step comes after TensorFlow's "Graph execution
+    # error:" and node lines: show the check's message.
+    failed = next((line for line in lines if "assertion failed: " in line), None)
+    if failed is not None:
+        return failed[failed.index("assertion failed: "):]
     return " ".join(lines) if len(lines) <= 3 else lines[0]
 
 

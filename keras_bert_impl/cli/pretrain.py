@@ -148,8 +148,13 @@ def check_arguments(args):
                              f"--checkpoint-every ({args.checkpoint_every})")
 
 
-def build_dataset(args, tokenizer, seq_length, max_predictions, batch_size, files, seed, tfrecords=False):
-    """An endless, deterministic stream of pretraining batches (tf.data, outside the compiled step)."""
+def build_dataset(args, tokenizer, seq_length, max_predictions, batch_size, files, seed, tfrecords=False,
+                  vocabulary_size=None):
+    """An endless, deterministic stream of pretraining batches (tf.data, outside the compiled step).
+
+    `vocabulary_size` (the model's) range-checks the token ids read from TFRecord shards, which may have been
+    written with another vocabulary; ids tokenized here come from `tokenizer`, whose size `run` checks.
+    """
     from keras_bert_impl.data import MaskedLMMasker, pretraining_dataset, read_pretraining_tfrecords
 
     if tfrecords:
@@ -158,7 +163,7 @@ def build_dataset(args, tokenizer, seq_length, max_predictions, batch_size, file
             masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=max_predictions,
                                                    whole_word_masking=args.whole_word_masking, seed=seed)
         dataset = read_pretraining_tfrecords(files, batch_size, seq_length, max_predictions, masker=masker,
-                                             seed=seed)
+                                             seed=seed, vocabulary_size=vocabulary_size)
     else:
         dataset = pretraining_dataset(
             tokenizer, files=files.split(","), seq_length=seq_length, batch_size=batch_size,
@@ -251,7 +256,8 @@ def run(args):
         if start_batch < end_batch:
             dataset = build_dataset(args, tokenizer, phase["seq_length"], phase["max_predictions"],
                                     phase["batch_size"], args.input_tfrecords or args.input_files,
-                                    args.seed + index, tfrecords=bool(args.input_tfrecords)).skip(start_batch)
+                                    args.seed + index, tfrecords=bool(args.input_tfrecords),
+                                    vocabulary_size=model.backbone.vocabulary_size).skip(start_batch)
             if strategy is not None:
                 dataset = for_tf_distribute(dataset)
             checkpoint_directory = os.path.join(out, "checkpoints", f"phase{index}")

@@ -545,6 +545,7 @@ def read_pretraining_tfrecords(
     shuffle_buffer_size=10000,
     drop_remainder=True,
     seed=12345,
+    vocabulary_size=None,
 ):
     """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`.
 
@@ -560,11 +561,19 @@ def read_pretraining_tfrecords(
         shuffle_buffer_size: int. Records in the shuffle buffer. Defaults to 10000.
         drop_remainder: bool. Drop a last partial batch. Defaults to True.
         seed: int. Seed of the shuffles and the dynamic masks. Defaults to 12345.
+        vocabulary_size: int or None. The model's vocabulary size: every batch's `input_ids` (and
+            `masked_lm_ids`) are checked to lie in `[0, vocabulary_size)`, and iterating a batch that does not
+            raises `tf.errors.InvalidArgumentError` naming the field, the id and the limit (records written with
+            another, larger vocabulary would otherwise gather garbage embeddings). None: no check. Defaults to
+            None.
 
     Returns:
         tf.data.Dataset of `(x, y)`: x `{"token_ids", "segment_ids", "padding_mask", "mask_positions"}`, y
         `{"mask_ids", "mask_weights", "next_sentence_labels"}` with the dtypes and shapes of README.md, "Data formats".
     """
+    if vocabulary_size is not None and (not isinstance(vocabulary_size, (int, np.integer))
+                                        or isinstance(vocabulary_size, bool) or vocabulary_size < 1):
+        raise ValueError(f"vocabulary_size must be a positive integer or None, got {vocabulary_size!r}.")
     files = _expand_paths(file_pattern)
     _check_record_layout(files[0], max_seq_length, max_predictions_per_seq, static=masker is None)
     dataset = tf.data.Dataset.from_tensor_slices(files)
@@ -581,6 +590,9 @@ def read_pretraining_tfrecords(
 
     def parse(serialized):
         record = tf.io.parse_example(serialized, features)
+        if vocabulary_size is not None:
+            checked = ["input_ids"] + (["masked_lm_ids"] if masker is None else [])
+            record = _check_token_ids(record, checked, int(vocabulary_size), file_pattern)
         parsed = {
             "token_ids": record["input_ids"],
             "segment_ids": record["segment_ids"],
@@ -599,6 +611,27 @@ def read_pretraining_tfrecords(
     if masker is not None:
         dataset = mask_dataset(dataset.map(_cast_token_ids), masker, seed=seed, new_masks_each_epoch=True)
     return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _check_token_ids(record, names, vocabulary_size, file_pattern):
+    """`record` with its `names` fields checked to hold ids in `[0, vocabulary_size)` (one min and max each)."""
+    checks = []
+    for name in names:
+        ids = record[name]
+        where = f"TFRecords {file_pattern}: feature {name}"
+        checks.append(tf.debugging.assert_less(
+            tf.reduce_max(ids, name=f"largest_{name}"), tf.constant(vocabulary_size, ids.dtype, name="vocabulary_size"),
+            message=f"{where} holds a token id >= vocabulary_size {vocabulary_size} (the records were written with "
+                    f"another vocabulary; ids must be in [0, {vocabulary_size}))",
+            summarize=1,
+        ))
+        checks.append(tf.debugging.assert_non_negative(
+            tf.reduce_min(ids, name=f"smallest_{name}"),
+            message=f"{where} holds a negative token id (ids must be in [0, {vocabulary_size}))",
+            summarize=1,
+        ))
+    with tf.control_dependencies(checks):
+        return {key: tf.identity(value) if key in names else value for key, value in record.items()}
 
 
 def _with_padding_mask(instance):

@@ -229,7 +229,8 @@ def training_dataset(inputs, labels, batch_size, length_bucketing=True, bucket_w
         initial_epoch: int. First epoch of the stream when `epochs` is given. Defaults to 0.
 
     Returns:
-        `(dataset, steps_per_epoch)`.
+        `(dataset, steps_per_epoch)`. The dataset's `cardinality()` is its number of batches (`steps_per_epoch`,
+        times the epochs of the stream when `epochs` is given), so `fit`'s progress bar knows its length.
     """
     import tensorflow as tf
 
@@ -242,7 +243,10 @@ def training_dataset(inputs, labels, batch_size, length_bucketing=True, bucket_w
     if length_bucketing:
         dataset = length_bucketed_dataset(inputs, labels, batch_size=batch_size, bucket_width=bucket_width,
                                           shuffle=True, seed=seed, epochs=epochs, initial_epoch=initial_epoch)
-        return dataset, steps
+        # tf.data cannot count bucketed batches (cardinality UNKNOWN); `batches_per_epoch` can. A finite stream:
+        # one epoch, or epochs `initial_epoch .. epochs - 1` (`length_bucketed_dataset` checked the range).
+        batches = steps if epochs is None else steps * (int(epochs) - int(initial_epoch))
+        return dataset.apply(tf.data.experimental.assert_cardinality(batches)), steps
     if epochs is None:
         dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
         dataset = dataset.shuffle(num_rows, seed=seed, reshuffle_each_iteration=True).batch(batch_size)

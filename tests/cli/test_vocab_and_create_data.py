@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.cli.cli_test_utils import WORDS, run_cli, write_corpus
+from tests.cli.cli_test_utils import SPECIAL_TOKENS, WORDS, run_cli, write_corpus
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -33,3 +33,21 @@ def test_create_data_writes_readable_masked_shards(capsys, tmp_path):
     x, y = next(iter(read_pretraining_tfrecords(shards, batch_size=4, max_seq_length=24, max_predictions_per_seq=4)))
     assert x["token_ids"].shape == (4, 24) and y["mask_ids"].shape == (4, 4)
     assert float(y["mask_weights"].numpy().sum()) > 0
+
+
+def test_pretrain_names_tfrecord_ids_beyond_the_model_vocabulary(capsys, tmp_path):
+    corpus, vocab = write_corpus(tmp_path)
+    bigger = tmp_path / "bigger_vocab.txt"  # the corpus words get ids beyond vocab.txt's size
+    bigger.write_text("\n".join(SPECIAL_TOKENS + [f"[unused{i}]" for i in range(40)] + [".", *WORDS]) + "\n")
+    status, _, _ = run_cli(capsys, "create-data", "--input-files", corpus, "--vocab", bigger, "--output-prefix",
+                           tmp_path / "data" / "train", "--max-seq-length", "24", "--max-predictions-per-seq", "4",
+                           "--dupe-factor", "1")
+    assert status == 0
+    size = len(vocab.read_text().split())
+    status, _, err = run_cli(capsys, "pretrain", "--input-tfrecords", tmp_path / "data" / "train-*", "--vocab-file",
+                             vocab, "--preset", "tiny", "--seq-length", "24", "--max-predictions-per-seq", "4",
+                             "--masking", "static", "--batch-size", "4", "--steps", "2", "--checkpoint-every", "2",
+                             "--output-dir", tmp_path / "out", "--verbose", "0")
+    assert status == 1
+    assert f"feature input_ids holds a token id >= vocabulary_size {size}" in err and "train-*" in err
+    assert len(err.strip().splitlines()) == 1 and "Graph execution error" not in err

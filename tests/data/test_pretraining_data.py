@@ -236,6 +236,62 @@ def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
     assert not np.array_equal(epochs[0], epochs[1])
 
 
+def _write_records(path, rows, seq_length=8, predictions=2):
+    """A TFRecord of statically masked records with the given `input_ids` / `masked_lm_ids` rows."""
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for input_ids, masked_lm_ids in rows:
+            features = {
+                "input_ids": ints(input_ids), "input_mask": ints([1] * seq_length),
+                "segment_ids": ints([0] * seq_length), "next_sentence_labels": ints([0]),
+                "masked_lm_positions": ints([1, 2]), "masked_lm_ids": ints(masked_lm_ids),
+                "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * predictions)),
+            }
+            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    return str(path)
+
+
+@tensorflow_only
+@pytest.mark.parametrize(
+    "field, rows, bad, words",
+    [
+        ("input_ids", [([1, 5, 6, 2, 7, 8, 9, 2], [5, 6]), ([1, 5, 40, 2, 7, 8, 9, 2], [5, 6])], 40,
+         ">= vocabulary_size 40"),
+        ("masked_lm_ids", [([1, 5, 6, 2, 7, 8, 9, 2], [5, 57])], 57, ">= vocabulary_size 40"),
+        ("input_ids", [([1, 5, -3, 2, 7, 8, 9, 2], [5, 6])], -3, "negative token id"),
+    ],
+)
+def test_token_ids_beyond_the_vocabulary_are_named(tmp_path, field, rows, bad, words):
+    path = _write_records(tmp_path / "big-vocab.tfrecord", rows)
+    dataset = read_pretraining_tfrecords(path, 4, 8, 2, shuffle=False, drop_remainder=False, vocabulary_size=40)
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        list(dataset.as_numpy_iterator())
+    message = str(raised.value)
+    assert f"TFRecords {path}: feature {field} holds a" in message and words in message
+    assert f"[{bad}]" in message and "ids must be in [0, 40)" in message
+
+
+@tensorflow_only
+def test_token_ids_within_the_vocabulary_read_unchanged(tmp_path):
+    rows = [([1, 5, 6, 2, 7, 8, 39, 2], [5, 39]), ([1, 0, 6, 2, 7, 8, 9, 2], [0, 6])]
+    path = _write_records(tmp_path / "ok.tfrecord", rows)
+    read = [list(read_pretraining_tfrecords(path, 2, 8, 2, shuffle=False, vocabulary_size=size).as_numpy_iterator())
+            for size in (None, 40)]
+    (x, y), = read[1]
+    np.testing.assert_array_equal(x["token_ids"], [row[0] for row in rows])
+    np.testing.assert_array_equal(y["mask_ids"], [row[1] for row in rows])
+    for key in x:
+        np.testing.assert_array_equal(x[key], read[0][0][0][key])
+    for key in y:
+        np.testing.assert_array_equal(y[key], read[0][0][1][key])
+    for size in (0, 2.5, True):
+        with pytest.raises(ValueError, match="vocabulary_size must be a positive integer"):
+            read_pretraining_tfrecords(path, 2, 8, 2, vocabulary_size=size)
+
+
 @tensorflow_only
 @pytest.mark.parametrize("masking", ["dynamic", "static"])
 def test_pretraining_dataset_structure_and_determinism(masking):

@@ -56,6 +56,18 @@ def test_training_dataset_reports_its_steps_per_epoch(length_bucketing):
     assert sum(len(y_batch) for _, y_batch in batches) == 45
 
 
+@pytest.mark.tensorflow_only
+@pytest.mark.parametrize("length_bucketing", [True, False])
+@pytest.mark.parametrize("epochs, initial_epoch", [(None, 0), (3, 1), (2, 2)])
+def test_training_dataset_cardinality_is_the_number_of_batches(length_bucketing, epochs, initial_epoch):
+    # `fit` reads the cardinality for its progress bar; tf.data alone cannot count length-bucketed batches.
+    x, y = token_presence_task(45, sequence_length=40)
+    dataset, steps = finetuning.training_dataset(x, y, 8, length_bucketing=length_bucketing, bucket_width=8,
+                                                 seed=0, epochs=epochs, initial_epoch=initial_epoch)
+    produced = sum(1 for _ in dataset)
+    assert int(dataset.cardinality()) == produced == steps * (1 if epochs is None else epochs - initial_epoch)
+
+
 def test_checkpoint_callback_keeps_last_and_the_best_epoch(tmp_path):
     model = BertClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), num_classes=2, labels=["no", "yes"])
     scores = iter([0.5, 0.8, 0.6])
