@@ -27,7 +27,9 @@ class BertEncoderBlock(keras.layers.Layer):
         layer_norm_epsilon: float. Defaults to 1e-12.
         initializer_range: float. Truncated-normal stddev. Defaults to 0.02.
 
-    Inputs: `x` float `(B, T, H)`, `padding_mask` bool `(B, T)`. Output: float `(B, T, H)`.
+    Inputs: `x` float `(B, T, H)`, `padding_mask` bool `(B, T)`; optional `query_positions` int `(B, P)`.
+    Output: float `(B, T, H)`, or `(B, P, H)` with `query_positions`: the rows at those positions only (they
+    attend to all of `x`), equal to gathering them from the full output at a fraction of the cost.
 
     Example:
     >>> import numpy as np
@@ -95,19 +97,24 @@ class BertEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(x_shape)
         self.built = True
 
-    def call(self, x, padding_mask, training=None):
-        attention = self.self_attention(x, padding_mask, training=training)  # (B, T, H)
+    def call(self, x, padding_mask, training=None, query_positions=None):
+        queries = None
+        if query_positions is not None:
+            queries = ops.take_along_axis(x, ops.cast(query_positions, "int32")[:, :, None], axis=1)  # (B, P, H)
+        attention = self.self_attention(x, padding_mask, training=training, queries=queries)  # (B, T or P, H)
         attention = self.attention_dropout_layer(attention, training=training)
-        x = self.attention_layer_norm(x + attention)
-        # The feed-forward matmuls see (B*T, H) rows: see `BertSelfAttention._split_query_key_value` for why 2-D.
-        rows = ops.reshape(x, (-1, self.hidden_dim))  # (B*T, H)
-        feed_forward = self.output_dense(self.intermediate_dense(rows))  # (B*T, H)
-        feed_forward = ops.reshape(feed_forward, ops.shape(x))  # (B, T, H)
+        x = self.attention_layer_norm((x if queries is None else queries) + attention)
+        # The feed-forward matmuls see 2-D rows: see `BertSelfAttention._split_query_key_value` for why.
+        rows = ops.reshape(x, (-1, self.hidden_dim))  # (B*T or B*P, H)
+        feed_forward = self.output_dense(self.intermediate_dense(rows))
+        feed_forward = ops.reshape(feed_forward, ops.shape(x))  # (B, T or P, H)
         feed_forward = self.output_dropout(feed_forward, training=training)
         return self.output_layer_norm(x + feed_forward)
 
-    def compute_output_shape(self, x_shape, padding_mask_shape=None):
-        return tuple(x_shape)
+    def compute_output_shape(self, x_shape, padding_mask_shape=None, query_positions_shape=None):
+        if query_positions_shape is None:
+            return tuple(x_shape)
+        return tuple(query_positions_shape) + (x_shape[-1],)
 
     def get_config(self):
         config = super().get_config()

@@ -31,7 +31,9 @@ class MaskedLMHead(keras.layers.Layer):
         initializer_range: float. Stddev of the truncated-normal transform kernel initializer. Defaults to 0.02.
 
     Inputs: `sequence_output` float `(B, T, H)`; `mask_positions` int `(B, P)` indices into `T` (padding
-    slots may hold any valid index, usually 0; their predictions are ignored by the loss).
+    slots may hold any valid index, usually 0; their predictions are ignored by the loss). Without
+    `mask_positions`, `sequence_output` holds the masked positions' rows already, `(B, P, H)` (what
+    `BertBackbone(..., output_positions=mask_positions)` returns).
     Output: float32 logits `(B, P, V)`.
 
     Example:
@@ -86,10 +88,12 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, mask_positions):
-        mask_positions = ops.cast(mask_positions, "int32")
-        batch_size, num_predictions = ops.shape(mask_positions)[0], ops.shape(mask_positions)[1]
-        x = ops.take_along_axis(sequence_output, mask_positions[:, :, None], axis=1)  # (B, P, H)
+    def call(self, sequence_output, mask_positions=None):
+        x = sequence_output  # (B, P, H) when already gathered
+        if mask_positions is not None:
+            mask_positions = ops.cast(mask_positions, "int32")
+            x = ops.take_along_axis(sequence_output, mask_positions[:, :, None], axis=1)  # (B, P, H)
+        batch_size, num_predictions = ops.shape(x)[0], ops.shape(x)[1]
         # 2-D (B*P, H) rows for the matmuls, as in `BertSelfAttention`: faster kernel gradients under JAX.
         x = ops.reshape(x, (-1, ops.shape(x)[-1]))  # (B*P, H)
         x = self.transform_dense(x)  # (B*P, H)
@@ -99,11 +103,13 @@ class MaskedLMHead(keras.layers.Layer):
         logits = logits + self.output_bias  # (B*P, V)
         return ops.reshape(logits, (batch_size, num_predictions, -1))  # (B, P, V)
 
-    def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
-        return tuple(mask_positions_shape) + (self.token_embedding.input_dim,)
+    def compute_output_shape(self, sequence_output_shape, mask_positions_shape=None):
+        rows_shape = sequence_output_shape[:-1] if mask_positions_shape is None else mask_positions_shape
+        return tuple(rows_shape) + (self.token_embedding.input_dim,)
 
-    def compute_output_spec(self, sequence_output, mask_positions):
-        shape = self.compute_output_shape(sequence_output.shape, mask_positions.shape)
+    def compute_output_spec(self, sequence_output, mask_positions=None):
+        positions_shape = None if mask_positions is None else mask_positions.shape
+        shape = self.compute_output_shape(sequence_output.shape, positions_shape)
         return keras.KerasTensor(shape, dtype="float32")
 
     def get_config(self):

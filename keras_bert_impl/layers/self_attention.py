@@ -28,9 +28,11 @@ class BertSelfAttention(keras.layers.Layer):
         attention_dropout: float. Dropout on the attention probabilities. Defaults to 0.1.
         initializer_range: float. Stddev of the truncated-normal kernel initializer. Defaults to 0.02.
 
-    Inputs: `x` float `(B, T, H)`; `padding_mask` bool `(B, T)`, True for real tokens.
-    Output: float `(B, T, H)` (before the output projection's residual and LayerNorm, which the encoder
-    block applies).
+    Inputs: `x` float `(B, T, H)`; `padding_mask` bool `(B, T)`, True for real tokens; optional `queries`
+    float `(B, P, H)`, rows gathered from `x` whose outputs alone are wanted (keys and values still come
+    from all of `x`).
+    Output: float `(B, T, H)`, or `(B, P, H)` with `queries` (before the residual and LayerNorm, which the
+    encoder block applies).
 
     Example:
     >>> import numpy as np
@@ -72,21 +74,25 @@ class BertSelfAttention(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, x, padding_mask, training=None):
+    def call(self, x, padding_mask, training=None, queries=None):
         batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
-        query, key, value = self._split_query_key_value(x)  # (B, T, N, D) each
+        if queries is None:
+            query, key, value = self._split_query_key_value(x)  # (B, T, N, D) each
+        else:
+            query, key, value = self._project_queries_keys_values(queries, x)  # (B, P, N, D), (B, T, N, D) x2
+        num_queries = ops.shape(query)[1]
         mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, T) over keys
         scale = 1.0 / math.sqrt(self.head_dim)
         if training and self.attention_dropout > 0:
             context = self._attention_with_dropout(query, key, value, mask, scale, training)
         else:
             mask = ops.broadcast_to(
-                mask, (batch_size, self.num_heads, sequence_length, sequence_length)
-            )  # (B, N, T, T)
+                mask, (batch_size, self.num_heads, num_queries, sequence_length)
+            )  # (B, N, T or P, T)
             context = ops.dot_product_attention(query, key, value, mask=mask, scale=scale)
-        context = ops.reshape(context, (-1, self.hidden_dim))  # (B*T, H)
-        output = self.attention_output(context)  # (B*T, H)
-        return ops.reshape(output, (batch_size, sequence_length, self.hidden_dim))  # (B, T, H)
+        context = ops.reshape(context, (-1, self.hidden_dim))  # (B*T or B*P, H)
+        output = self.attention_output(context)
+        return ops.reshape(output, (batch_size, num_queries, self.hidden_dim))  # (B, T or P, H)
 
     def attention_probabilities(self, x, padding_mask):
         """Every head's attention probabilities, for inspection (attention maps).
@@ -114,6 +120,18 @@ class BertSelfAttention(keras.layers.Layer):
         qkv = ops.reshape(qkv, (batch_size, sequence_length, 3, self.num_heads, self.head_dim))
         return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
 
+    def _project_queries_keys_values(self, queries, x):
+        """Queries of the `queries` rows, keys and values of all of `x`, from the fused kernel's column blocks."""
+        batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
+        kernel = ops.cast(self.query_key_value.kernel, self.compute_dtype)  # (H, 3H): [query | key | value]
+        bias = ops.cast(self.query_key_value.bias, self.compute_dtype)  # (3H,)
+        h = self.hidden_dim
+        query = ops.matmul(ops.reshape(queries, (-1, h)), kernel[:, :h]) + bias[:h]  # (B*P, H)
+        key_value = ops.matmul(ops.reshape(x, (-1, h)), kernel[:, h:]) + bias[h:]  # (B*T, 2H)
+        query = ops.reshape(query, (batch_size, -1, self.num_heads, self.head_dim))
+        key_value = ops.reshape(key_value, (batch_size, sequence_length, 2, self.num_heads, self.head_dim))
+        return query, key_value[:, :, 0], key_value[:, :, 1]
+
     def _probabilities(self, query, key, mask, scale):
         scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)
         scores = ops.cast(scores, "float32") * scale
@@ -125,8 +143,8 @@ class BertSelfAttention(keras.layers.Layer):
         probabilities = self.probability_dropout(probabilities, training=training)
         return ops.einsum("bnts,bsnd->btnd", probabilities, value)  # (B, T, N, D)
 
-    def compute_output_shape(self, x_shape, padding_mask_shape=None):
-        return tuple(x_shape)
+    def compute_output_shape(self, x_shape, padding_mask_shape=None, queries_shape=None):
+        return tuple(x_shape) if queries_shape is None else tuple(queries_shape)
 
     def get_config(self):
         config = super().get_config()

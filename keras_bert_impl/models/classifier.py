@@ -87,7 +87,9 @@ class BertClassifier(BertTask):
                     f"BertClassifier got {len(labels)} labels {list(labels)} for num_classes={num_classes}."
                 )
         inputs = dict(backbone.input)
-        pooled = backbone(inputs)["pooled_output"]  # (B, H)
+        # A (B, 0) `output_positions`: the backbone's last block computes the [CLS] row alone.
+        no_positions = keras.ops.zeros_like(inputs["token_ids"][:, :0])
+        pooled = backbone(inputs, output_positions=no_positions)["pooled_output"]  # (B, H)
         pooled = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")(pooled)
         logits = keras.layers.Dense(
             num_classes,

@@ -128,7 +128,8 @@ class BertPretrainer(BertTask):
     def __init__(self, backbone, **kwargs):
         inputs = dict(backbone.input)
         mask_positions = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
-        backbone_outputs = backbone(inputs)
+        # The backbone's last block computes only the rows the heads read: [CLS] and the masked positions.
+        backbone_outputs = backbone(inputs, output_positions=mask_positions)
         mlm_head = MaskedLMHead(
             backbone.token_embedding,
             hidden_activation=backbone.hidden_activation,
@@ -143,7 +144,7 @@ class BertPretrainer(BertTask):
             name="next_sentence_head",
         )
         outputs = {
-            "mlm_logits": mlm_head(backbone_outputs["sequence_output"], mask_positions),  # (B, P, V)
+            "mlm_logits": mlm_head(backbone_outputs["sequence_output"]),  # (B, P, V)
             "nsp_logits": nsp_head(backbone_outputs["pooled_output"]),  # (B, 2)
         }
         super().__init__(inputs={**inputs, "mask_positions": mask_positions}, outputs=outputs, **kwargs)

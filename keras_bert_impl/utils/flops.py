@@ -15,6 +15,12 @@ activations, dropout and the optimizer update are left out, as in the usual MFU 
     NSP head   2 * 2 H
     classifier 2 * H * C
 
+`last_block_rows` gives the FLOPs a model executes when its last block computes outputs for only some rows
+(`BertBackbone(..., output_positions=...)`: [CLS] and the P masked slots in pretraining, [CLS] alone for a
+classifier): that block then projects keys and values for all T tokens (4 H^2 per token) but queries, the
+attention output and the feed-forward only for those rows. Utilisation figures use the nominal count
+(`last_block_rows=None`), the same for every implementation.
+
 A training step is 3x the forward FLOPs (the backward pass multiplies twice per forward matmul: gradients of
 the inputs and of the weights). A model that scores the vocabulary at all `T` positions (Hugging Face
 `BertForPreTraining`) does more work than this; utilisation counts only the work the objective needs.
@@ -32,6 +38,7 @@ def bert_flops_per_sequence(
     vocabulary_size=30522,
     num_predictions=20,
     num_classes=2,
+    last_block_rows=None,
 ):
     """Model FLOPs of one sequence in a BERT step (see the module docstring for the formula).
 
@@ -46,6 +53,8 @@ def bert_flops_per_sequence(
         vocabulary_size: int. `V`. Defaults to 30522.
         num_predictions: int. `P`, masked slots per sequence. Defaults to 20.
         num_classes: int. `C`. Defaults to 2.
+        last_block_rows: int or None. Rows the last block computes outputs for (see the module docstring);
+            None: all `T` (the nominal count). Defaults to None.
 
     Returns:
         int. FLOPs per sequence.
@@ -54,12 +63,19 @@ def bert_flops_per_sequence(
     >>> bert_flops_per_sequence("inference", num_layers=1, hidden_dim=2, intermediate_dim=4, sequence_length=3,
     ...                         num_classes=1)  # 2*3*(16 + 16) + 4*9*2 + 8 + 4
     276
+    >>> bert_flops_per_sequence("inference", num_layers=1, hidden_dim=2, intermediate_dim=4, sequence_length=3,
+    ...                         num_classes=1, last_block_rows=1)  # 2*3*8 + 2*1*(8 + 16) + 4*3*2 + 8 + 4
+    132
     """
     if workload not in WORKLOADS:
         raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}.")
     L, H, I, T = num_layers, hidden_dim, intermediate_dim, sequence_length  # noqa: E741
     encoder = 2 * T * L * (4 * H * H + 2 * H * I)
     attention = 4 * T * T * L * H
+    if last_block_rows is not None:
+        rows = last_block_rows
+        encoder -= 2 * (T - rows) * (2 * H * H + 2 * H * I)  # keys and values stay for all T
+        attention -= 4 * (T - rows) * T * H
     pooler = 2 * H * H
     forward = encoder + attention
     if workload in ("pretraining", "pretraining_mlm"):

@@ -124,3 +124,28 @@ def test_encoder_block_outputs_are_layer_normalised(rng):
     out = to_numpy(block(rng.normal(size=(2, 3, 8)).astype("float32"), np.ones((2, 3), bool)))
     np.testing.assert_allclose(out.mean(-1), 0.0, atol=1e-5)
     np.testing.assert_allclose(out.std(-1), 1.0, atol=1e-3)
+
+
+@pytest.mark.parametrize("training_path", [False, True])
+def test_self_attention_queries_give_the_gathered_rows(rng, training_path):
+    # The explicit (dropout-capable) path runs with a negligible rate, as above.
+    layer = BertSelfAttention(hidden_dim=8, num_heads=2, attention_dropout=1e-12 if training_path else 0.1)
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=bool)
+    full = to_numpy(layer(x, mask, training=training_path))
+    positions = np.array([[0, 2, 2], [4, 1, 0]])
+    queries = np.take_along_axis(x, positions[:, :, None], axis=1)
+    rows = to_numpy(layer(x, mask, training=training_path, queries=queries))
+    assert rows.shape == (2, 3, 8)
+    np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], axis=1), atol=1e-5)
+
+
+def test_encoder_block_query_positions_give_the_gathered_rows(rng):
+    block = BertEncoderBlock(hidden_dim=8, num_heads=2, intermediate_dim=16, dropout=0.0, attention_dropout=0.0)
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    mask = np.array([[1, 1, 1, 1, 0, 0], [1] * 6], dtype=bool)
+    full = to_numpy(block(x, mask))
+    for positions in (np.array([[0, 3], [5, 0]]), np.zeros((2, 1), "int32"), np.zeros((2, 0), "int32")):
+        rows = to_numpy(block(x, mask, query_positions=positions))
+        assert rows.shape == (2, positions.shape[1], 8)
+        np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], axis=1), atol=1e-5)

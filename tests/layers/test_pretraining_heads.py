@@ -43,6 +43,16 @@ def test_masked_lm_head_gathers_then_transforms_then_scores_against_tied_embeddi
     np.testing.assert_allclose(logits, expected, atol=1e-5)
 
 
+def test_masked_lm_head_takes_already_gathered_rows(rng):
+    head = MaskedLMHead(built_embedding())
+    sequence = rng.normal(size=(2, 6, 8)).astype("float32")
+    positions = np.array([[1, 4, 0], [5, 5, 2]])
+    gathered = np.take_along_axis(sequence, positions[:, :, None], axis=1)
+    logits = to_numpy(head(gathered))
+    assert logits.shape == (2, 3, 20)
+    np.testing.assert_allclose(logits, to_numpy(head(sequence, positions)), atol=1e-6)
+
+
 def test_masked_lm_head_ties_weights_and_names_its_variables():
     embedding = built_embedding()
     head = MaskedLMHead(embedding, name="masked_lm_head")

@@ -121,3 +121,58 @@ def test_one_step_fit_updates_weights():
     before = to_numpy(backbone.embeddings.token_embedding.embeddings).copy()
     model.fit(random_batch(batch_size=4), np.array([0, 1, 0, 1]), epochs=1, verbose=0)
     assert np.abs(to_numpy(backbone.embeddings.token_embedding.embeddings) - before).max() > 0
+
+
+def test_output_positions_give_the_gathered_sequence_output_and_the_same_pooled_output():
+    backbone = tiny_backbone(dropout=0.0, attention_dropout=0.0, num_layers=2)
+    batch = random_batch(batch_size=3, sequence_length=9)  # varied lengths: padded rows too
+    full = backbone(batch)
+    positions = np.array([[1, 4, 0], [8, 2, 2], [3, 0, 0]], "int32")
+    part = backbone(batch, output_positions=positions)
+    expected = np.take_along_axis(to_numpy(full["sequence_output"]), positions[:, :, None], axis=1)
+    np.testing.assert_allclose(to_numpy(part["sequence_output"]), expected, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(part["pooled_output"]), to_numpy(full["pooled_output"]), atol=1e-5)
+    pooled_only = backbone(batch, output_positions=np.zeros((3, 0), "int32"))
+    assert tuple(pooled_only["sequence_output"].shape) == (3, 0, 16)
+    np.testing.assert_allclose(to_numpy(pooled_only["pooled_output"]), to_numpy(full["pooled_output"]), atol=1e-5)
+
+
+def test_output_positions_in_a_functional_model_and_under_jit():
+    backbone = tiny_backbone(dropout=0.0, attention_dropout=0.0)
+    positions = keras.Input((None,), dtype="int32", name="positions")
+    outputs = backbone(dict(backbone.input), output_positions=positions)
+    assert tuple(outputs["sequence_output"].shape) == (None, None, 16)
+    model = keras.Model({**backbone.input, "positions": positions}, outputs["sequence_output"])
+    model.compile(jit_compile=keras.backend.backend() != "torch")
+    batch = random_batch(batch_size=2, sequence_length=7)
+    chosen = np.array([[2, 5], [1, 1]], "int32")
+    got = model.predict_on_batch({**batch, "positions": chosen})
+    expected = np.take_along_axis(to_numpy(backbone(batch)["sequence_output"]), chosen[:, :, None], axis=1)
+    np.testing.assert_allclose(to_numpy(got), expected, atol=1e-5)
+
+
+def test_output_positions_train_like_gathering_the_full_output():
+    """One SGD step through `output_positions` moves every weight as gathering from the full output does."""
+    batch = random_batch(batch_size=3, sequence_length=8)
+    chosen = np.array([[1, 6], [0, 3], [2, 2]], "int32")
+    targets = np.random.default_rng(0).normal(size=(3, 2, 16)).astype("float32")
+    reference = tiny_backbone(dropout=0.0, attention_dropout=0.0)
+    models = []
+    for use_output_positions in (True, False):
+        backbone = BertBackbone.from_config(reference.get_config())
+        backbone.set_weights(reference.get_weights())
+        positions = keras.Input((None,), dtype="int32", name="positions")
+        if use_output_positions:
+            rows = backbone(dict(backbone.input), output_positions=positions)["sequence_output"]
+        else:
+            full = backbone(dict(backbone.input))["sequence_output"]
+            rows = keras.ops.take_along_axis(full, positions[:, :, None], axis=1)
+        model = keras.Model({**backbone.input, "positions": positions}, rows)
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
+        model.fit({**batch, "positions": chosen}, targets, batch_size=3, epochs=1, verbose=0, shuffle=False)
+        models.append(model)
+    moved = 0
+    for a, b, before in zip(models[0].weights, models[1].weights, reference.weights):
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), atol=1e-5, err_msg=a.path)
+        moved += not np.allclose(to_numpy(a), to_numpy(before))
+    assert moved > len(reference.weights) // 2  # a real step

@@ -23,6 +23,14 @@ def test_training_steps_are_three_forward_passes():
     assert bert_flops_per_sequence("pretraining_mlm", **CONFIG) == 3 * (ENCODER + ATTENTION + MLM)
 
 
+def test_last_block_rows_count_keys_and_values_for_every_token():
+    # L=1 and last_block_rows=2 of T=3: keys/values 2*2*2=8 MACs per token x 3 tokens; query 4, output 4,
+    # feed-forward 16 MACs per row x 2 rows -> 24 + 48 = 72 MACs -> 144; attention 2 query rows -> 48.
+    assert bert_flops_per_sequence("inference", **CONFIG, last_block_rows=2) == 144 + 48 + POOLER + CLASSIFIER
+    assert bert_flops_per_sequence("pretraining", **CONFIG, last_block_rows=3) == bert_flops_per_sequence(
+        "pretraining", **CONFIG)
+
+
 def test_bert_base_pretraining_matches_six_n_t_plus_attention():
     # BERT-base at T=128, P=20: 85M encoder matmul parameters; 6 * N * T dominates.
     flops = bert_flops_per_sequence("pretraining", 12, 768, 3072, 128)
