@@ -132,12 +132,17 @@ def flops_per_sequence(workload, implementation, args, executed=False):
     name = {"classifier": "classifier_training", "inference": "inference"}.get(workload, "pretraining")
     if workload == "pretraining" and implementation in ("ours-mlm", "keras-hub"):
         name = "pretraining_mlm"
-    last_block_rows = None
-    if executed and implementation == "ours":  # ours-mlm keeps keras-hub's structure: a full last block
-        last_block_rows = 1 + args.predictions if workload == "pretraining" else 1
     m = args.model
+    last_block_rows, absorbed = None, False
+    if executed and implementation == "ours":  # ours-mlm keeps keras-hub's structure: a full last block
+        from keras_bert_impl.layers.self_attention import BertSelfAttention
+
+        last_block_rows = 1 + args.predictions if workload == "pretraining" else 1
+        attention = BertSelfAttention(m["hidden_dim"], m["num_heads"])
+        absorbed = attention._few_queries_are_cheaper(last_block_rows, args.seq_length)  # the layer's own choice
     return bert_flops_per_sequence(name, m["num_layers"], m["hidden_dim"], m["intermediate_dim"], args.seq_length,
-                                   args.vocabulary_size, args.predictions, NUM_CLASSES, last_block_rows)
+                                   args.vocabulary_size, args.predictions, NUM_CLASSES, last_block_rows, absorbed,
+                                   m["num_heads"])
 
 
 # -- the batch -------------------------------------------------------------------------------------------------
@@ -619,7 +624,8 @@ def report(workload, workers, args):
     if any(row[0].implementation == "ours" for row in rows):
         nominal, executed = (flops_per_sequence(workload, "ours", args, executed=e) for e in (False, True))
         print(f"  GFLOP/s and util count nominal FLOPs ({nominal / 1e9:.3f} GFLOP per sequence); ours executes "
-              f"{100 * executed / nominal:.0f}% of them: its last block computes only the rows the heads read")
+              f"{100 * executed / nominal:.0f}% of them: its last block computes only the rows the heads "
+              "read (flops.py, last_block_rows)")
     for worker, per_round, median, per_cpu in rows:
         # Against the fastest peer timed in the same rounds (same group): the load moves between groups.
         same_group = [row for row in peers if row[0].group == worker.group]

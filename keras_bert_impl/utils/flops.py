@@ -18,8 +18,10 @@ activations, dropout and the optimizer update are left out, as in the usual MFU 
 `last_block_rows` gives the FLOPs a model executes when its last block computes outputs for only some rows
 (`BertBackbone(..., output_positions=...)`: [CLS] and the P masked slots in pretraining, [CLS] alone for a
 classifier): that block then projects keys and values for all T tokens (4 H^2 per token) but queries, the
-attention output and the feed-forward only for those rows. Utilisation figures use the nominal count
-(`last_block_rows=None`), the same for every implementation.
+attention output and the feed-forward only for those rows. With `absorbed_keys_values` (its path for a few rows,
+`BertSelfAttention._attend_few_queries`) it projects no keys or values: per row, 2 H^2 for the query mapped into
+input space and the value projection, plus 2 N T H for the scores and the weighted sum of inputs. Utilisation
+figures use the nominal count (`last_block_rows=None`), the same for every implementation.
 
 A training step is 3x the forward FLOPs (the backward pass multiplies twice per forward matmul: gradients of
 the inputs and of the weights). A model that scores the vocabulary at all `T` positions (Hugging Face
@@ -39,6 +41,8 @@ def bert_flops_per_sequence(
     num_predictions=20,
     num_classes=2,
     last_block_rows=None,
+    absorbed_keys_values=False,
+    num_heads=None,
 ):
     """Model FLOPs of one sequence in a BERT step (see the module docstring for the formula).
 
@@ -55,6 +59,9 @@ def bert_flops_per_sequence(
         num_classes: int. `C`. Defaults to 2.
         last_block_rows: int or None. Rows the last block computes outputs for (see the module docstring);
             None: all `T` (the nominal count). Defaults to None.
+        absorbed_keys_values: bool. With `last_block_rows`: the last block attends without projecting keys
+            and values (see the module docstring). Defaults to False.
+        num_heads: int. `N`; needed with `absorbed_keys_values`. Defaults to None.
 
     Returns:
         int. FLOPs per sequence.
@@ -76,6 +83,9 @@ def bert_flops_per_sequence(
         rows = last_block_rows
         encoder -= 2 * (T - rows) * (2 * H * H + 2 * H * I)  # keys and values stay for all T
         attention -= 4 * (T - rows) * T * H
+        if absorbed_keys_values:
+            encoder -= 2 * T * 2 * H * H  # no key / value projections, no head-space scores and context:
+            attention += 2 * rows * 2 * H * H + 4 * rows * (num_heads - 1) * T * H  # input-space ones instead
     pooler = 2 * H * H
     forward = encoder + attention
     if workload in ("pretraining", "pretraining_mlm"):

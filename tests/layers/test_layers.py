@@ -127,16 +127,24 @@ def test_encoder_block_outputs_are_layer_normalised(rng):
 
 
 @pytest.mark.parametrize("training_path", [False, True])
-def test_self_attention_queries_give_the_gathered_rows(rng, training_path):
-    # The explicit (dropout-capable) path runs with a negligible rate, as above.
-    layer = BertSelfAttention(hidden_dim=8, num_heads=2, attention_dropout=1e-12 if training_path else 0.1)
-    x = rng.normal(size=(2, 5, 8)).astype("float32")
-    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=bool)
+@pytest.mark.parametrize(
+    "hidden_dim, length, positions, few_queries_path",
+    [(8, 5, [[0, 2, 2], [4, 1, 0]], False), (32, 16, [[0], [9]], True)],
+)
+def test_self_attention_queries_give_the_gathered_rows(rng, training_path, hidden_dim, length, positions,
+                                                       few_queries_path):
+    # The dropout-capable paths run with a negligible rate, as above.
+    layer = BertSelfAttention(hidden_dim=hidden_dim, num_heads=2, attention_dropout=1e-12 if training_path else 0.1)
+    x = rng.normal(size=(2, length, hidden_dim)).astype("float32")
+    mask = np.arange(length)[None, :] < np.array([[length - 2], [length]])
+    layer(x, mask)  # builds the weights; nonzero biases, so their terms count
+    layer.query_key_value.bias.assign(rng.normal(size=(3 * hidden_dim,)).astype("float32"))
     full = to_numpy(layer(x, mask, training=training_path))
-    positions = np.array([[0, 2, 2], [4, 1, 0]])
+    positions = np.array(positions)
+    assert layer._few_queries_are_cheaper(positions.shape[1], length) == few_queries_path
     queries = np.take_along_axis(x, positions[:, :, None], axis=1)
     rows = to_numpy(layer(x, mask, training=training_path, queries=queries))
-    assert rows.shape == (2, 3, 8)
+    assert rows.shape == (2, positions.shape[1], hidden_dim)
     np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], axis=1), atol=1e-5)
 
 

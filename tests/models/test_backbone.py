@@ -151,25 +151,33 @@ def test_output_positions_in_a_functional_model_and_under_jit():
     np.testing.assert_allclose(to_numpy(got), expected, atol=1e-5)
 
 
-def test_output_positions_train_like_gathering_the_full_output():
-    """One SGD step through `output_positions` moves every weight as gathering from the full output does."""
-    batch = random_batch(batch_size=3, sequence_length=8)
-    chosen = np.array([[1, 6], [0, 3], [2, 2]], "int32")
-    targets = np.random.default_rng(0).normal(size=(3, 2, 16)).astype("float32")
+@pytest.mark.parametrize("sequence_length, chosen", [(8, [[1, 6], [0, 3], [2, 2]]), (16, [[], [], []])])
+def test_output_positions_train_like_gathering_the_full_output(sequence_length, chosen):
+    """One SGD step through `output_positions` moves every weight as gathering from the full output does.
+
+    The cases take the last block's two attention paths: projected keys and values (masked slots), and
+    `BertSelfAttention._attend_few_queries` ([CLS] alone at T=16; the loss is on the pooled output)."""
+    batch = random_batch(batch_size=3, sequence_length=sequence_length)
+    chosen = np.array(chosen, "int32").reshape(3, -1)
+    output = "sequence_output" if chosen.shape[1] else "pooled_output"
     reference = tiny_backbone(dropout=0.0, attention_dropout=0.0)
+    targets = np.random.default_rng(0).normal(size=(3, chosen.shape[1], 16) if chosen.shape[1] else (3, 16))
     models = []
     for use_output_positions in (True, False):
         backbone = BertBackbone.from_config(reference.get_config())
         backbone.set_weights(reference.get_weights())
         positions = keras.Input((None,), dtype="int32", name="positions")
         if use_output_positions:
-            rows = backbone(dict(backbone.input), output_positions=positions)["sequence_output"]
+            outputs = backbone(dict(backbone.input), output_positions=positions)
         else:
-            full = backbone(dict(backbone.input))["sequence_output"]
-            rows = keras.ops.take_along_axis(full, positions[:, :, None], axis=1)
-        model = keras.Model({**backbone.input, "positions": positions}, rows)
+            outputs = dict(backbone(dict(backbone.input)))
+            outputs["sequence_output"] = keras.ops.take_along_axis(
+                outputs["sequence_output"], positions[:, :, None], axis=1
+            )
+        model = keras.Model({**backbone.input, "positions": positions}, outputs[output])
         model.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
-        model.fit({**batch, "positions": chosen}, targets, batch_size=3, epochs=1, verbose=0, shuffle=False)
+        model.fit({**batch, "positions": chosen}, targets.astype("float32"), batch_size=3, epochs=1, verbose=0,
+                  shuffle=False)
         models.append(model)
     moved = 0
     for a, b, before in zip(models[0].weights, models[1].weights, reference.weights):

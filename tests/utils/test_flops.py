@@ -29,6 +29,10 @@ def test_last_block_rows_count_keys_and_values_for_every_token():
     assert bert_flops_per_sequence("inference", **CONFIG, last_block_rows=2) == 144 + 48 + POOLER + CLASSIFIER
     assert bert_flops_per_sequence("pretraining", **CONFIG, last_block_rows=3) == bert_flops_per_sequence(
         "pretraining", **CONFIG)
+    # Absorbed, 1 row, N=2: query 4 + query into input space 4 + value projection 4 + output 4 + feed-forward 16
+    # MACs, scores and weighted inputs 2 * (N T H = 12) -> 32 + 24 = 56 MACs -> 112.
+    assert bert_flops_per_sequence("inference", **CONFIG, last_block_rows=1, absorbed_keys_values=True,
+                                   num_heads=2) == 112 + POOLER + CLASSIFIER
 
 
 def test_bert_base_pretraining_matches_six_n_t_plus_attention():
