@@ -101,7 +101,7 @@ class MaskedLMHead(keras.layers.Layer):
         embeddings = ops.cast(self.token_embedding.embeddings, "float32")  # (V, H)
         logits = ops.matmul(ops.cast(x, "float32"), ops.transpose(embeddings))  # (B*P, V)
         logits = logits + self.output_bias  # (B*P, V)
-        return ops.reshape(logits, (batch_size, num_predictions, -1))  # (B, P, V)
+        return ops.reshape(logits, (batch_size, num_predictions, ops.shape(logits)[-1]))  # (B, P, V)
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape=None):
         rows_shape = sequence_output_shape[:-1] if mask_positions_shape is None else mask_positions_shape

@@ -131,7 +131,7 @@ class BertSelfAttention(keras.layers.Layer):
         h = self.hidden_dim
         query = ops.matmul(ops.reshape(queries, (-1, h)), kernel[:, :h]) + bias[:h]  # (B*P, H)
         key_value = ops.matmul(ops.reshape(x, (-1, h)), kernel[:, h:]) + bias[h:]  # (B*T, 2H)
-        query = ops.reshape(query, (batch_size, -1, self.num_heads, self.head_dim))
+        query = ops.reshape(query, (batch_size, ops.shape(queries)[1], self.num_heads, self.head_dim))
         key_value = ops.reshape(key_value, (batch_size, sequence_length, 2, self.num_heads, self.head_dim))
         return query, key_value[:, :, 0], key_value[:, :, 1]
 
@@ -158,7 +158,7 @@ class BertSelfAttention(keras.layers.Layer):
         kernel = ops.cast(self.query_key_value.kernel, self.compute_dtype)  # (H, 3H): [query | key | value]
         bias = ops.cast(self.query_key_value.bias, self.compute_dtype)  # (3H,)
         query = ops.matmul(ops.reshape(queries, (-1, h)), kernel[:, :h]) + bias[:h]  # (B*P, H)
-        query = ops.reshape(query, (batch_size, -1, heads, head_dim))  # (B, P, N, D)
+        query = ops.reshape(query, (batch_size, ops.shape(queries)[1], heads, head_dim))  # (B, P, N, D)
         key_kernel = ops.reshape(kernel[:, h : 2 * h], (h, heads, head_dim))  # (H, N, D)
         value_kernel = ops.reshape(kernel[:, 2 * h :], (h, heads, head_dim))  # (H, N, D)
         query_in_input_space = ops.einsum("bpnd,hnd->bpnh", query, key_kernel)  # (B, P, N, H)

@@ -184,3 +184,12 @@ def test_output_positions_train_like_gathering_the_full_output(sequence_length, 
         np.testing.assert_allclose(to_numpy(a), to_numpy(b), atol=1e-5, err_msg=a.path)
         moved += not np.allclose(to_numpy(a), to_numpy(before))
     assert moved > len(reference.weights) // 2  # a real step
+
+
+@pytest.mark.parametrize("sequence_length, num_positions", [(6, 3), (24, 0)])  # projected / few-query attention
+def test_output_positions_on_an_empty_batch_give_empty_outputs(sequence_length, num_positions):
+    backbone = tiny_backbone()
+    empty = {key: value[:0] for key, value in random_batch(2, sequence_length).items()}
+    outputs = backbone(empty, output_positions=np.zeros((0, num_positions), "int32"))
+    assert tuple(outputs["sequence_output"].shape) == (0, num_positions, 16)
+    assert tuple(outputs["pooled_output"].shape) == (0, 16)
