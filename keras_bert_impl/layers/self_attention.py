@@ -126,11 +126,16 @@ class BertSelfAttention(keras.layers.Layer):
     def _project_queries_keys_values(self, queries, x):
         """Queries of the `queries` rows, keys and values of all of `x`, from the fused kernel's column blocks."""
         batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
-        kernel = ops.cast(self.query_key_value.kernel, self.compute_dtype)  # (H, 3H): [query | key | value]
-        bias = ops.cast(self.query_key_value.bias, self.compute_dtype)  # (3H,)
         h = self.hidden_dim
-        query = ops.matmul(ops.reshape(queries, (-1, h)), kernel[:, :h]) + bias[:h]  # (B*P, H)
-        key_value = ops.matmul(ops.reshape(x, (-1, h)), kernel[:, h:]) + bias[h:]  # (B*T, 2H)
+        query_rows, rows = ops.reshape(queries, (-1, h)), ops.reshape(x, (-1, h))  # (B*P, H), (B*T, H)
+        if self.query_key_value.quantization_mode is None:
+            kernel = ops.cast(self.query_key_value.kernel, self.compute_dtype)  # (H, 3H): [query | key | value]
+            bias = ops.cast(self.query_key_value.bias, self.compute_dtype)  # (3H,)
+            query = ops.matmul(query_rows, kernel[:, :h]) + bias[:h]  # (B*P, H)
+            key_value = ops.matmul(rows, kernel[:, h:]) + bias[h:]  # (B*T, 2H)
+        else:  # a quantized kernel is not the weights: the layer dequantizes, and unused columns are dropped
+            query = self.query_key_value(query_rows)[:, :h]
+            key_value = self.query_key_value(rows)[:, h:]
         query = ops.reshape(query, (batch_size, ops.shape(queries)[1], self.num_heads, self.head_dim))
         key_value = ops.reshape(key_value, (batch_size, sequence_length, 2, self.num_heads, self.head_dim))
         return query, key_value[:, :, 0], key_value[:, :, 1]
@@ -141,6 +146,8 @@ class BertSelfAttention(keras.layers.Layer):
         Its einsums run well below the rate of the large projection matmuls, so it needs a 4x margin in
         multiplies: [CLS] alone at T=128 qualifies (40x fewer); 21 pretraining rows (2x fewer) measured neutral.
         """
+        if self.query_key_value.quantization_mode is not None:  # it reads the kernel as float weights
+            return False
         if not isinstance(num_queries, int) or not isinstance(sequence_length, int):
             return False
         h = self.hidden_dim

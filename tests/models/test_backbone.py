@@ -193,3 +193,16 @@ def test_output_positions_on_an_empty_batch_give_empty_outputs(sequence_length, 
     outputs = backbone(empty, output_positions=np.zeros((0, num_positions), "int32"))
     assert tuple(outputs["sequence_output"].shape) == (0, num_positions, 16)
     assert tuple(outputs["pooled_output"].shape) == (0, 16)
+
+
+@pytest.mark.parametrize("sequence_length, num_positions", [(6, 3), (24, 0)])
+def test_output_positions_of_an_int8_quantized_backbone_match_its_full_output(sequence_length, num_positions):
+    # A quantized Dense kernel holds integers, not weights: the last block must let the layer dequantize.
+    backbone = tiny_backbone(dropout=0.0, attention_dropout=0.0)
+    backbone.quantize("int8")
+    batch = random_batch(batch_size=3, sequence_length=sequence_length)
+    positions = np.tile(np.arange(1, num_positions + 1, dtype="int32"), (3, 1))
+    full, part = backbone(batch), backbone(batch, output_positions=positions)
+    expected = np.take_along_axis(to_numpy(full["sequence_output"]), positions[:, :, None], axis=1)
+    np.testing.assert_allclose(to_numpy(part["sequence_output"]), expected, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(part["pooled_output"]), to_numpy(full["pooled_output"]), atol=1e-5)
