@@ -123,20 +123,30 @@ class BertSelfAttention(keras.layers.Layer):
         qkv = ops.reshape(qkv, (batch_size, sequence_length, 3, self.num_heads, self.head_dim))
         return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
 
+    def _float_projection(self):
+        """The fused projection's kernel `(H, 3H)`, laid out `[query | key | value]`, and bias `(3H,)`."""
+        return (ops.cast(self.query_key_value.kernel, self.compute_dtype),
+                ops.cast(self.query_key_value.bias, self.compute_dtype))
+
+    def _project_queries(self, queries, kernel, bias):
+        """`(B, P, H)` rows -> their queries `(B, P, N, D)`, through the kernel's query block."""
+        h = self.hidden_dim
+        query = ops.matmul(ops.reshape(queries, (-1, h)), kernel[:, :h]) + bias[:h]  # (B*P, H)
+        return ops.reshape(query, (ops.shape(queries)[0], ops.shape(queries)[1], self.num_heads, self.head_dim))
+
     def _project_queries_keys_values(self, queries, x):
         """Queries of the `queries` rows, keys and values of all of `x`, from the fused kernel's column blocks."""
         batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
         h = self.hidden_dim
-        query_rows, rows = ops.reshape(queries, (-1, h)), ops.reshape(x, (-1, h))  # (B*P, H), (B*T, H)
+        rows = ops.reshape(x, (-1, h))  # (B*T, H)
         if self.query_key_value.quantization_mode is None:
-            kernel = ops.cast(self.query_key_value.kernel, self.compute_dtype)  # (H, 3H): [query | key | value]
-            bias = ops.cast(self.query_key_value.bias, self.compute_dtype)  # (3H,)
-            query = ops.matmul(query_rows, kernel[:, :h]) + bias[:h]  # (B*P, H)
+            kernel, bias = self._float_projection()
+            query = self._project_queries(queries, kernel, bias)  # (B, P, N, D)
             key_value = ops.matmul(rows, kernel[:, h:]) + bias[h:]  # (B*T, 2H)
         else:  # a quantized kernel is not the weights: the layer dequantizes, and unused columns are dropped
-            query = self.query_key_value(query_rows)[:, :h]
-            key_value = self.query_key_value(rows)[:, h:]
-        query = ops.reshape(query, (batch_size, ops.shape(queries)[1], self.num_heads, self.head_dim))
+            query = self.query_key_value(ops.reshape(queries, (-1, h)))[:, :h]  # (B*P, H)
+            query = ops.reshape(query, (batch_size, ops.shape(queries)[1], self.num_heads, self.head_dim))
+            key_value = self.query_key_value(rows)[:, h:]  # (B*T, 2H)
         key_value = ops.reshape(key_value, (batch_size, sequence_length, 2, self.num_heads, self.head_dim))
         return query, key_value[:, :, 0], key_value[:, :, 1]
 
@@ -160,12 +170,9 @@ class BertSelfAttention(keras.layers.Layer):
         ignores), and `sum_t p_t (x_t W_v + b_v)` is `(sum_t p_t x_t) W_v + (sum_t p_t) b_v`: the same result
         (to float rounding) with about `P (H + N T)` multiplies per head width instead of `T H`.
         """
-        batch_size = ops.shape(x)[0]
         h, heads, head_dim = self.hidden_dim, self.num_heads, self.head_dim
-        kernel = ops.cast(self.query_key_value.kernel, self.compute_dtype)  # (H, 3H): [query | key | value]
-        bias = ops.cast(self.query_key_value.bias, self.compute_dtype)  # (3H,)
-        query = ops.matmul(ops.reshape(queries, (-1, h)), kernel[:, :h]) + bias[:h]  # (B*P, H)
-        query = ops.reshape(query, (batch_size, ops.shape(queries)[1], heads, head_dim))  # (B, P, N, D)
+        kernel, bias = self._float_projection()
+        query = self._project_queries(queries, kernel, bias)  # (B, P, N, D)
         key_kernel = ops.reshape(kernel[:, h : 2 * h], (h, heads, head_dim))  # (H, N, D)
         value_kernel = ops.reshape(kernel[:, 2 * h :], (h, heads, head_dim))  # (H, N, D)
         query_in_input_space = ops.einsum("bpnd,hnd->bpnh", query, key_kernel)  # (B, P, N, H)

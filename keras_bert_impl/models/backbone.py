@@ -13,12 +13,11 @@ def _encode(embeddings, blocks, inputs, training=None, output_positions=None):
     """The encoder's forward pass: `(sequence_output, cls_row)` for the functional graph or `output_positions`."""
     padding_mask = inputs["padding_mask"]
     x = embeddings(inputs["token_ids"], inputs["segment_ids"], training=training)  # (B, T, H)
-    if output_positions is None:
-        for block in blocks:
-            x = block(x, padding_mask, training=training)
-        return x, x[:, 0, :]  # (B, T, H), (B, H)
     for block in blocks[:-1]:
         x = block(x, padding_mask, training=training)
+    if output_positions is None:
+        x = blocks[-1](x, padding_mask, training=training)
+        return x, x[:, 0, :]  # (B, T, H), (B, H)
     # Nothing after the last block mixes positions, so it only needs [CLS] (for the pooler) and the requested
     # rows as queries; keys and values still come from every position.
     cls_position = ops.zeros_like(ops.cast(inputs["token_ids"][:, :1], "int32"))  # (B, 1)
