@@ -5,9 +5,12 @@
 - Ours: `config.json` with `"format": "keras_bert_impl"` + `model.safetensors` keyed by variable path.
 
 Names map through one table, `name_map.py`.
+
+This package reads, writes and assigns tensors and configs; it never builds models (the model classes'
+`from_pretrained` do, with `read_checkpoint`, `backbone_config` and `load_weights`), so the dependency runs
+one way: models -> checkpoints.
 """
 
-import logging
 import os
 
 from keras_bert_impl.checkpoints import huggingface, native, original_tf
@@ -22,14 +25,13 @@ from keras_bert_impl.checkpoints.conversion import (
 from keras_bert_impl.checkpoints.name_map import WeightSpec, backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
 
-logger = logging.getLogger(__name__)
-
 __all__ = [
     "CheckpointError",
     "LoadReport",
     "WeightSpec",
+    "backbone_config",
     "backbone_weight_specs",
-    "load_backbone",
+    "load_weights",
     "read_checkpoint",
     "save_backbone",
     "save_huggingface",
@@ -87,22 +89,23 @@ def load_weights(model, backbone, fmt, tensors, path, head_specs=(), strict_back
     return report
 
 
-def load_backbone(path, **overrides):
-    """Build a `BertBackbone` from any supported checkpoint. `overrides` change config values
-    (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`) without touching weights."""
-    from keras_bert_impl.models.backbone import BertBackbone
+def backbone_config(fmt, config, extra):
+    """The `BertBackbone` arguments a checkpoint read by `read_checkpoint` gives (without `name`/`trainable`).
 
-    fmt, config, tensors, extra = read_checkpoint(path)
+    A native task-model directory (a classifier, a pretrainer, ...) stores its encoder's config beside the
+    task config, in `extra["backbone_config"]`; every other checkpoint's config is the encoder's own.
+
+    Args:
+        fmt: str. "native", "huggingface" or "original", from `read_checkpoint`.
+        config: dict. The config from `read_checkpoint`.
+        extra: dict. The extra from `read_checkpoint`.
+
+    Returns:
+        dict, keyword arguments for `BertBackbone`.
+    """
     if fmt == "native" and extra.get("class_name") != "BertBackbone":
-        # A task model's directory: its encoder config is stored beside the task config.
         config = extra["backbone_config"]
-    config = {key: value for key, value in config.items() if key not in ("name", "trainable")}
-    config.update(overrides)
-    backbone = BertBackbone(**config)
-    report = load_weights(backbone, backbone, fmt, tensors, path)
-    logger.info("Loaded BertBackbone from %s (%s): %s", path, fmt, report.summary())
-    backbone.load_report = report
-    return backbone
+    return {key: value for key, value in config.items() if key not in ("name", "trainable")}
 
 
 def save_backbone(backbone, path):

@@ -233,10 +233,22 @@ class BertBackbone(keras.Model):
 
     @classmethod
     def from_pretrained(cls, path, **overrides):
-        """Load a Hugging Face, original TF, or our own checkpoint directory (see `checkpoints`)."""
-        from keras_bert_impl.checkpoints import load_backbone
+        """Load a Hugging Face, original TF, or our own checkpoint directory (see `checkpoints`).
 
-        return load_backbone(path, **overrides)
+        A task model's directory (a classifier, a pretrainer, ...) gives its encoder. `overrides` change
+        config values (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`) without touching weights. The returned
+        backbone's `load_report` (a `checkpoints.LoadReport`) says what was loaded.
+        """
+        import logging
+
+        from keras_bert_impl.checkpoints import backbone_config, load_weights, read_checkpoint
+
+        fmt, config, tensors, extra = read_checkpoint(path)
+        backbone = cls(**{**backbone_config(fmt, config, extra), **overrides})
+        report = load_weights(backbone, backbone, fmt, tensors, path)
+        logging.getLogger(__name__).info("Loaded %s from %s (%s): %s", cls.__name__, path, fmt, report.summary())
+        backbone.load_report = report
+        return backbone
 
     def save_pretrained(self, path):
         """Write `config.json` + `model.weights.h5` to directory `path`, atomically."""
