@@ -9,11 +9,7 @@ import os
 import keras
 
 from keras_bert_impl.models.task import BertTask
-from keras_bert_impl.models.task_checkpoints import (
-    backbone_config_from_checkpoint,
-    compile_from_saved_config,
-    load_task_weights,
-)
+from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +168,7 @@ class BertClassifier(BertTask):
         Returns:
             `BertClassifier`, with `load_report` (a `checkpoints.LoadReport`).
         """
-        from keras_bert_impl.checkpoints import read_checkpoint
+        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
         from keras_bert_impl.checkpoints.name_map import classifier_head_specs
         from keras_bert_impl.models.backbone import BertBackbone
 
@@ -189,7 +185,7 @@ class BertClassifier(BertTask):
             labels = stored_labels
         if classifier_dropout is None:
             classifier_dropout = DEFAULT_DROPOUT if stored_dropout is None else stored_dropout
-        backbone = BertBackbone(**{**backbone_config_from_checkpoint(fmt, config, extra), **overrides})
+        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
         model = cls(backbone, num_classes, dropout=classifier_dropout, labels=labels)
         load_task_weights(model, fmt, tensors, extra, path, classifier_head_specs())
         return model

@@ -205,16 +205,13 @@ class BertPretrainer(BertTask):
             path: str. Checkpoint directory (or original-TF checkpoint prefix).
             **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
         """
-        from keras_bert_impl.checkpoints import load_weights, native, read_checkpoint
+        from keras_bert_impl.checkpoints import backbone_config, load_weights, native, read_checkpoint
         from keras_bert_impl.checkpoints.conversion import LoadReport
         from keras_bert_impl.checkpoints.name_map import pretraining_head_specs
         from keras_bert_impl.models.backbone import BertBackbone
 
         fmt, config, tensors, extra = read_checkpoint(path)
-        if fmt == "native" and extra.get("class_name") != "BertBackbone":
-            config = extra["backbone_config"]
-        config = {key: value for key, value in config.items() if key not in ("name", "trainable")}
-        backbone = BertBackbone(**{**config, **overrides})
+        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
         model = cls(backbone)
         head_paths = [variable.path for variable in model.weights if variable.path.split("/")[0] in (
             model.masked_lm_head.name, model.next_sentence_head.name)]

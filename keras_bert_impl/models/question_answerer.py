@@ -9,11 +9,7 @@ from keras import ops
 
 from keras_bert_impl.models.losses import SpanCrossEntropy
 from keras_bert_impl.models.task import BertTask
-from keras_bert_impl.models.task_checkpoints import (
-    backbone_config_from_checkpoint,
-    compile_from_saved_config,
-    load_task_weights,
-)
+from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 # The span model reads the sequence output only; a Hugging Face BertForQuestionAnswering has no pooler.
 UNUSED_BACKBONE_PATHS = ("pooler_dense/kernel", "pooler_dense/bias")
@@ -129,12 +125,12 @@ class BertQuestionAnswerer(BertTask):
         Returns:
             `BertQuestionAnswerer`, with `load_report` (a `checkpoints.LoadReport`).
         """
-        from keras_bert_impl.checkpoints import read_checkpoint
+        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
         from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
         from keras_bert_impl.models.backbone import BertBackbone
 
         fmt, config, tensors, extra = read_checkpoint(path)
-        backbone = BertBackbone(**{**backbone_config_from_checkpoint(fmt, config, extra), **overrides})
+        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
         model = cls(backbone)
         load_task_weights(model, fmt, tensors, extra, path, question_answering_head_specs(),
                           optional_backbone_paths=UNUSED_BACKBONE_PATHS)

@@ -18,13 +18,6 @@ from keras_bert_impl.checkpoints.conversion import foreign_names, to_ours
 logger = logging.getLogger(__name__)
 
 
-def backbone_config_from_checkpoint(fmt, config, extra):
-    """The `BertBackbone` arguments stored in a checkpoint read by `read_checkpoint`."""
-    if fmt == "native" and extra.get("class_name") != "BertBackbone":
-        config = extra["backbone_config"]
-    return {key: value for key, value in config.items() if key not in ("name", "trainable")}
-
-
 def _head_mismatches(model, fmt, tensors, head_specs):
     """`[(our path, checkpoint shape, model shape)]` for head tensors present with another shape."""
     variables = {variable.path: variable for variable in model.weights}
