@@ -9,7 +9,8 @@ Files are tables with named (or, without a header, numbered) text and label colu
 
 `GLUE_LAYOUTS` names the columns of the GLUE train/dev files (`read_glue_examples("mrpc", path)`).
 
-Labels: string labels become ids through a `LabelVocabulary` (saved as JSON next to a model, atomically);
+Labels: string labels become ids through a `LabelVocabulary` (`models.label_vocabulary`, TensorFlow-free,
+re-exported here; saved as JSON next to a model, atomically);
 in regression mode (STS-B) labels are floats. A label outside the vocabulary, a missing column or a
 non-numeric regression label raises `ClassificationDataError` naming the file, the line and the value.
 
@@ -27,14 +28,11 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
-from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+# Pure Python, so `BertClassifier` uses them without TensorFlow; re-exported here for data code and users.
+from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, ClassificationDataError, LabelVocabulary
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
-LABEL_VOCABULARY_FILENAME = "label_vocabulary.json"
-
-
-class ClassificationDataError(ValueError):
-    """A classification data file that cannot be used: a missing column, a bad label, a malformed line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -326,88 +324,6 @@ def glue_layout(task):
     if key not in GLUE_LAYOUTS:
         raise ValueError(f"Unknown GLUE task {task!r}; expected one of {sorted(GLUE_LAYOUTS)}.")
     return GLUE_LAYOUTS[key]
-
-
-class LabelVocabulary:
-    """String labels <-> class ids, saved as JSON next to a model.
-
-    Args:
-        labels: sequence of str. The labels, id i being `labels[i]`; no repeats.
-
-    Example:
-    >>> vocabulary = LabelVocabulary(["contradiction", "entailment", "neutral"])
-    >>> vocabulary.label_to_id("neutral"), vocabulary.id_to_label(1)
-    (2, 'entailment')
-    """
-
-    def __init__(self, labels):
-        labels = [str(label) for label in labels]
-        if not labels:
-            raise ValueError("A label vocabulary needs at least one label.")
-        repeated = sorted({label for label in labels if labels.count(label) > 1})
-        if repeated:
-            raise ValueError(f"Repeated labels in the label vocabulary: {repeated}.")
-        self.labels = labels
-        self._ids = {label: index for index, label in enumerate(labels)}
-
-    @classmethod
-    def from_examples(cls, examples):
-        """The sorted set of labels in `examples` (numerically if they are all integers: "2" < "10")."""
-        labels = {example.label for example in examples if example.label is not None}
-        if not labels:
-            raise ValueError("The examples have no labels to build a label vocabulary from.")
-        if all(label.lstrip("-").isdigit() for label in labels):
-            return cls(sorted(labels, key=int))
-        return cls(sorted(labels))
-
-    def __len__(self):
-        return len(self.labels)
-
-    def __eq__(self, other):
-        return isinstance(other, LabelVocabulary) and self.labels == other.labels
-
-    def __repr__(self):
-        return f"LabelVocabulary({self.labels!r})"
-
-    def label_to_id(self, label, location=None):
-        """The id of `label`; `location` ("file, line N") goes into the error for an unknown label."""
-        if label not in self._ids:
-            where = f"{location}: " if location else ""
-            raise ClassificationDataError(f"{where}label {label!r} is not one of the known labels {self.labels}.")
-        return self._ids[label]
-
-    def id_to_label(self, label_id):
-        """The label with id `label_id`."""
-        if not 0 <= int(label_id) < len(self.labels):
-            raise ValueError(f"Label id {label_id} is outside [0, {len(self.labels)}).")
-        return self.labels[int(label_id)]
-
-    def encode(self, examples):
-        """int32 `(N,)` ids of the examples' labels; an unknown or missing label names its file and line."""
-        ids = np.zeros((len(examples),), dtype=np.int32)
-        for index, example in enumerate(examples):
-            if example.label is None:
-                raise ClassificationDataError(f"{example.location}: the example has no label.")
-            ids[index] = self.label_to_id(example.label, example.location)
-        return ids
-
-    def save(self, path):
-        """Writes `{"labels": [...]}` to `path` atomically (by convention `label_vocabulary.json`)."""
-        atomic_write_json(path, {"labels": self.labels})
-
-    @classmethod
-    def load(cls, path):
-        """Reads a vocabulary written by `save`."""
-        try:
-            with open(path, encoding="utf-8") as handle:
-                content = json.load(handle)
-        except json.JSONDecodeError as error:
-            raise ClassificationDataError(
-                f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
-            ) from error
-        if not isinstance(content, dict) or not isinstance(content.get("labels"), list):
-            raise ClassificationDataError(f"{path}: expected a JSON object with a 'labels' list.")
-        return cls(content["labels"])
 
 
 def pack_classification_examples(examples, tokenizer, sequence_length=128, label_vocabulary=None,

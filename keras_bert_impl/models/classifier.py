@@ -8,12 +8,12 @@ import os
 
 import keras
 
+from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.task import BertTask
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 logger = logging.getLogger(__name__)
 
-LABEL_VOCABULARY_FILENAME = "label_vocabulary.json"
 DEFAULT_DROPOUT = 0.1
 
 
@@ -109,8 +109,6 @@ class BertClassifier(BertTask):
         """The `LabelVocabulary` of `labels`, or None when the model has no label names."""
         if self.labels is None:
             return None
-        from keras_bert_impl.data.classification_data import LabelVocabulary
-
         return LabelVocabulary(self.labels)
 
     # -- training ---------------------------------------------------------------------------------------

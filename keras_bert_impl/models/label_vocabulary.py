@@ -1,0 +1,100 @@
+"""Class names <-> class ids for classification models, saved as JSON next to a model.
+
+Pure Python (and NumPy): `BertClassifier` keeps its class names here, so building, training and saving a
+classifier needs no TensorFlow. `keras_bert_impl.data.classification_data` (the TensorFlow data edge) re-exports
+`LabelVocabulary` and `ClassificationDataError` from this module.
+"""
+
+import json
+
+import numpy as np
+
+from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+LABEL_VOCABULARY_FILENAME = "label_vocabulary.json"
+
+
+class ClassificationDataError(ValueError):
+    """A classification data file that cannot be used: a missing column, a bad label, a malformed line."""
+
+
+class LabelVocabulary:
+    """String labels <-> class ids, saved as JSON next to a model.
+
+    Args:
+        labels: sequence of str. The labels, id i being `labels[i]`; no repeats.
+
+    Example:
+    >>> vocabulary = LabelVocabulary(["contradiction", "entailment", "neutral"])
+    >>> vocabulary.label_to_id("neutral"), vocabulary.id_to_label(1)
+    (2, 'entailment')
+    """
+
+    def __init__(self, labels):
+        labels = [str(label) for label in labels]
+        if not labels:
+            raise ValueError("A label vocabulary needs at least one label.")
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise ValueError(f"Repeated labels in the label vocabulary: {repeated}.")
+        self.labels = labels
+        self._ids = {label: index for index, label in enumerate(labels)}
+
+    @classmethod
+    def from_examples(cls, examples):
+        """The sorted set of labels in `examples` (numerically if they are all integers: "2" < "10")."""
+        labels = {example.label for example in examples if example.label is not None}
+        if not labels:
+            raise ValueError("The examples have no labels to build a label vocabulary from.")
+        if all(label.lstrip("-").isdigit() for label in labels):
+            return cls(sorted(labels, key=int))
+        return cls(sorted(labels))
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __eq__(self, other):
+        return isinstance(other, LabelVocabulary) and self.labels == other.labels
+
+    def __repr__(self):
+        return f"LabelVocabulary({self.labels!r})"
+
+    def label_to_id(self, label, location=None):
+        """The id of `label`; `location` ("file, line N") goes into the error for an unknown label."""
+        if label not in self._ids:
+            where = f"{location}: " if location else ""
+            raise ClassificationDataError(f"{where}label {label!r} is not one of the known labels {self.labels}.")
+        return self._ids[label]
+
+    def id_to_label(self, label_id):
+        """The label with id `label_id`."""
+        if not 0 <= int(label_id) < len(self.labels):
+            raise ValueError(f"Label id {label_id} is outside [0, {len(self.labels)}).")
+        return self.labels[int(label_id)]
+
+    def encode(self, examples):
+        """int32 `(N,)` ids of the examples' labels; an unknown or missing label names its file and line."""
+        ids = np.zeros((len(examples),), dtype=np.int32)
+        for index, example in enumerate(examples):
+            if example.label is None:
+                raise ClassificationDataError(f"{example.location}: the example has no label.")
+            ids[index] = self.label_to_id(example.label, example.location)
+        return ids
+
+    def save(self, path):
+        """Writes `{"labels": [...]}` to `path` atomically (by convention `label_vocabulary.json`)."""
+        atomic_write_json(path, {"labels": self.labels})
+
+    @classmethod
+    def load(cls, path):
+        """Reads a vocabulary written by `save`."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ClassificationDataError(
+                f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
+            ) from error
+        if not isinstance(content, dict) or not isinstance(content.get("labels"), list):
+            raise ClassificationDataError(f"{path}: expected a JSON object with a 'labels' list.")
+        return cls(content["labels"])
