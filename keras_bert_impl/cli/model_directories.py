@@ -16,18 +16,13 @@ Example:
 'BertClassifier'
 """
 
-import importlib
 import json
 import os
 
-# Our class name -> (module, the name used on the command line).
-MODEL_CLASSES = {
-    "BertBackbone": ("keras_bert_impl.models.backbone", "backbone"),
-    "BertPretrainer": ("keras_bert_impl.models.pretrainer", "pretrainer"),
-    "BertClassifier": ("keras_bert_impl.models.classifier", "classifier"),
-    "BertQuestionAnswerer": ("keras_bert_impl.models.question_answerer", "question-answerer"),
-}
-MODEL_CLASS_CHOICES = ("auto",) + tuple(flag for _, flag in MODEL_CLASSES.values())
+from keras_bert_impl.models.registry import TASK_CLASSES, TASK_KINDS, class_name_for_kind, task_class
+
+# The `--model-class` values: "auto" and each registered kind, "-" for "_" ("question-answerer").
+MODEL_CLASS_CHOICES = ("auto",) + tuple(kind.replace("_", "-") for kind in TASK_KINDS.values())
 HUGGINGFACE_ARCHITECTURES = {
     "BertForSequenceClassification": "BertClassifier",
     "BertForQuestionAnswering": "BertQuestionAnswerer",
@@ -37,12 +32,11 @@ HUGGINGFACE_ARCHITECTURES = {
 
 def class_name_for_flag(flag):
     """`BertClassifier` for "classifier" etc.; None for "auto"."""
-    for class_name, (_, name) in MODEL_CLASSES.items():
-        if name == flag:
-            return class_name
     if flag == "auto":
         return None
-    raise ValueError(f"Unknown model class {flag!r}; expected one of {', '.join(MODEL_CLASS_CHOICES)}.")
+    if flag not in MODEL_CLASS_CHOICES:
+        raise ValueError(f"Unknown model class {flag!r}; expected one of {', '.join(MODEL_CLASS_CHOICES)}.")
+    return class_name_for_kind(flag)
 
 
 def _read_json(path):
@@ -60,7 +54,7 @@ def stored_class_name(path):
         path: str. A checkpoint directory or original-TF checkpoint prefix.
 
     Returns:
-        str, a key of `MODEL_CLASSES`.
+        str, a key of `models.registry.TASK_CLASSES`.
     """
     from keras_bert_impl.checkpoints import native, read_checkpoint
     from keras_bert_impl.checkpoints.conversion import CheckpointError
@@ -69,8 +63,8 @@ def stored_class_name(path):
     config_path = os.path.join(path, "config.json")
     if os.path.isdir(path) and native.is_native_directory(path):
         class_name = _read_json(config_path).get("class_name")
-        if class_name not in MODEL_CLASSES:
-            raise CheckpointError(f"{config_path}: class_name {class_name!r} is not one of {sorted(MODEL_CLASSES)}.")
+        if class_name not in TASK_CLASSES:
+            raise CheckpointError(f"{config_path}: class_name {class_name!r} is not one of {sorted(TASK_CLASSES)}.")
         return class_name
     if os.path.isdir(path) and os.path.isfile(config_path):
         architectures = _read_json(config_path).get("architectures") or []
@@ -91,15 +85,14 @@ def load_model(path, class_name=None):
 
     Args:
         path: str. Any checkpoint `from_pretrained` reads.
-        class_name: str or None. A key of `MODEL_CLASSES`; None reads it from the checkpoint. Defaults to None.
+        class_name: str or None. A key of `models.registry.TASK_CLASSES`; None reads it from the checkpoint.
+            Defaults to None.
 
     Returns:
         The model (its `load_report` says what was loaded).
     """
     class_name = class_name or stored_class_name(path)
-    module_name, _ = MODEL_CLASSES[class_name]
-    model_class = getattr(importlib.import_module(module_name), class_name)
-    return model_class.from_pretrained(os.fspath(path))
+    return task_class(class_name).from_pretrained(os.fspath(path))
 
 
 def load_tokenizer_beside(path):

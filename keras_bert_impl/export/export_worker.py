@@ -11,7 +11,6 @@ Example:
 """
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -34,13 +33,13 @@ def main(argv=None):
 
     if keras.backend.backend() != "tensorflow":
         raise SystemExit(f"export_worker needs KERAS_BACKEND=tensorflow, got {keras.backend.backend()!r}.")
-    from keras_bert_impl.export.saved_model_export import MODEL_CLASSES, export_saved_model
+    from keras_bert_impl.export.saved_model_export import export_saved_model
+    from keras_bert_impl.models.registry import TASK_CLASSES, task_class
     from keras_bert_impl.tokenization import BertTokenizer
 
-    if args.model_class not in MODEL_CLASSES:
-        raise SystemExit(f"Unknown model class {args.model_class!r}; expected one of {sorted(MODEL_CLASSES)}.")
-    module_name, _ = MODEL_CLASSES[args.model_class]
-    model_class = getattr(importlib.import_module(module_name), args.model_class)
+    if args.model_class not in TASK_CLASSES:
+        raise SystemExit(f"Unknown model class {args.model_class!r}; expected one of {sorted(TASK_CLASSES)}.")
+    model_class = task_class(args.model_class)
     model = model_class.from_pretrained(args.model_dir)
     tokenizer = BertTokenizer.from_pretrained(args.tokenizer_dir) if args.tokenizer_dir else None
     settings = json.loads(args.settings)

@@ -19,19 +19,13 @@ import tempfile
 
 import keras
 
+from keras_bert_impl.models.registry import TASK_CLASSES, task_kind
 from keras_bert_impl.utils.atomic_io import atomic_directory
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_EXPORT_ROOT = "saved_models"
 EXPORT_CONFIG_FILENAME = "export_config.json"
-# Model class name -> (module, kind). The worker imports the class from here to call `from_pretrained`.
-MODEL_CLASSES = {
-    "BertBackbone": ("keras_bert_impl.models.backbone", "backbone"),
-    "BertPretrainer": ("keras_bert_impl.models.pretrainer", "pretrainer"),
-    "BertClassifier": ("keras_bert_impl.models.classifier", "classifier"),
-    "BertQuestionAnswerer": ("keras_bert_impl.models.question_answerer", "question_answerer"),
-}
 QA_DEFAULTS = dict(
     max_sequence_length=384,
     doc_stride=128,
@@ -51,12 +45,12 @@ class ExportError(RuntimeError):
 
 def _model_kind(model):
     class_name = type(model).__name__
-    if class_name not in MODEL_CLASSES or not isinstance(model, keras.Model):
+    if class_name not in TASK_CLASSES or not isinstance(model, keras.Model):
         raise ExportError(
-            f"export_saved_model supports {', '.join(MODEL_CLASSES)}; got {type(model).__module__}."
+            f"export_saved_model supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}."
             f"{class_name}. Export its backbone, or wrap it in one of these models."
         )
-    return class_name, MODEL_CLASSES[class_name][1]
+    return class_name, task_kind(class_name)
 
 
 def _backbone_of(model):
