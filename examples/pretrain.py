@@ -23,13 +23,13 @@ from keras_bert_impl import (
     BertBackbone,
     BertPretrainer,
     BertTokenizer,
-    MaskedLMMasker,
     TrainingCheckpoint,
     create_optimizer,
     pretraining_dataset,
     train_wordpiece_vocabulary,
 )
 from keras_bert_impl.data.default_corpus import write_docstring_corpus
+from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 from keras_bert_impl.training.callbacks import latest_training_checkpoint, restore_training_checkpoint
 
 
@@ -78,12 +78,13 @@ def main(argv=None):
     # 2. An endless stream of masked sentence pairs (tf.data; feeds `fit` under every Keras backend).
     # Pairs are made as the original create_pretraining_data.py does (50% "B is the next sentence");
     # the masker picks 15% of the tokens (80% [MASK], 10% random, 10% kept), new masks on every pass.
-    masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=args.max_predictions_per_seq,
-                                           seed=args.seed)
+    # The preprocessor owns the packing and masking settings (length, mask rate, predictions per sequence).
+    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=args.seq_length,
+                                               max_predictions_per_seq=args.max_predictions_per_seq, seed=args.seed)
 
     def batches(files, seed):
-        return pretraining_dataset(tokenizer, files=files, seq_length=args.seq_length, batch_size=args.batch_size,
-                                   masker=masker, seed=seed, drop_remainder=True)
+        return pretraining_dataset(preprocessor, files=files, batch_size=args.batch_size, seed=seed,
+                                   drop_remainder=True)
 
     train_data = batches(train_files, args.seed).repeat()
     x, y = next(iter(train_data))

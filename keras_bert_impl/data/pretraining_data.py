@@ -17,6 +17,13 @@ appendix A.2), draw for draw with one `random.Random(seed)`:
 One deviation: the original draws its masks from the same `rng` while it builds instances; here masking is
 `MaskedLMMasker`'s own stateless randomness, so the instances do not depend on the masking settings.
 
+Every packing and masking setting (instance length, mask rate, predictions per sequence, counting rule,
+whole-word masking, 80/10/10 rates) comes from one `preprocessing.BertPretrainingPreprocessor`, which
+`pretraining_dataset` and `write_pretraining_tfrecords` take; `write_pretraining_settings` records it beside
+TFRecord shards and `read_pretraining_settings` reads it back. (The instance stream truncates pairs with
+the original's `rng`, "random_front_back", whatever the preprocessor's `truncation`, which applies to the
+text pairs it packs itself.)
+
 Input text formats (UTF-8):
 - `"sentence_per_line"` (the original's): one sentence per line, a blank line between documents.
 - `"document_per_line"`: one document per line, split into sentences by `split_sentences`.
@@ -32,6 +39,7 @@ padded to `max_seq_length`: `input_ids`, `input_mask`, `segment_ids` (int64 `[ma
 """
 
 import glob
+import json
 import logging
 import os
 import random
@@ -40,7 +48,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
+from keras_bert_impl.data.masking import mask_dataset
 from keras_bert_impl.data.packing import truncate_pair
 from keras_bert_impl.utils.atomic_io import atomic_path
 
@@ -223,6 +231,47 @@ def _check_instance_settings(max_seq_length, short_seq_prob, dupe_factor):
         raise ValueError(f"dupe_factor must be >= 1, got {dupe_factor}.")
 
 
+# Names the pretraining functions used to take for what is now a `BertPretrainingPreprocessor` setting.
+_SETTING_ALIASES = {"seq_length": "sequence_length", "max_seq_length": "sequence_length"}
+
+
+def as_pretraining_preprocessor(preprocessor, settings=None, caller="pretraining data"):
+    """The `BertPretrainingPreprocessor` that holds every packing and masking setting of a pretraining run.
+
+    Args:
+        preprocessor: a `BertPretrainingPreprocessor` (used as is), or a `BertTokenizer`: a preprocessor on it
+            with `settings` (and defaults for the rest) is built.
+        settings: dict or None. `BertPretrainingPreprocessor` arguments (`sequence_length`, `mask_rate`,
+            `max_predictions_per_seq`, ...; `seq_length` / `max_seq_length` are read as `sequence_length`). Only
+            with a tokenizer: a preprocessor already owns its settings. Defaults to None.
+        caller: str. Names the function in error messages.
+
+    Returns:
+        `BertPretrainingPreprocessor`.
+    """
+    from keras_bert_impl.preprocessing.pretraining_preprocessor import BertPretrainingPreprocessor
+
+    settings = dict(settings or {})
+    if isinstance(preprocessor, BertPretrainingPreprocessor):
+        if settings:
+            raise TypeError(
+                f"{caller}: the preprocessor owns the packing and masking settings; got {sorted(settings)} "
+                "besides it. Build the BertPretrainingPreprocessor with them instead."
+            )
+        return preprocessor
+    if not hasattr(preprocessor, "cls_token_id"):
+        raise TypeError(
+            f"{caller} takes a BertPretrainingPreprocessor (or a BertTokenizer and its settings), got "
+            f"{type(preprocessor).__name__}."
+        )
+    for old, new in _SETTING_ALIASES.items():
+        if old in settings:
+            if new in settings:
+                raise TypeError(f"{caller}: give {new} or {old}, not both.")
+            settings[new] = settings.pop(old)
+    return BertPretrainingPreprocessor(preprocessor, **settings)
+
+
 def instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng):
     """The original `create_instances_from_document`: NSP pairs from one document.
 
@@ -360,16 +409,17 @@ def _float_feature(values):
     return tf.train.Feature(float_list=tf.train.FloatList(value=values))
 
 
-def _serialized_records(instances, max_seq_length, masker, seed):
-    """Serialize instances, masking them in fixed-size groups (each group's stateless seed: `[seed, group]`)."""
+def _serialized_records(instances, max_seq_length, preprocessor, seed):
+    """Serialize instances, masking them (with `preprocessor`, unless None) in fixed-size groups (each group's
+    stateless seed: `[seed, group]`)."""
     for group_index, group_start in enumerate(range(0, len(instances), _MASKING_BATCH)):
         group = instances[group_start : group_start + _MASKING_BATCH]
         token_ids = _pad_rows([instance["token_ids"] for instance in group], max_seq_length)
         segment_ids = _pad_rows([instance["segment_ids"] for instance in group], max_seq_length)
         input_mask = _pad_rows([[1] * len(instance["token_ids"]) for instance in group], max_seq_length)
         masked = None
-        if masker is not None:
-            masked = masker(
+        if preprocessor is not None:
+            masked = preprocessor.mask(
                 {"token_ids": tf.constant(token_ids, tf.int32), "padding_mask": tf.constant(input_mask, tf.bool)},
                 seed=tf.constant([seed, group_index], tf.int64),
             )
@@ -401,47 +451,46 @@ def _write_shard_atomically(path, records):
 def write_pretraining_tfrecords(
     input_files,
     output_prefix,
-    tokenizer,
-    max_seq_length=128,
-    max_predictions_per_seq=20,
+    preprocessor,
     num_shards=1,
     masking="static",
     dupe_factor=10,
     short_seq_prob=0.1,
-    mask_rate=0.15,
-    whole_word_masking=False,
-    masker=None,
     input_format="sentence_per_line",
     errors="strict",
     seed=12345,
+    **preprocessor_settings,
 ):
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
     All instances are made (`dupe_factor` passes), shuffled, and dealt round-robin over the shards as the
     original does. Each shard is written under a temporary name and renamed into place when complete.
+    `write_pretraining_settings` records the preprocessor's settings beside the shards (`keras-bert
+    create-data` does), so that training reads them back.
 
     Args:
         input_files: str or list of str. Text files (glob patterns allowed), see the module docstring.
         output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
-        tokenizer: BertTokenizer. Tokenizes the sentences; gives the special ids.
-        max_seq_length: int. Record length. Defaults to 128.
-        max_predictions_per_seq: int. Masked-LM slots per record (static masking). Defaults to 20.
+        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its
+            `sequence_length` is the record length, and with static masking its masker (`mask_rate`,
+            `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks. A `BertTokenizer`
+            is accepted too, with the preprocessor's settings as keyword arguments (`max_seq_length` read as
+            `sequence_length`).
         num_shards: int. Number of output files. Defaults to 1.
         masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
             unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
         dupe_factor: int. Passes over the corpus. Defaults to 10 (the original's).
         short_seq_prob: float. See the module docstring. Defaults to 0.1.
-        mask_rate: float. Fraction of tokens to predict. Defaults to 0.15.
-        whole_word_masking: bool. Mask "##" pieces with their word. Defaults to False.
-        masker: MaskedLMMasker. Overrides `max_predictions_per_seq`, `mask_rate` and `whole_word_masking`.
-            Defaults to None (built from the tokenizer).
         input_format: str. `"sentence_per_line"` or `"document_per_line"`. Defaults to `"sentence_per_line"`.
         errors: str. `"strict"` or `"replace"` for bytes that are not UTF-8. Defaults to `"strict"`.
         seed: int. Seed of instance creation, the final shuffle and the masks. Defaults to 12345.
+        **preprocessor_settings: with a tokenizer only, the `BertPretrainingPreprocessor` arguments.
 
     Returns:
         list of str, the shard paths written.
     """
+    preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "write_pretraining_tfrecords")
+    tokenizer, max_seq_length = preprocessor.tokenizer, preprocessor.sequence_length
     if masking not in MASKING_MODES:
         raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
     if int(num_shards) < 1:
@@ -462,24 +511,89 @@ def write_pretraining_tfrecords(
         )
     )
     random.Random(seed + 1).shuffle(instances)
-    if masking == "static" and masker is None:
-        masker = MaskedLMMasker.from_tokenizer(
-            tokenizer,
-            max_predictions_per_seq=max_predictions_per_seq,
-            mask_rate=mask_rate,
-            whole_word_masking=whole_word_masking,
-            seed=seed,
-        )
     paths = [f"{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord" for index in range(num_shards)]
     for shard_index, path in enumerate(paths):
         shard = instances[shard_index::num_shards]
         # Each shard masks with its own seed stream, so a shard's masks do not depend on the shard count.
         _write_shard_atomically(
             path,
-            _serialized_records(shard, max_seq_length, masker if masking == "static" else None, seed + shard_index),
+            _serialized_records(shard, max_seq_length, preprocessor if masking == "static" else None, seed + shard_index),
         )
         logger.info("Wrote %d instances to %s.", len(shard), path)
     return paths
+
+
+SETTINGS_SUFFIX = ".settings.json"
+_SHARD_NAME = re.compile(r"^(.*)-\d{5}-of-\d{5}\.tfrecord$")
+_SETTINGS_FORMAT = "keras_bert_impl.pretraining_tfrecords"
+
+
+def pretraining_settings_path(output_prefix):
+    """The settings file of the shards `{output_prefix}-*-of-*.tfrecord`: `{output_prefix}.settings.json`
+    (a name the shards' glob `{output_prefix}-*` does not match)."""
+    return os.fspath(output_prefix) + SETTINGS_SUFFIX
+
+
+def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
+    """Record beside the shards of `output_prefix` how they were made, written atomically.
+
+    The JSON holds `masking` (`"static"` / `"dynamic"`), `preprocessor` (`BertPretrainingPreprocessor.settings()`:
+    the record length and every masking setting), `vocabulary_size`, and `details` (e.g. `dupe_factor`,
+    `seed`). `read_pretraining_settings` reads it back from the shards' paths.
+
+    Returns:
+        str, the path written.
+    """
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    if masking not in MASKING_MODES:
+        raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
+    path = pretraining_settings_path(output_prefix)
+    atomic_write_json(path, {
+        "format": _SETTINGS_FORMAT,
+        "masking": masking,
+        "preprocessor": preprocessor.settings(),
+        "vocabulary_size": preprocessor.tokenizer.vocabulary_size(),
+        **details,
+    })
+    return path
+
+
+def read_pretraining_settings(file_pattern):
+    """The settings `write_pretraining_settings` recorded for the TFRecord shards `file_pattern` names.
+
+    Args:
+        file_pattern: str or list of str. Shard paths or glob patterns, as `read_pretraining_tfrecords` takes.
+
+    Returns:
+        dict (the JSON, with `"path"`, the file it came from), or None when the shards have no settings file
+        (records of the original `create_pretraining_data.py`, or written by the library alone). Shards of
+        several prefixes whose settings differ raise `ValueError`.
+    """
+    found = {}
+    for path in _expand_paths(file_pattern):
+        match = _SHARD_NAME.match(path)
+        candidate = path if path.endswith(SETTINGS_SUFFIX) else (
+            pretraining_settings_path(match.group(1)) if match else None)
+        if candidate is not None and candidate not in found and os.path.isfile(candidate):
+            with open(candidate, encoding="utf-8") as handle:
+                try:
+                    document = json.load(handle)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{candidate}: malformed settings JSON ({error}).") from None
+            if not isinstance(document, dict) or document.get("format") != _SETTINGS_FORMAT:
+                raise ValueError(f"{candidate} is not a pretraining settings file (no format {_SETTINGS_FORMAT!r}).")
+            found[candidate] = document
+    if not found:
+        return None
+    (first_path, first), *others = found.items()
+    for path, document in others:
+        if document != first:
+            raise ValueError(
+                f"The TFRecords {file_pattern!r} were written with different settings ({first_path} and {path}); "
+                "read them separately."
+            )
+    return {**first, "path": first_path}
 
 
 def _record_features(max_seq_length, max_predictions_per_seq, static):
@@ -554,8 +668,9 @@ def read_pretraining_tfrecords(
         batch_size: int. Batch size `B`.
         max_seq_length: int. `T`, the records' length. Defaults to 128.
         max_predictions_per_seq: int. `P` of statically masked records. Defaults to 20.
-        masker: MaskedLMMasker or None. None reads the masks stored in the records (static); a masker masks
-            unmasked records anew every epoch (dynamic). Defaults to None.
+        masker: MaskedLMMasker, BertPretrainingPreprocessor (its masker) or None. None reads the masks stored
+            in the records (static); a masker masks unmasked records anew every epoch (dynamic). Defaults to
+            None.
         shuffle: bool. Shuffle shard order and records (reshuffled each epoch, reproducibly under `seed`).
             Defaults to True.
         shuffle_buffer_size: int. Records in the shuffle buffer. Defaults to 10000.
@@ -574,7 +689,10 @@ def read_pretraining_tfrecords(
     if vocabulary_size is not None and (not isinstance(vocabulary_size, (int, np.integer))
                                         or isinstance(vocabulary_size, bool) or vocabulary_size < 1):
         raise ValueError(f"vocabulary_size must be a positive integer or None, got {vocabulary_size!r}.")
-    files = _expand_paths(file_pattern)
+    files = [path for path in _expand_paths(file_pattern) if not path.endswith(SETTINGS_SUFFIX)]
+    if not files:
+        raise ValueError(f"No TFRecord shards in {file_pattern!r}.")
+    masker = getattr(masker, "masker", masker)  # a BertPretrainingPreprocessor masks with its masker
     _check_record_layout(files[0], max_seq_length, max_predictions_per_seq, static=masker is None)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if shuffle:
@@ -643,68 +761,65 @@ def _cast_token_ids(features):
 
 
 def pretraining_dataset(
-    tokenizer,
+    preprocessor,
     files=None,
     documents=None,
-    seq_length=128,
     batch_size=32,
-    max_predictions_per_seq=20,
     masking="dynamic",
     seed=12345,
     short_seq_prob=0.1,
     dupe_factor=1,
-    mask_rate=0.15,
-    whole_word_masking=False,
-    masker=None,
     padding="fixed",
     input_format="sentence_per_line",
     errors="strict",
     shuffle_buffer_size=10000,
     drop_remainder=False,
+    **preprocessor_settings,
 ):
     """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
 
-    Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`),
-    shuffles them, pads them into batches, and masks them with a `MaskedLMMasker`: `"dynamic"` draws new
-    masks every epoch (reproducible under `seed`), `"static"` masks every instance once and keeps the mask
-    across epochs. Works under every Keras backend: the elements are plain dicts of tensors, which Keras
-    converts for JAX and torch.
+    Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`, up to
+    the preprocessor's `sequence_length`), shuffles them, pads them into batches, and masks them with the
+    preprocessor's masker (`BertPretrainingPreprocessor.mask_dataset`): `"dynamic"` draws new masks every
+    epoch (reproducible under `seed`), `"static"` masks every instance once and keeps the mask across epochs.
+    Works under every Keras backend: the elements are plain dicts of tensors, which Keras converts for JAX
+    and torch.
 
     Args:
-        tokenizer: BertTokenizer. Tokenizes the text and gives the special ids.
+        preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer, the instance length
+            (`sequence_length`) and every masking setting. A `BertTokenizer` is accepted too, with the
+            preprocessor's settings as keyword arguments (`seq_length` read as `sequence_length`).
         files: str or list of str. Text files, see the module docstring. Give this or `documents`.
         documents: list. In-memory documents, each a str (split with `split_sentences`) or a list of
             sentence strings.
-        seq_length: int. `T`, the longest packed instance. Defaults to 128.
         batch_size: int. `B`. Defaults to 32.
-        max_predictions_per_seq: int. `P`. Defaults to 20.
         masking: str. `"dynamic"` or `"static"`. Defaults to `"dynamic"`.
         seed: int. Seed of instance creation, shuffling and masks. Defaults to 12345.
         short_seq_prob: float. Defaults to 0.1.
         dupe_factor: int. Passes over the documents per epoch. Defaults to 1.
-        mask_rate: float. Defaults to 0.15.
-        whole_word_masking: bool. Defaults to False.
-        masker: MaskedLMMasker. Overrides `max_predictions_per_seq`, `mask_rate` and `whole_word_masking`.
-            Defaults to None.
-        padding: str. `"fixed"` pads to `seq_length`; `"dynamic"` to the longest instance of the batch.
+        padding: str. `"fixed"` pads to `sequence_length`; `"dynamic"` to the longest instance of the batch.
             Defaults to `"fixed"`.
         input_format: str. For `files`. Defaults to `"sentence_per_line"`.
         errors: str. `"strict"` or `"replace"`, for `files`. Defaults to `"strict"`.
         shuffle_buffer_size: int. Instances in the shuffle buffer (0 turns shuffling off). Defaults to 10000.
         drop_remainder: bool. Drop a last partial batch. Defaults to False.
+        **preprocessor_settings: with a tokenizer only, the `BertPretrainingPreprocessor` arguments.
 
     Returns:
         tf.data.Dataset of `(x, y)` as in README.md ("Data formats", pretraining batches).
 
     Example:
+    >>> from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
     >>> from keras_bert_impl.tokenization import BertTokenizer
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "."])
-    >>> ds = pretraining_dataset(tokenizer, documents=["a b. C a.", "b c. A b c."], seq_length=16,
-    ...                          batch_size=2, max_predictions_per_seq=4)
+    >>> preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=16, max_predictions_per_seq=4)
+    >>> ds = pretraining_dataset(preprocessor, documents=["a b. C a.", "b c. A b c."], batch_size=2)
     >>> x, y = next(iter(ds))
     >>> x["token_ids"].shape, y["mask_ids"].shape
     (TensorShape([2, 16]), TensorShape([2, 4]))
     """
+    preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "pretraining_dataset")
+    tokenizer, seq_length = preprocessor.tokenizer, preprocessor.sequence_length
     if (files is None) == (documents is None):
         raise ValueError("Give exactly one of `files` (text files) and `documents` (in-memory texts).")
     if masking not in MASKING_MODES:
@@ -715,14 +830,6 @@ def pretraining_dataset(
         read_documents(files, input_format, errors) if files is not None else _as_sentence_documents(documents)
     )
     id_documents = tokenize_documents(sentence_documents, tokenizer)
-    if masker is None:
-        masker = MaskedLMMasker.from_tokenizer(
-            tokenizer,
-            max_predictions_per_seq=max_predictions_per_seq,
-            mask_rate=mask_rate,
-            whole_word_masking=whole_word_masking,
-            seed=seed,
-        )
     dataset = pretraining_instances_dataset(
         id_documents,
         tokenizer.cls_token_id,
@@ -734,7 +841,7 @@ def pretraining_dataset(
     ).map(_with_padding_mask)
     if masking == "static":
         # Masked one instance at a time, before shuffling: instance i always gets the same seed.
-        dataset = mask_dataset(dataset, masker, seed=seed, new_masks_each_epoch=False)
+        dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)
     if shuffle_buffer_size:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     width = seq_length if padding == "fixed" else None
@@ -748,11 +855,11 @@ def pretraining_dataset(
     }
     if masking == "static":
         for key, value in (("mask_positions", 0), ("mask_ids", 0), ("mask_weights", 0.0)):
-            padded_shapes[key] = [masker.max_predictions_per_seq]
+            padded_shapes[key] = [preprocessor.max_predictions_per_seq]
             padding_values[key] = tf.constant(value, tf.float32 if key == "mask_weights" else tf.int32)
     dataset = dataset.padded_batch(
         batch_size, padded_shapes=padded_shapes, padding_values=padding_values, drop_remainder=drop_remainder
     )
     if masking == "dynamic":
-        dataset = mask_dataset(dataset, masker, seed=seed, new_masks_each_epoch=True)
+        dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=True)
     return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,9 @@
+"""Preprocessors: tokenizer + packing (+ masking, + SQuAD windowing) as serializable Keras layers that own
+their settings, run in `tf.data` under every backend, and let task models take raw text (TensorFlow edge)."""
+
+from keras_bert_impl.preprocessing.bert_preprocessor import BertPreprocessor
+from keras_bert_impl.preprocessing.preprocessor import Preprocessor
+from keras_bert_impl.preprocessing.pretraining_preprocessor import BertPretrainingPreprocessor
+from keras_bert_impl.preprocessing.question_answering_preprocessor import BertQuestionAnsweringPreprocessor
+
+__all__ = ["BertPreprocessor", "BertPretrainingPreprocessor", "BertQuestionAnsweringPreprocessor", "Preprocessor"]

@@ -1,0 +1,266 @@
+"""Text (or text pairs) to BERT pretraining batches: tokenize, pack `[CLS] A [SEP] B [SEP]`, mask.
+
+`BertPretrainingPreprocessor` owns every packing and masking setting of pretraining, so that one object
+(and its config, or the settings JSON `keras-bert create-data` writes beside its TFRecords) carries them
+from data creation to training. It wraps `data.packing.SegmentPacker` and `data.masking.MaskedLMMasker`;
+the pretraining data pipeline (`data.pretraining_data`) masks its instances with this preprocessor's masker.
+
+Shape legend: B batch, T tokens (`sequence_length`), P masked slots (`max_predictions_per_seq`).
+"""
+
+import keras
+import keras.utils
+import tensorflow as tf
+
+from keras_bert_impl.data.masking import COUNTING_RULES, REPLACEMENT_UNITS, MaskedLMMasker, mask_dataset
+from keras_bert_impl.data.packing import TRUNCATION_RULES, SegmentPacker
+from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
+from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
+
+# The settings a BertPretrainingPreprocessor owns besides its tokenizer, with their defaults (the original
+# `create_pretraining_data.py` recipe at length 128).
+DEFAULT_SETTINGS = {
+    "sequence_length": 128,
+    "truncation": "random_front_back",
+    "mask_rate": 0.15,
+    "max_predictions_per_seq": 20,
+    "counting": "original",
+    "whole_word_masking": False,
+    "replacement_unit": "word",
+    "mask_token_rate": 0.8,
+    "random_token_rate": 0.1,
+    "seed": 0,
+}
+# The settings that shape the masks (all but the packing ones and the seed).
+MASKING_SETTINGS = (
+    "mask_rate", "max_predictions_per_seq", "counting", "whole_word_masking", "replacement_unit", "mask_token_rate",
+    "random_token_rate",
+)
+
+
+def _is_masked_input(x):
+    return _is_model_input(x) and "mask_positions" in x
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertPretrainingPreprocessor(Preprocessor):
+    """Raw text to `BertPretrainer` inputs and targets: tokenize, pack, and choose the masked-LM targets.
+
+    Single texts become `[CLS] A [SEP]`, pairs `[CLS] A [SEP] B [SEP]` (segment ids 0 then 1), padded to
+    `sequence_length`; then `MaskedLMMasker` picks the tokens to predict (`mask_rate` of them, at most
+    `max_predictions_per_seq`) and replaces them (80% `[MASK]`, 10% a random id, 10% unchanged by default).
+    The next-sentence labels are the `y` given (0 = IsNext, 1 = random next), 0 when none is given.
+
+    Randomness: masks are stateless functions of a seed. A call with `seed=` (an int tensor `(2,)`) masks the
+    same way every time; a call without one draws a seed from the layer's `seed` (new masks per call).
+    `make_dataset` (what `BertPretrainer.fit` / `evaluate` / `predict` use on raw text) keys each batch by a
+    seed from `tf.data.Dataset.random(seed)`: new masks every epoch, the same ones on every run.
+
+    Args:
+        tokenizer: `BertTokenizer`.
+        sequence_length: int. `T`. Defaults to 128.
+        truncation: str. How a pair too long for `T` is cut: `"random_front_back"` (the default, as
+            `create_pretraining_data.py`: each removed token from the front or the back of the longer
+            segment) or `"longest_first"` (see `data.packing`).
+        mask_rate: float. Share of the tokens to predict. Defaults to 0.15.
+        max_predictions_per_seq: int. `P`, the masked-LM slots per row. Defaults to 20.
+        counting: str. How many tokens a row predicts: `"original"`, `"ceil"` or `"bernoulli"` (see
+            `data.masking`). Defaults to `"original"`.
+        whole_word_masking: bool. Mask "##" pieces together with their word. Defaults to False.
+        replacement_unit: str. `"word"` or `"token"`: the unit of the 80/10/10 draw under whole-word
+            masking. Defaults to `"word"`.
+        mask_token_rate: float. Share of the chosen tokens that become `[MASK]`. Defaults to 0.8.
+        random_token_rate: float. Share that become a random id (the rest stay). Defaults to 0.1.
+        seed: int. Seed of the masks (and of the `"random_front_back"` coins). Defaults to 0.
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Call arguments:
+        x: a str, a list / array / tf.string tensor `(B,)` of texts, a tuple `(first, second)` of two such
+            batches for pairs, or already packed inputs (a dict with `token_ids`, `segment_ids` and
+            optionally `padding_mask`), which are masked only.
+        y: next-sentence labels, int `(B,)`, or None (all 0). Defaults to None.
+        sample_weight: passed through. Defaults to None.
+        seed: int tensor `(2,)` or None: the stateless seed of the masks. Defaults to None.
+
+    Returns:
+        `(x, y)` (or `(x, y, sample_weight)`): `x` a dict of `token_ids` int32 `(B, T)` (masked),
+        `segment_ids` int32 `(B, T)`, `padding_mask` bool `(B, T)`, `mask_positions` int32 `(B, P)`; `y` a
+        dict of `mask_ids` int32 `(B, P)`, `mask_weights` float32 `(B, P)`, `next_sentence_labels` int32
+        `(B,)`: what `BertPretrainer` takes. No batch axis for one str. NumPy arrays when called eagerly,
+        TensorFlow tensors inside `tf.data`.
+
+    Example:
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film"])
+    >>> preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=8, max_predictions_per_seq=2,
+    ...                                            mask_rate=0.3, mask_token_rate=1.0, random_token_rate=0.0)
+    >>> x, y = preprocessor((["good film"], ["bad"]), [1], seed=[1, 2])
+    >>> x["token_ids"].tolist(), x["mask_positions"].tolist(), y["mask_ids"].tolist()
+    ([[2, 4, 4, 3, 6, 3, 0, 0]], [[1, 2]], [[5, 7]])
+    >>> y["next_sentence_labels"].tolist()
+    [1]
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        sequence_length=DEFAULT_SETTINGS["sequence_length"],
+        truncation=DEFAULT_SETTINGS["truncation"],
+        mask_rate=DEFAULT_SETTINGS["mask_rate"],
+        max_predictions_per_seq=DEFAULT_SETTINGS["max_predictions_per_seq"],
+        counting=DEFAULT_SETTINGS["counting"],
+        whole_word_masking=DEFAULT_SETTINGS["whole_word_masking"],
+        replacement_unit=DEFAULT_SETTINGS["replacement_unit"],
+        mask_token_rate=DEFAULT_SETTINGS["mask_token_rate"],
+        random_token_rate=DEFAULT_SETTINGS["random_token_rate"],
+        seed=DEFAULT_SETTINGS["seed"],
+        **kwargs,
+    ):
+        super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
+        if truncation not in TRUNCATION_RULES:
+            raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
+        if counting not in COUNTING_RULES:
+            raise ValueError(f"counting must be one of {COUNTING_RULES}, got {counting!r}.")
+        if replacement_unit not in REPLACEMENT_UNITS:
+            raise ValueError(f"replacement_unit must be one of {REPLACEMENT_UNITS}, got {replacement_unit!r}.")
+        self.truncation = truncation
+        self.mask_rate = float(mask_rate)
+        self.max_predictions_per_seq = int(max_predictions_per_seq)
+        self.counting = counting
+        self.whole_word_masking = bool(whole_word_masking)
+        self.replacement_unit = replacement_unit
+        self.mask_token_rate = float(mask_token_rate)
+        self.random_token_rate = float(random_token_rate)
+        self.seed = int(seed)
+        self.packer = SegmentPacker(
+            self.sequence_length,
+            self.tokenizer.cls_token_id,
+            self.tokenizer.sep_token_id,
+            self.tokenizer.pad_token_id,
+            truncation=truncation,
+            seed=self.seed,
+            name="packer",
+        )
+        # Checks the masking settings (rates in range, P >= 1) with the masker's own messages.
+        self.masker = MaskedLMMasker.from_tokenizer(
+            self.tokenizer,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            mask_rate=self.mask_rate,
+            mask_token_rate=self.mask_token_rate,
+            random_token_rate=self.random_token_rate,
+            counting=self.counting,
+            whole_word_masking=self.whole_word_masking,
+            replacement_unit=self.replacement_unit,
+            seed=self.seed,
+            name="masker",
+        )
+
+    # -- masking packed instances (the pretraining data pipeline) -------------------------------------------
+
+    def mask(self, features, seed=None):
+        """Mask already packed rows with this preprocessor's masker.
+
+        Args:
+            features: dict with `token_ids` (int `(B, T)` dense or ragged, or `(T,)`) and optionally
+                `padding_mask`; other keys pass through.
+            seed: int tensor `(2,)` (a stateless seed), a scalar (combined with `seed` of the layer) or None.
+
+        Returns:
+            `features` with `token_ids` masked and `mask_positions`, `mask_ids`, `mask_weights` added
+            (TensorFlow tensors; see `MaskedLMMasker`).
+        """
+        return self.masker(features, seed=seed)
+
+    def mask_dataset(self, dataset, seed=None, new_masks_each_epoch=True):
+        """`data.masking.mask_dataset` with this preprocessor's masker: each element of `dataset` (dicts of
+        packed rows, batched or not) masked under its own reproducible seed, drawn from `seed` (default: the
+        layer's); new masks every epoch (dynamic) or the same ones (static)."""
+        return mask_dataset(dataset, self.masker, seed=self.seed if seed is None else seed,
+                            new_masks_each_epoch=new_masks_each_epoch)
+
+    # -- raw text -------------------------------------------------------------------------------------------
+
+    def call(self, x, y=None, sample_weight=None, seed=None):
+        if isinstance(x, dict):
+            if "token_ids" not in x or "segment_ids" not in x:
+                raise ValueError(
+                    f"Packed inputs need `token_ids` and `segment_ids`; got the keys {sorted(x)}."
+                )
+            packed = dict(x)
+            token_ids = tf.convert_to_tensor(packed["token_ids"])
+            if "padding_mask" not in packed:
+                packed["padding_mask"] = tf.not_equal(token_ids, tf.cast(self.tokenizer.pad_token_id, token_ids.dtype))
+        else:
+            first, second = as_segments(x)
+            first = self.tokenize(first, "x[0]" if second is not None else "x")
+            if second is not None:
+                second = self.tokenize(second, "x[1]")
+            packed = self.packer(first, second)  # each (B, T)
+        masked = self.masker(packed, seed=seed)
+        token_ids = tf.cast(masked["token_ids"], tf.int32)
+        batch_shape = tf.shape(token_ids)[:-1]
+        if y is None:
+            labels = tf.zeros(batch_shape, tf.int32)
+        else:
+            labels = tf.reshape(tf.cast(y, tf.int32), batch_shape)
+        inputs = {
+            "token_ids": token_ids,
+            "segment_ids": tf.cast(masked["segment_ids"], tf.int32),
+            "padding_mask": tf.cast(masked["padding_mask"], tf.bool),
+            "mask_positions": masked["mask_positions"],
+        }
+        targets = {
+            "mask_ids": masked["mask_ids"],
+            "mask_weights": masked["mask_weights"],
+            "next_sentence_labels": labels,
+        }
+        return keras.utils.pack_x_y_sample_weight(inputs, targets, sample_weight)
+
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """Batched `(x, y)` pretraining batches from raw texts (or text pairs) and next-sentence labels.
+
+        As `Preprocessor.make_dataset`, but each batch is masked under its own seed from
+        `tf.data.Dataset.random(self.seed)`: new masks every epoch, reproducible across runs. Data that already
+        holds masked model inputs (a dict with `token_ids` and `mask_positions`) passes through; packed but
+        unmasked inputs (`token_ids`, `segment_ids`) are masked.
+        """
+        if isinstance(x, tf.data.Dataset):
+            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size)):
+                if value is not None:
+                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}).")
+            if _is_masked_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0]):
+                return x
+            dataset = x
+        else:
+            if isinstance(x, list) and x and isinstance(x[0], (list, tuple)) and not isinstance(x[0], str):
+                raise TypeError(
+                    "x is a list of pairs; give sentence pairs as a tuple of two lists, (first_texts, second_texts)."
+                )
+            dataset = tf.data.Dataset.from_tensor_slices(keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
+            if shuffle:
+                dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
+            dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+            if _is_masked_input(x):
+                return dataset.prefetch(tf.data.AUTOTUNE)
+        seeds = tf.data.Dataset.random(seed=self.seed, rerandomize_each_iteration=True)
+        dataset = tf.data.Dataset.zip((dataset, seeds)).map(
+            self._preprocess_seeded, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def _preprocess_seeded(self, element, element_seed):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(element)
+        return self.call(x, y, sample_weight, seed=tf.stack([tf.constant(self.seed, tf.int64), element_seed]))
+
+    # -- settings and config --------------------------------------------------------------------------------
+
+    def settings(self):
+        """The packing and masking settings (every constructor argument but the tokenizer) as a dict of plain
+        values: what `keras-bert create-data` writes beside its TFRecords, and `cls(tokenizer, **settings)`
+        rebuilds."""
+        return {name: getattr(self, name) for name in DEFAULT_SETTINGS}
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({name: value for name, value in self.settings().items() if name != "sequence_length"})
+        return config
