@@ -9,7 +9,7 @@ import os
 import keras
 
 from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
-from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.task import AUTO, BertTask
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,9 @@ class BertClassifier(BertTask):
         dropout: float. Dropout on the pooled output, applied only in training. Defaults to 0.1.
         labels: sequence of str, a `LabelVocabulary`, or None. The class names, id i being `labels[i]`;
             saved with the model (config and `label_vocabulary.json`). Defaults to None.
+        preprocessor: `preprocessing.BertPreprocessor` or None. With one, `fit` / `evaluate` / `predict`
+            take raw texts (a list of str, or a tuple `(first_texts, second_texts)` for pairs). Defaults to
+            None (token ids only).
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
@@ -69,7 +72,9 @@ class BertClassifier(BertTask):
     ['accuracy', 'loss']
     """
 
-    def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, **kwargs):
+    default_preprocessor_class = "BertPreprocessor"
+
+    def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
         if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
             raise ValueError(f"BertClassifier `num_classes` must be a positive integer, got {num_classes!r}.")
         if not 0.0 <= dropout < 1.0:
@@ -98,6 +103,7 @@ class BertClassifier(BertTask):
         self.num_classes = num_classes
         self.dropout = dropout
         self.labels = labels
+        self.preprocessor = preprocessor
 
     @property
     def is_regression(self):
@@ -142,7 +148,8 @@ class BertClassifier(BertTask):
         }
 
     @classmethod
-    def from_pretrained(cls, path, num_classes=None, labels=None, classifier_dropout=None, **overrides):
+    def from_pretrained(cls, path, num_classes=None, labels=None, classifier_dropout=None, preprocessor=AUTO,
+                        sequence_length=None, **overrides):
         """Build a classifier from any checkpoint `checkpoints.read_checkpoint` reads.
 
         Our own `BertClassifier` directories restore everything (head, `labels`). Hugging Face
@@ -161,6 +168,12 @@ class BertClassifier(BertTask):
                 when their number fits. Defaults to None.
             classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
                 Defaults to None.
+            preprocessor: "auto", a `BertPreprocessor`, or None. "auto" attaches the one saved with the model,
+                else a `BertPreprocessor` on the checkpoint's `vocab.txt` and casing, so `fit` / `predict`
+                take raw text (none when the directory has no vocabulary or TensorFlow is not installed).
+                Defaults to "auto".
+            sequence_length: int or None. The preprocessor's packing length; None keeps the saved one, else
+                `min(128, max_sequence_length)`. Defaults to None.
             **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
 
         Returns:
@@ -184,9 +197,36 @@ class BertClassifier(BertTask):
         if classifier_dropout is None:
             classifier_dropout = DEFAULT_DROPOUT if stored_dropout is None else stored_dropout
         backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        model = cls(backbone, num_classes, dropout=classifier_dropout, labels=labels)
+        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
+        model = cls(backbone, num_classes, dropout=classifier_dropout, labels=labels, preprocessor=preprocessor)
         load_task_weights(model, fmt, tensors, extra, path, classifier_head_specs())
         return model
+
+    @classmethod
+    def from_preset(cls, name, num_classes, vocabulary=None, sequence_length=None, lowercase=True, dropout=DEFAULT_DROPOUT,
+                    labels=None, **backbone_overrides):
+        """A randomly initialised classifier of a published size (`models.presets.PRESETS`: "tiny" ... "large").
+
+        Args:
+            name: str. The preset.
+            num_classes: int. Number of classes (1 = regression).
+            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
+                backbone is sized to it and a `BertPreprocessor` on it is attached. None: no preprocessor, the
+                published 30,522-token size. Defaults to None.
+            sequence_length: int or None. The preprocessor's length. Defaults to `min(128, max_sequence_length)`.
+            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
+            dropout: float. The head's dropout. Defaults to 0.1.
+            labels: class names, as in the constructor. Defaults to None.
+            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
+
+        Example:
+        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
+        >>> model = BertClassifier.from_preset("tiny", num_classes=2, vocabulary=vocabulary)
+        >>> model.predict(["good", "bad"], verbose=0).shape
+        (2, 2)
+        """
+        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
+        return cls(backbone, num_classes, dropout=dropout, labels=labels, preprocessor=preprocessor)
 
     def checkpoint_files(self):
         """For a model with `labels`: `label_vocabulary.json` (`LabelVocabulary.load` reads it), written by

@@ -460,6 +460,21 @@ class BertTokenizer(tf.Module):
             },
         )
 
+    def get_config(self):
+        """The constructor arguments, the vocabulary as a token list: `BertTokenizer.from_config` rebuilds it
+        (preprocessors keep their tokenizer in their Keras config this way)."""
+        return {
+            "vocabulary": list(self._tokens),
+            "lowercase": self.lowercase,
+            "strip_accents": self._strip_accents_setting,
+            "tokenize_chinese_chars": self.tokenize_chinese_chars,
+            "max_input_chars_per_word": self.max_input_chars_per_word,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
     def vocabulary_size(self):
         """Number of tokens in the vocabulary."""
         return len(self._tokens)

@@ -1,0 +1,82 @@
+"""Text (or text pairs) to backbone inputs: tokenize, then pack `[CLS] A [SEP] B [SEP]`.
+
+Shape legend: B batch, T tokens (`sequence_length`).
+"""
+
+import keras
+
+from keras_bert_impl.data.packing import TRUNCATION_RULES, SegmentPacker
+from keras_bert_impl.preprocessing.preprocessor import Preprocessor
+
+
+def as_segments(x):
+    """`(first, second)` from a batch of texts or a tuple of one or two such batches (second None alone)."""
+    if isinstance(x, tuple):
+        if len(x) not in (1, 2):
+            raise ValueError(f"x must be texts or a tuple of 1 or 2 text batches (a pair), got {len(x)} segments.")
+        return x[0], (x[1] if len(x) == 2 else None)
+    return x, None
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertPreprocessor(Preprocessor):
+    """Raw text to BERT inputs for the fine-tuning tasks (`BertClassifier`): tokenize and pack.
+
+    Single texts become `[CLS] A [SEP]`, pairs `[CLS] A [SEP] B [SEP]` (segment ids 0 then 1), padded with
+    `[PAD]` to `sequence_length`. A pair too long for `sequence_length` is truncated as `run_classifier.py`
+    does ("longest_first": drop the last token of the longer segment until it fits).
+
+    Args:
+        tokenizer: `BertTokenizer`.
+        sequence_length: int. `T`. Defaults to 128.
+        truncation: str. `"longest_first"` or `"random_front_back"` (see `data.packing`). Defaults to
+            `"longest_first"`.
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        x: a str, a list / array / tf.string tensor `(B,)` of texts, or a tuple `(first, second)` of two such
+            batches for pairs.
+        y: targets, passed through. Defaults to None.
+        sample_weight: passed through. Defaults to None.
+
+    Returns:
+        `x` dict (`token_ids` int32 `(B, T)`, `segment_ids` int32 `(B, T)`, `padding_mask` bool `(B, T)`; no
+        batch axis for one str), or `(x, y)` / `(x, y, sample_weight)` when those are given. NumPy arrays
+        when called eagerly, TensorFlow tensors inside `tf.data`.
+
+    Example:
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film"])
+    >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
+    >>> preprocessor(["good film", "bad"])["token_ids"].tolist()
+    [[2, 5, 7, 3, 0, 0], [2, 6, 3, 0, 0, 0]]
+    >>> preprocessor((["good"], ["bad film"]))["segment_ids"].tolist()
+    [[0, 0, 0, 1, 1, 1]]
+    """
+
+    def __init__(self, tokenizer, sequence_length=128, truncation="longest_first", **kwargs):
+        super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
+        if truncation not in TRUNCATION_RULES:
+            raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
+        self.truncation = truncation
+        self.packer = SegmentPacker(
+            self.sequence_length,
+            self.tokenizer.cls_token_id,
+            self.tokenizer.sep_token_id,
+            self.tokenizer.pad_token_id,
+            truncation=truncation,
+            name="packer",
+        )
+
+    def call(self, x, y=None, sample_weight=None):
+        first, second = as_segments(x)
+        first = self.tokenize(first, "x[0]" if second is not None else "x")
+        if second is not None:
+            second = self.tokenize(second, "x[1]")
+        packed = self.packer(first, second)  # each (B, T)
+        return keras.utils.pack_x_y_sample_weight(packed, y, sample_weight)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(truncation=self.truncation)
+        return config

@@ -1,0 +1,200 @@
+"""The base of the preprocessors: a tokenizer and its settings as one serializable Keras layer.
+
+TensorFlow at the data edge: a preprocessor runs TensorFlow ops on purpose (the tokenizer is tensorflow-text,
+the packer and masker are ragged TensorFlow ops), so it runs inside `tf.data.Dataset.map` whatever the Keras
+backend, and eagerly on Python lists. It is a Keras layer for its config (`get_config` / `from_config`, and a
+place inside a task's config and `.keras` file); it holds no weights and is never part of a compute graph, so
+`__call__` goes straight to `call` without Keras' input conversion (the tensors it takes and returns are
+TensorFlow tensors in `tf.data`, NumPy arrays when called eagerly).
+
+A task that holds a preprocessor (`BertTask(preprocessor=...)`) feeds `fit` / `evaluate` / `predict` through
+`make_dataset`, so those take raw strings.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.tokenization.bert_tokenizer import BertTokenizer
+
+DEFAULT_BATCH_SIZE = 32
+# The backbone inputs: data that already carries them is passed through unpreprocessed.
+MODEL_INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def _as_tokenizer(tokenizer):
+    if isinstance(tokenizer, BertTokenizer):
+        return tokenizer
+    if isinstance(tokenizer, dict):
+        return BertTokenizer.from_config(tokenizer)
+    raise TypeError(f"`tokenizer` must be a BertTokenizer (or its config dict), got {type(tokenizer).__name__}.")
+
+
+def _is_model_input(x):
+    return isinstance(x, dict) and "token_ids" in x
+
+
+def _to_numpy(structure):
+    """TensorFlow tensors (dense) to NumPy arrays, for results of an eager call."""
+
+    def convert(value):
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            return value.numpy()
+        return value
+
+    return tf.nest.map_structure(convert, structure)
+
+
+def _as_string_tensor(texts, name):
+    """A `tf.string` tensor of rank 0 or 1 from a str, a list of str, a NumPy string array or a tensor."""
+    if isinstance(texts, (tf.Tensor, tf.RaggedTensor)):
+        tensor = texts
+    else:
+        if isinstance(texts, np.ndarray) and texts.dtype == object:
+            texts = texts.tolist()
+        try:
+            tensor = tf.convert_to_tensor(texts, dtype=tf.string)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"{name} must be a str, a list of str or a string array/tensor; got {type(texts).__name__} "
+                f"({error})."
+            ) from None
+    if tensor.dtype != tf.string:
+        raise TypeError(f"{name} must hold strings, got a tensor of {tensor.dtype.name}.")
+    if tensor.shape.rank not in (0, 1, None):
+        raise ValueError(f"{name} must be a str or a batch `(B,)` of str, got shape {tensor.shape}.")
+    return tensor
+
+
+def _slice_structure(structure, start, stop):
+    if structure is None:
+        return None
+    if isinstance(structure, tuple):
+        return tuple(_slice_structure(value, start, stop) for value in structure)
+    if isinstance(structure, dict):
+        return {key: _slice_structure(value, start, stop) for key, value in structure.items()}
+    return structure[start:stop]
+
+
+def _first_leaf_length(structure):
+    for value in tf.nest.flatten(structure if not isinstance(structure, list) else [structure]):
+        if value is not None:
+            return len(value)
+    return None
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class Preprocessor(keras.layers.Layer):
+    """Base of the BERT preprocessors: owns a `BertTokenizer` and turns raw text into model inputs.
+
+    Subclasses implement `call(x, y=None, sample_weight=None)` in TensorFlow ops and return
+    `keras.utils.pack_x_y_sample_weight(model_inputs, y, sample_weight)`.
+
+    Args:
+        tokenizer: `BertTokenizer` (or its `get_config()` dict). Its vocabulary and casing travel in this
+            layer's config.
+        sequence_length: int. `T`, the length every packed row is padded or truncated to.
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+    """
+
+    def __init__(self, tokenizer, sequence_length=128, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(sequence_length, (int, np.integer)) or isinstance(sequence_length, bool) or (
+            sequence_length < 3
+        ):
+            raise ValueError(f"sequence_length must be an int >= 3 ([CLS] x [SEP]), got {sequence_length!r}.")
+        self.tokenizer = _as_tokenizer(tokenizer)
+        self.sequence_length = int(sequence_length)
+        self.built = True  # no weights
+
+    def __call__(self, *args, **kwargs):
+        # No weights and no backend tensors: skip Keras' input conversion (TensorFlow tensors in tf.data).
+        outputs = self.call(*args, **kwargs)
+        return _to_numpy(outputs) if tf.executing_eagerly() else outputs
+
+    def call(self, x, y=None, sample_weight=None):
+        raise NotImplementedError
+
+    def tokenize(self, texts, name="x"):
+        """int32 token ids of a batch of texts: a `(B, None)` RaggedTensor (`(None,)` for one text)."""
+        return self.tokenizer.tokenize_tensor(_as_string_tensor(texts, name))
+
+    # -- datasets -----------------------------------------------------------------------------------------
+
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """Batched, preprocessed `tf.data.Dataset` of model inputs (and targets) from raw data.
+
+        Args:
+            x: raw inputs as `call` takes them (str list, string array, a tuple of them for segment pairs),
+                already packed model inputs (a dict with `token_ids`, passed through), or a batched
+                `tf.data.Dataset` of either, whose tuple elements are `(x, y)` or `(x, y, sample_weight)` (text
+                pairs without targets: `((first, second),)`), mapped as it is.
+            y: targets, or None. Not allowed with a dataset.
+            sample_weight: per-example weights, or None. Not allowed with a dataset.
+            batch_size: int or None. Rows per batch for in-memory data. Defaults to 32.
+            shuffle: bool. Shuffle in-memory data before batching (every epoch). Defaults to False.
+
+        Returns:
+            `tf.data.Dataset` of `x`, `(x, y)` or `(x, y, sample_weight)` batches.
+        """
+        if isinstance(x, tf.data.Dataset):
+            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size)):
+                if value is not None:
+                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}).")
+            element_x = keras.utils.unpack_x_y_sample_weight(x.element_spec)[0]
+            if _is_model_input(element_x):
+                return x
+            return x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        if isinstance(x, list) and x and isinstance(x[0], (list, tuple)) and not isinstance(x[0], str):
+            raise TypeError(
+                "x is a list of pairs; give sentence pairs as a tuple of two lists, (first_texts, second_texts)."
+            )
+        inputs = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        dataset = tf.data.Dataset.from_tensor_slices(inputs)
+        if shuffle:
+            dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+        if not _is_model_input(x):
+            dataset = dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def _preprocess_element(self, *element):
+        # tf.data passes a tuple element as positional arguments: (x,), (x, y) or (x, y, sample_weight), as
+        # `keras.utils.pack_x_y_sample_weight` builds them (a text pair without targets is `((first, second),)`).
+        return self.call(*element)
+
+    @staticmethod
+    def split_validation(x, y, sample_weight, validation_split):
+        """`((x, y, sample_weight), validation_data)`: the last `validation_split` of in-memory data held out,
+        as Keras' `fit(validation_split=...)` does."""
+        length = _first_leaf_length(x)
+        if length is None or isinstance(x, tf.data.Dataset):
+            raise ValueError("validation_split needs in-memory data (lists or arrays), not a dataset.")
+        split_at = int(np.floor(length * (1.0 - validation_split)))
+        if split_at in (0, length):
+            raise ValueError(
+                f"{length} examples cannot be split into a training and a validation set with "
+                f"validation_split={validation_split}."
+            )
+        train = tuple(_slice_structure(value, 0, split_at) for value in (x, y, sample_weight))
+        validation = tuple(_slice_structure(value, split_at, length) for value in (x, y, sample_weight))
+        return train, keras.utils.pack_x_y_sample_weight(*validation)
+
+    # -- config -------------------------------------------------------------------------------------------
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(tokenizer=self.tokenizer.get_config(), sequence_length=self.sequence_length)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["tokenizer"] = _as_tokenizer(config["tokenizer"])
+        return cls(**config)
+
+    @classmethod
+    def from_pretrained(cls, directory, **kwargs):
+        """Build this preprocessor on the tokenizer of a checkpoint directory (`vocab.txt` and, where
+        present, `tokenizer_config.json`); `kwargs` are the preprocessor's own settings."""
+        return cls(BertTokenizer.from_pretrained(directory), **kwargs)
