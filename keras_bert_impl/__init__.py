@@ -28,6 +28,10 @@ _EXPORTS = {
     # Checkpoints.
     "CheckpointError": "keras_bert_impl.checkpoints.conversion",
     "save_huggingface": "keras_bert_impl.checkpoints",
+    # Preprocessors: raw text -> model inputs, owning their settings (TensorFlow edge).
+    "BertPreprocessor": "keras_bert_impl.preprocessing",
+    "BertPretrainingPreprocessor": "keras_bert_impl.preprocessing",
+    "BertQuestionAnsweringPreprocessor": "keras_bert_impl.preprocessing",
     # Tokenization and data (TensorFlow edge).
     "BertTokenizer": "keras_bert_impl.tokenization",
     "train_wordpiece_vocabulary": "keras_bert_impl.tokenization",
