@@ -1,8 +1,8 @@
 """Pack one or two token id segments into BERT inputs: `[CLS] A [SEP] B [SEP]`.
 
-TensorFlow at the data edge: `SegmentPacker.call` uses TensorFlow ops (ragged tensors) so that it runs inside
-`tf.data.Dataset.map` under every Keras backend; `SegmentPacker.pack` is the same computation in Python and
-NumPy, with identical results, for code that does not use TensorFlow.
+TensorFlow at the data edge: `SegmentPacker` is written once, in TensorFlow ops (ragged tensors), so that it
+runs inside `tf.data.Dataset.map` under every Keras backend; `SegmentPacker.pack` runs the same ops eagerly on
+Python lists and returns NumPy arrays.
 
 Layout (Devlin et al., 2018, section 3): `[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1, padding
 (id `pad_token_id`, segment 0) has `padding_mask` False.
@@ -13,8 +13,8 @@ Truncation when `len(A) + len(B)` exceeds the room (`seq_length - 3` for pairs, 
 - `"random_front_back"` (`create_pretraining_data.py`): the same choice of segment, but each removed token
   comes from the front or the back with probability 0.5. `truncate_pair` does it with a `random.Random` (the
   original's draw order, used by `pretraining_data`); `SegmentPacker` draws the coins from a counter-based hash
-  of its `seed` and the segments' content, so that the NumPy and the TensorFlow paths agree exactly and every
-  pair of segments gets its own coins. Only the number of front and back removals per segment changes the
+  of its `seed` and the segments' content, so that a pair gets the same coins in any batch, eagerly or in
+  `tf.data`, and every pair of segments gets its own coins. Only the number of front and back removals per segment changes the
   result, so the hash needs no sequential state.
 """
 
@@ -62,29 +62,16 @@ def truncate_pair(first, second, max_tokens, truncation="longest_first", rng=Non
     return first, second
 
 
-def _kept_lengths(length_a, length_b, max_tokens, xp):
+def _kept_lengths(length_a, length_b, max_tokens):
     """Closed form of the longest-first loop: trim the longer side to the shorter, then alternate B, A."""
-    excess = xp.maximum(length_a + length_b - max_tokens, 0)
-    gap = xp.abs(length_a - length_b)
-    to_level = xp.minimum(excess, gap)
+    excess = tf.maximum(length_a + length_b - max_tokens, 0)
+    gap = tf.abs(length_a - length_b)
+    to_level = tf.minimum(excess, gap)
     rest = excess - to_level
     a_is_longer = length_a > length_b
-    kept_a = length_a - xp.where(a_is_longer, to_level, to_level * 0) - rest // 2
-    kept_b = length_b - xp.where(a_is_longer, to_level * 0, to_level) - (rest - rest // 2)
+    kept_a = length_a - tf.where(a_is_longer, to_level, to_level * 0) - rest // 2
+    kept_b = length_b - tf.where(a_is_longer, to_level * 0, to_level) - (rest - rest // 2)
     return kept_a, kept_b
-
-
-def _is_single_row(ids):
-    if isinstance(ids, np.ndarray):
-        return ids.ndim == 1
-    return len(ids) == 0 or np.ndim(ids[0]) == 0
-
-
-def _mix_numpy(x):
-    x = x & _MASK32
-    for _ in range(2):
-        x = ((x ^ (x >> 16)) * _MIX_MULTIPLIER) & _MASK32
-    return x ^ (x >> 16)
 
 
 def _mix_tf(x):
@@ -92,11 +79,6 @@ def _mix_tf(x):
     for _ in range(2):
         x = tf.bitwise.bitwise_and(tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16)) * _MIX_MULTIPLIER, _MASK32)
     return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16))
-
-
-def _content_key_numpy(ids):
-    ids = np.asarray(ids, np.int64)
-    return int(((ids + 1) * np.arange(1, len(ids) + 1, dtype=np.int64)).sum()) & _MASK32
 
 
 def _content_key_tf(ids):
@@ -119,13 +101,14 @@ class SegmentPacker(keras.layers.Layer):
             the call (the batch). Defaults to `"fixed"`.
         seed: int. Key of the `"random_front_back"` coins. Defaults to 0.
 
-    Call arguments (`call` for TensorFlow, `pack` for Python/NumPy):
+    Call arguments (calling the layer, or `pack` for NumPy results):
         first: ids of segment A, `(B, None)` (ragged, or a list of lists) or `(None,)` for one example.
         second: ids of segment B, same batch structure, or None for single segments.
 
     Returns:
         A dict of `"token_ids"` int32 `(B, T)`, `"segment_ids"` int32 `(B, T)`, `"padding_mask"` bool
-        `(B, T)` (no batch axis for one example): TensorFlow tensors from `call`, NumPy arrays from `pack`.
+        `(B, T)` (no batch axis for one example): TensorFlow tensors from calling the layer, NumPy arrays from
+        `pack`.
 
     Example:
     >>> packer = SegmentPacker(seq_length=8, cls_token_id=1, sep_token_id=2)
@@ -147,9 +130,6 @@ class SegmentPacker(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        # TensorFlow tensors in, TensorFlow tensors out, whatever the backend (see the module docstring).
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         if truncation not in TRUNCATION_RULES:
             raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
         if padding not in PADDING_MODES:
@@ -171,54 +151,15 @@ class SegmentPacker(keras.layers.Layer):
             raise ValueError(f"seq_length={self.seq_length} leaves no room for both segments of a pair.")
         return room
 
-    # Python / NumPy path.
-
     def pack(self, first, second=None):
-        """Pack with Python and NumPy only; same arguments and results as calling the layer."""
-        unbatched = _is_single_row(first)
-        firsts = [first] if unbatched else list(first)
-        seconds = None if second is None else ([second] if unbatched else list(second))
-        if seconds is not None and len(seconds) != len(firsts):
-            raise ValueError(f"first has {len(firsts)} rows but second has {len(seconds)}.")
-        room = self._room(seconds is not None)
-        rows = []
-        for index, a in enumerate(firsts):
-            a = [int(i) for i in a]
-            b = [int(i) for i in seconds[index]] if seconds is not None else []
-            kept_a, kept_b = (int(n) for n in _kept_lengths(len(a), len(b), room, np))
-            front_a, front_b = 0, 0
-            if self.truncation == "random_front_back":
-                state = self._coin_state_numpy(a, b)
-                front_a = sum(self._coin_numpy(state, 2 * j) for j in range(len(a) - kept_a))
-                front_b = sum(self._coin_numpy(state, 2 * j + 1) for j in range(len(b) - kept_b))
-            a = a[front_a : front_a + kept_a]
-            b = b[front_b : front_b + kept_b]
-            tokens = [self.cls_token_id, *a, self.sep_token_id]
-            segments = [0] * len(tokens)
-            if seconds is not None:
-                tokens += [*b, self.sep_token_id]
-                segments += [1] * (len(b) + 1)
-            rows.append((tokens, segments))
-        width = self.seq_length if self.padding == "fixed" else max(len(tokens) for tokens, _ in rows)
-        token_ids = np.full((len(rows), width), self.pad_token_id, np.int32)
-        segment_ids = np.zeros((len(rows), width), np.int32)
-        padding_mask = np.zeros((len(rows), width), bool)
-        for index, (tokens, segments) in enumerate(rows):
-            token_ids[index, : len(tokens)] = tokens
-            segment_ids[index, : len(tokens)] = segments
-            padding_mask[index, : len(tokens)] = True
-        packed = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        return {key: value[0] for key, value in packed.items()} if unbatched else packed
+        """Pack Python lists (or NumPy arrays) of ids eagerly with the same TensorFlow ops as calling the layer;
+        NumPy arrays out. One implementation serves `tf.data` and eager code."""
+        return {key: value.numpy() for key, value in self._pack_tf(first, second).items()}
 
-    def _coin_state_numpy(self, first, second):
-        key = (_content_key_numpy(first) * 31 + _content_key_numpy(second)) & _MASK32
-        return int(_mix_numpy(((self.seed & _MASK32) * _MIX_MULTIPLIER + key) & _MASK32))
-
-    @staticmethod
-    def _coin_numpy(state, step):
-        return int(_mix_numpy((state + step * _STEP_MULTIPLIER) & _MASK32) >> 15) & 1
-
-    # TensorFlow path.
+    def __call__(self, first, second=None):
+        # No weights and no backend tensors: TensorFlow tensors in and out under every Keras backend, so
+        # Keras' input conversion is skipped.
+        return self.call(first, second)
 
     def call(self, first, second=None):
         with tf.device("cpu"):
@@ -229,7 +170,7 @@ class SegmentPacker(keras.layers.Layer):
         if isinstance(ids, tf.RaggedTensor):
             return ids
         if isinstance(ids, (list, tuple)) and ids and isinstance(ids[0], (list, tuple, np.ndarray)):
-            return tf.ragged.constant([list(row) for row in ids], dtype=tf.int64)
+            return tf.ragged.constant([[int(i) for i in row] for row in ids], dtype=tf.int64, ragged_rank=1)
         ids = tf.convert_to_tensor(ids)
         return tf.RaggedTensor.from_tensor(ids) if ids.shape.rank == 2 else ids
 
@@ -247,7 +188,9 @@ class SegmentPacker(keras.layers.Layer):
             if unbatched:
                 second = tf.RaggedTensor.from_tensor(second[tf.newaxis])
             second = tf.cast(second, tf.int32)
-            kept_a, kept_b = _kept_lengths(length_a, second.row_lengths(), room, tf)
+            if tf.executing_eagerly() and int(first.nrows()) != int(second.nrows()):
+                raise ValueError(f"first has {int(first.nrows())} rows but second has {int(second.nrows())}.")
+            kept_a, kept_b = _kept_lengths(length_a, second.row_lengths(), room)
         else:
             # `_kept_lengths` with an empty B, in one op (this layer runs once per batch in tf.data, where
             # every graph node costs about a microsecond).
