@@ -40,6 +40,59 @@ def add_verbose_argument(parser, default=1):
                         help=f"training output: 0 silent, 1 progress bar, 2 one line per epoch (default: {default})")
 
 
+# The masked-LM flags (`add_masking_arguments`): flag dest -> `BertPretrainingPreprocessor` argument.
+MASKING_FLAGS = {
+    "max_predictions_per_seq": "max_predictions_per_seq",
+    "mask_rate": "mask_rate",
+    "masking_rule": "counting",
+    "whole_word_masking": "whole_word_masking",
+    "replacement_unit": "replacement_unit",
+    "mask_token_rate": "mask_token_rate",
+    "random_token_rate": "random_token_rate",
+}
+
+
+def add_masking_arguments(group, masking_default=None):
+    """The masked-LM flags `create-data` and `pretrain` share: one definition of each setting.
+
+    Every masking setting defaults to None ("not given"): `masking_settings(args)` returns the given ones and
+    `BertPretrainingPreprocessor` supplies the rest, so `pretrain` can tell a flag given explicitly (which
+    must agree with the settings `create-data` recorded) from a default.
+
+    Args:
+        group: an `argparse` parser or argument group.
+        masking_default: str or None. The default of `--masking` ("static" / "dynamic"); None to resolve it
+            later. Defaults to None.
+    """
+    group.add_argument("--masking", default=masking_default, choices=("dynamic", "static"),
+                       help="static: one mask per instance, written with the data; dynamic: new masks every "
+                            "pass (RoBERTa) (default: " + (masking_default or "dynamic; the recorded one for TFRecords")
+                            + ")")
+    group.add_argument("--max-predictions", "--max-predictions-per-seq", dest="max_predictions_per_seq",
+                       type=positive_int, default=None,
+                       help="masked-LM slots per instance, ~15%% of the sequence length (default: 20)")
+    group.add_argument("--mask-rate", type=fraction, default=None, help="share of tokens to predict (default: 0.15)")
+    group.add_argument("--masking-rule", default=None, choices=("original", "ceil", "bernoulli"),
+                       help="how many tokens a sequence predicts: original (round(length * rate), at least 1), "
+                            "ceil (of the candidates, as tensorflow-text), bernoulli (each word with probability "
+                            "rate, as Hugging Face) (default: original)")
+    group.add_argument("--whole-word-masking", action="store_true", default=None,
+                       help='mask "##" word pieces together with their word')
+    group.add_argument("--replacement-unit", default=None, choices=("word", "token"),
+                       help="with --whole-word-masking: one 80/10/10 draw per word, or per token as the original "
+                            "script (default: word)")
+    group.add_argument("--mask-token-rate", type=fraction, default=None,
+                       help="share of the chosen tokens replaced by [MASK] (default: 0.8)")
+    group.add_argument("--random-token-rate", type=fraction, default=None,
+                       help="share of the chosen tokens replaced by a random token; the rest stay (default: 0.1)")
+
+
+def masking_settings(args):
+    """`{BertPretrainingPreprocessor argument: value}` of the masking flags given (from the command line or a
+    config file); the flags left out are not in it."""
+    return {name: getattr(args, dest) for dest, name in MASKING_FLAGS.items() if getattr(args, dest, None) is not None}
+
+
 def add_finetuning_model_arguments(parser):
     """The `model` flags both fine-tuning commands take; returns the group for a command's own model flags."""
     model = parser.add_argument_group("model")

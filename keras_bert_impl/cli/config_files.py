@@ -76,6 +76,16 @@ def _flag_actions(parser):
             if action.option_strings and action.dest not in (argparse.SUPPRESS, "help", "config")}
 
 
+def _key_actions(actions):
+    """`{key: action}`: each flag under its dest and under every one of its names (a flag with an alias,
+    e.g. `--max-predictions` / `--max-predictions-per-seq`, is one key either way)."""
+    keys = dict(actions)
+    for action in actions.values():
+        for option in action.option_strings:
+            keys.setdefault(option.lstrip("-").replace("-", "_"), action)
+    return keys
+
+
 def _converted(action, key, value, path):
     """`value` as the flag would have parsed it; raises `ConfigFileError` naming the key when it cannot."""
     flag = action.option_strings[-1]
@@ -132,14 +142,17 @@ def apply_config_file(parser, path):
     (5, 200)
     """
     actions = _flag_actions(parser)
+    keys = _key_actions(actions)
     applied = {}
     for key, value in read_config_file(path).items():
-        dest = str(key).lstrip("-").replace("-", "_")
-        if dest not in actions:
+        name = str(key).lstrip("-").replace("-", "_")
+        if name not in keys:
             known = ", ".join(sorted(action.option_strings[-1].lstrip("-") for action in actions.values()))
             raise ConfigFileError(f"{path}: unknown key {key!r}; the keys are the flag names: {known}.")
-        action = actions[dest]
-        applied[dest] = _converted(action, key, value, path)
+        action = keys[name]
+        if action.dest in applied:
+            raise ConfigFileError(f"{path}: {key!r} sets {action.option_strings[-1]} a second time.")
+        applied[action.dest] = _converted(action, key, value, path)
         action.required = False
     parser.set_defaults(**applied)
     return applied

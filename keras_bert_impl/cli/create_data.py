@@ -8,10 +8,18 @@ split into sentence pairs (half of them with a random second segment), truncated
 over `--num-shards` files `<prefix>-00000-of-0000N.tfrecord` with the original's feature names, so
 `run_pretraining.py` reads them too. `--masking static` writes one mask per instance and pass
 (`--dupe-factor` passes); `dynamic` writes unmasked instances that `keras-bert pretrain --input-tfrecords`
-masks anew every epoch. Pretrain with the same `--seq-length` as `--max-seq-length` here.
+masks anew every epoch. The packing and masking settings (`--max-seq-length` and every masking flag) are
+written beside the shards in `<prefix>.settings.json`; `keras-bert pretrain --input-tfrecords` reads them
+back, so pretraining masks (or reads the masks) exactly as asked here.
 """
 
-from keras_bert_impl.cli.arguments import expand_input_files, fraction, positive_int
+from keras_bert_impl.cli.arguments import (
+    add_masking_arguments,
+    expand_input_files,
+    fraction,
+    masking_settings,
+    positive_int,
+)
 
 
 def add_arguments(parser):
@@ -28,35 +36,40 @@ def add_arguments(parser):
     parser.add_argument("--num-shards", type=positive_int, default=1, help="(default: %(default)s)")
     parser.add_argument("--max-seq-length", type=positive_int, default=128, help="tokens per instance "
                         "(default: %(default)s)")
-    parser.add_argument("--max-predictions-per-seq", type=positive_int, default=20,
-                        help="masked-LM slots per instance (default: %(default)s)")
-    parser.add_argument("--masking", default="static", choices=("static", "dynamic"),
-                        help="write masks (static) or leave masking to training (dynamic) (default: %(default)s)")
     parser.add_argument("--dupe-factor", type=positive_int, default=10,
                         help="passes over the corpus, each with its own masks (default: %(default)s)")
     parser.add_argument("--short-seq-prob", type=fraction, default=0.1,
                         help="share of instances with a random shorter target length (default: %(default)s)")
-    parser.add_argument("--mask-rate", type=fraction, default=0.15, help="share of tokens to predict "
-                        "(default: %(default)s)")
-    parser.add_argument("--whole-word-masking", action="store_true", help='mask "##" pieces with their word')
+    add_masking_arguments(parser, masking_default="static")
     parser.add_argument("--seed", type=int, default=12345, help="(default: %(default)s)")
 
 
+def build_preprocessor(args, tokenizer):
+    """The `BertPretrainingPreprocessor` the flags describe: the record length and every masking setting."""
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
+
+    return BertPretrainingPreprocessor(tokenizer, sequence_length=args.max_seq_length, seed=args.seed,
+                                       **masking_settings(args))
+
+
 def run(args):
-    """Write the shards; print their paths."""
-    from keras_bert_impl.data.pretraining_data import write_pretraining_tfrecords
+    """Write the shards and, beside them, their settings; print their paths."""
+    from keras_bert_impl.data.pretraining_data import write_pretraining_settings, write_pretraining_tfrecords
     from keras_bert_impl.training.finetuning import load_tokenizer
 
     tokenizer = load_tokenizer(args.vocab, lowercase=False if args.cased else None)
+    preprocessor = build_preprocessor(args, tokenizer)
     paths = write_pretraining_tfrecords(
-        expand_input_files(args.input_files), args.output_prefix, tokenizer, max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions_per_seq, num_shards=args.num_shards, masking=args.masking,
-        dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob, mask_rate=args.mask_rate,
-        whole_word_masking=args.whole_word_masking, input_format=args.input_format, seed=args.seed,
+        expand_input_files(args.input_files), args.output_prefix, preprocessor, num_shards=args.num_shards,
+        masking=args.masking, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
+        input_format=args.input_format, seed=args.seed,
+    )
+    settings_path = write_pretraining_settings(
+        args.output_prefix, preprocessor, args.masking, num_shards=args.num_shards, dupe_factor=args.dupe_factor,
+        short_seq_prob=args.short_seq_prob, input_format=args.input_format, seed=args.seed,
     )
     for path in paths:
         print(path)
-    print(f"{len(paths)} shard(s); pretrain with: keras-bert pretrain --input-tfrecords "
-          f"'{args.output_prefix}-*.tfrecord' --seq-length {args.max_seq_length} --max-predictions-per-seq "
-          f"{args.max_predictions_per_seq} --masking {args.masking} ...")
+    print(f"{len(paths)} shard(s), settings in {settings_path}; pretrain with: keras-bert pretrain "
+          f"--input-tfrecords '{args.output_prefix}-*.tfrecord' ... (length and masking are read from the settings)")
     return 0

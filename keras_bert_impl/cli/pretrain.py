@@ -14,6 +14,12 @@ same step, learning rate and data position. Outputs in `--output-dir`: `checkpoi
 `training_curves.png`, and `final/` (a `BertPretrainer.save_pretrained` directory with the vocabulary, which
 `--init-checkpoint`, `BertBackbone.from_pretrained` and the fine-tuning models read).
 
+Packing and masking: one `BertPretrainingPreprocessor` per phase holds the length and every masking setting
+(`--seq-length`, `--masking`, `--max-predictions`, `--mask-rate`, `--masking-rule`, `--whole-word-masking`,
+`--replacement-unit`, `--mask-token-rate`, `--random-token-rate`) and is what the data code gets. With
+`--input-tfrecords` the settings come from `<prefix>.settings.json`, which `keras-bert create-data` writes
+beside its shards; a flag that disagrees with them is an error naming both values, not an override.
+
 How the pieces fit:
 - One Keras "epoch" here is one checkpoint interval (`steps_per_epoch=--checkpoint-every`), so checkpoints,
   TensorBoard points and the progress bar line up with steps.
@@ -34,9 +40,12 @@ import logging
 import os
 
 from keras_bert_impl.cli.arguments import (
+    MASKING_FLAGS,
     UsageError,
+    add_masking_arguments,
     add_verbose_argument,
     fraction,
+    masking_settings,
     non_negative_int,
     positive_int,
 )
@@ -75,13 +84,15 @@ def add_arguments(parser):
                       "(default: 20)")
     data.add_argument("--vocab-file", help="vocab.txt; defaults to the --init-checkpoint directory's")
     data.add_argument("--cased", action="store_true", help="do not lowercase (for cased vocabularies)")
-    data.add_argument("--masking", default=MASKING, choices=("dynamic", "static"),
-                      help="dynamic: new masks every pass (RoBERTa); static: one mask per instance "
-                      "(default: %(default)s)")
-    data.add_argument("--whole-word-masking", action="store_true", help='mask "##" word pieces with their word')
     data.add_argument("--dupe-factor", type=positive_int, default=1,
                       help="passes over the corpus per epoch of instances (default: 1)")
     data.add_argument("--seed", type=int, default=SEED, help="seed of data order, masks and initialisation")
+    masking = parser.add_argument_group(
+        "packing and masking", "With --input-tfrecords these come from the settings create-data wrote beside the "
+        "shards; a flag given here must agree with them.")
+    masking.add_argument("--seq-length", type=positive_int, default=None,
+                         help=f"tokens per instance (default: {SEQ_LENGTH})")
+    add_masking_arguments(masking)
     model = parser.add_argument_group("model")
     model.add_argument("--preset", default=PRESET, help="model size from scratch: tiny, mini, small, medium, base, "
                        "large (default: %(default)s)")
@@ -89,10 +100,6 @@ def add_arguments(parser):
     model.add_argument("--dropout", type=float, default=None, help="override hidden + attention dropout")
     model.add_argument("--dtype", default=None, help="e.g. mixed_bfloat16; mixed_float16 adds loss scaling")
     train = parser.add_argument_group("training")
-    train.add_argument("--seq-length", type=positive_int, default=SEQ_LENGTH, help="tokens per instance "
-                       "(default: %(default)s)")
-    train.add_argument("--max-predictions-per-seq", type=positive_int, default=MAX_PREDICTIONS_PER_SEQ,
-                       help="masked-LM slots per instance, ~15%% of --seq-length (default: %(default)s)")
     train.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE, help="global batch size "
                        "(default: %(default)s)")
     train.add_argument("--steps", type=positive_int, default=STEPS, help="phase-1 optimizer steps "
@@ -148,30 +155,115 @@ def check_arguments(args):
                              f"--checkpoint-every ({args.checkpoint_every})")
 
 
-def build_dataset(args, tokenizer, seq_length, max_predictions, batch_size, files, seed, tfrecords=False,
-                  vocabulary_size=None):
+# Phase-1 settings the pretrain flags name differently from BertPretrainingPreprocessor: flag dest -> argument.
+_PACKING_FLAGS = {"seq_length": "sequence_length"}
+# The create-data flag that sets each recorded setting (for the way out of a conflict).
+_CREATE_DATA_FLAGS = {"sequence_length": "--max-seq-length", "masking": "--masking"}
+
+
+def _flag(dest):
+    return "--" + dest.replace("_", "-")
+
+
+def data_settings(args):
+    """The phase-1 packing and masking settings: `(masking, preprocessor settings, source)`.
+
+    With `--input-tfrecords` whose shards have the settings `create-data` wrote beside them
+    (`data.pretraining_data.read_pretraining_settings`), those settings; a flag given on the command line (or
+    in a config file) that disagrees with them raises a one-line `ValueError` naming the setting, both values
+    and the way out. Otherwise the flags given, and the defaults for the rest. `source` is the settings file,
+    or None.
+    """
+    given = {name: getattr(args, dest) for dest, name in _PACKING_FLAGS.items() if getattr(args, dest) is not None}
+    given.update(masking_settings(args))
+    flags = {name: _flag(dest) for dest, name in {**_PACKING_FLAGS, **MASKING_FLAGS}.items()}
+    recorded = None
+    if args.input_tfrecords:
+        from keras_bert_impl.data.pretraining_data import read_pretraining_settings
+
+        recorded = read_pretraining_settings(args.input_tfrecords.split(","))
+    if recorded is None:
+        settings = {"sequence_length": SEQ_LENGTH, "max_predictions_per_seq": MAX_PREDICTIONS_PER_SEQ, **given}
+        return args.masking or MASKING, settings, None
+    source = recorded["path"]
+    settings = {name: value for name, value in recorded["preprocessor"].items() if name != "seed"}
+    conflicts = [(name, flags[name], value, settings[name]) for name, value in given.items()
+                 if name in settings and value != settings[name]]
+    if args.masking is not None and args.masking != recorded["masking"]:
+        conflicts.insert(0, ("masking", "--masking", args.masking, recorded["masking"]))
+    if conflicts:
+        name, flag, value, wanted = conflicts[0]
+        shown = "" if isinstance(value, bool) else f" {value}"
+        again = _CREATE_DATA_FLAGS.get(name, flag)
+        again = ("with " + again if value else "without " + again) if isinstance(value, bool) else f"with {again} {value}"
+        raise ValueError(
+            f"{flag}{shown} conflicts with {name}={wanted!r} in {source}, the settings create-data wrote the "
+            f"TFRecords with: drop {flag} to train with {wanted!r}, or re-run create-data {again}."
+        )
+    return recorded["masking"], settings, source
+
+
+def pretraining_tokenizer(args):
+    """The tokenizer of `--vocab-file` (or the `--init-checkpoint` directory's vocab.txt)."""
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    return BertTokenizer(args.vocab_file or os.path.join(args.init_checkpoint, "vocab.txt"), lowercase=not args.cased)
+
+
+def training_phases(args, tokenizer):
+    """The phases to train: dicts of `index`, `preprocessor` (a `BertPretrainingPreprocessor` holding the
+    phase's length and every masking setting), `masking`, `batch_size`, `steps`, `learning_rate`."""
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
+
+    masking, settings, source = data_settings(args)
+    shown = ", ".join(f"{name}={value}" for name, value in settings.items())
+    logger.info("Pretraining data: masking=%s, %s%s", masking, shown, f" (from {source})" if source else "")
+    phases = [dict(index=1, settings=settings, batch_size=args.batch_size, steps=args.steps,
+                   learning_rate=args.learning_rate)]
+    if args.phase2_steps:
+        phases.append(dict(index=2, settings={**settings, "sequence_length": args.phase2_seq_length,
+                                              "max_predictions_per_seq": args.phase2_max_predictions_per_seq},
+                           batch_size=args.phase2_batch_size or args.batch_size, steps=args.phase2_steps,
+                           learning_rate=args.phase2_learning_rate or args.learning_rate))
+    for phase in phases:
+        phase["masking"] = masking
+        phase["preprocessor"] = BertPretrainingPreprocessor(tokenizer, seed=args.seed + phase["index"],
+                                                            **phase.pop("settings"))
+    return phases
+
+
+def build_dataset(preprocessor, files, batch_size, seed, masking=MASKING, tfrecords=False, dupe_factor=1,
+                  input_format="sentence_per_line", vocabulary_size=None):
     """An endless, deterministic stream of pretraining batches (tf.data, outside the compiled step).
 
-    `vocabulary_size` (the model's) range-checks the token ids read from TFRecord shards, which may have been
-    written with another vocabulary; ids tokenized here come from `tokenizer`, whose size `run` checks.
+    `preprocessor` (a `BertPretrainingPreprocessor`) gives the length and every masking setting. `files` are
+    comma-separated text files, or TFRecord shards with `tfrecords`. `vocabulary_size` (the model's)
+    range-checks the token ids read from TFRecord shards, which may have been written with another
+    vocabulary; ids tokenized here come from the preprocessor's tokenizer, whose size `run` checks.
     """
-    from keras_bert_impl.data import MaskedLMMasker, pretraining_dataset, read_pretraining_tfrecords
+    from keras_bert_impl.data import pretraining_dataset, read_pretraining_tfrecords
 
     if tfrecords:
-        masker = None
-        if args.masking == "dynamic":
-            masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=max_predictions,
-                                                   whole_word_masking=args.whole_word_masking, seed=seed)
-        dataset = read_pretraining_tfrecords(files, batch_size, seq_length, max_predictions, masker=masker,
-                                             seed=seed, vocabulary_size=vocabulary_size)
+        dataset = read_pretraining_tfrecords(
+            files.split(","), batch_size, preprocessor.sequence_length, preprocessor.max_predictions_per_seq,
+            masker=preprocessor if masking == "dynamic" else None, seed=seed, vocabulary_size=vocabulary_size)
     else:
         dataset = pretraining_dataset(
-            tokenizer, files=files.split(","), seq_length=seq_length, batch_size=batch_size,
-            max_predictions_per_seq=max_predictions, masking=args.masking, seed=seed,
-            dupe_factor=args.dupe_factor, whole_word_masking=args.whole_word_masking,
-            input_format=args.input_format, drop_remainder=True,
+            preprocessor, files=files.split(","), batch_size=batch_size, masking=masking, seed=seed,
+            dupe_factor=dupe_factor, input_format=input_format, drop_remainder=True,
         )
     return dataset.repeat()
+
+
+def phase_dataset(args, phase, vocabulary_size=None, files=None, seed=None):
+    """The stream `run` trains `phase` (from `training_phases`) on: `--input-tfrecords` or `--input-files`,
+    seeded with `--seed` + the phase index (or `files` and `seed` given, e.g. the held-out text)."""
+    tfrecords = files is None and bool(args.input_tfrecords)
+    files = files or args.input_tfrecords or args.input_files
+    return build_dataset(phase["preprocessor"], files, phase["batch_size"],
+                         args.seed + phase["index"] if seed is None else seed, masking=phase["masking"],
+                         tfrecords=tfrecords, dupe_factor=args.dupe_factor, input_format=args.input_format,
+                         vocabulary_size=vocabulary_size)
 
 
 def run(args):
@@ -181,7 +273,6 @@ def run(args):
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.pretrainer import BertPretrainer
     from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.tokenization import BertTokenizer
     from keras_bert_impl.utils.atomic_io import atomic_write_json
     from keras_bert_impl.training.distribution import for_tf_distribute, make_distribution
     from keras_bert_impl.training.callbacks import (
@@ -192,16 +283,8 @@ def run(args):
     keras.utils.set_random_seed(args.seed)
     out = os.path.abspath(args.output_dir)
     os.makedirs(out, exist_ok=True)
-    tokenizer = BertTokenizer(args.vocab_file or os.path.join(args.init_checkpoint, "vocab.txt"),
-                              lowercase=not args.cased)
-
-    phases = [dict(index=1, seq_length=args.seq_length, max_predictions=args.max_predictions_per_seq,
-                   batch_size=args.batch_size, steps=args.steps, learning_rate=args.learning_rate)]
-    if args.phase2_steps:
-        phases.append(dict(index=2, seq_length=args.phase2_seq_length,
-                           max_predictions=args.phase2_max_predictions_per_seq,
-                           batch_size=args.phase2_batch_size or args.batch_size, steps=args.phase2_steps,
-                           learning_rate=args.phase2_learning_rate or args.learning_rate))
+    tokenizer = pretraining_tokenizer(args)
+    phases = training_phases(args, tokenizer)
     checkpoints = {phase["index"]: latest_training_checkpoint(os.path.join(out, "checkpoints", f"phase{phase['index']}"))
                    for phase in phases}
     resume_phase = max([index for index, found in checkpoints.items() if found], default=1)
@@ -216,7 +299,7 @@ def run(args):
         if args.init_checkpoint:
             model = BertPretrainer.from_pretrained(args.init_checkpoint, **overrides)
         else:
-            longest = max(phase["seq_length"] for phase in phases)
+            longest = max(phase["preprocessor"].sequence_length for phase in phases)
             backbone = BertBackbone.from_preset(
                 args.preset, vocabulary_size=tokenizer.vocabulary_size(),
                 max_sequence_length=max(512, longest), **overrides)
@@ -254,10 +337,7 @@ def run(args):
         start_batch = start_step
         end_batch = batches if budget is None else min(batches, start_batch + budget)
         if start_batch < end_batch:
-            dataset = build_dataset(args, tokenizer, phase["seq_length"], phase["max_predictions"],
-                                    phase["batch_size"], args.input_tfrecords or args.input_files,
-                                    args.seed + index, tfrecords=bool(args.input_tfrecords),
-                                    vocabulary_size=model.backbone.vocabulary_size).skip(start_batch)
+            dataset = phase_dataset(args, phase, vocabulary_size=model.backbone.vocabulary_size).skip(start_batch)
             if strategy is not None:
                 dataset = for_tf_distribute(dataset)
             checkpoint_directory = os.path.join(out, "checkpoints", f"phase{index}")
@@ -271,7 +351,7 @@ def run(args):
                                    extra_state={"phase": index}, write=is_chief),
                 keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"), update_freq=every),
             ]
-            logger.info("Phase %d: length %d, batch %d, %d steps (from %d)", index, phase["seq_length"],
+            logger.info("Phase %d: length %d, batch %d, %d steps (from %d)", index, phase["preprocessor"].sequence_length,
                          phase["batch_size"], steps, start_step)
             model.fit(dataset, initial_epoch=start_batch // every, epochs=end_batch // every,
                       steps_per_epoch=every, callbacks=callbacks, verbose=args.verbose, shuffle=False)
@@ -286,8 +366,7 @@ def run(args):
     results = {}
     if args.eval_files:
         last = phases[-1]
-        eval_data = build_dataset(args, tokenizer, last["seq_length"], last["max_predictions"], last["batch_size"],
-                                  args.eval_files, args.seed + 100).take(args.eval_steps)
+        eval_data = phase_dataset(args, last, files=args.eval_files, seed=args.seed + 100).take(args.eval_steps)
         if strategy is not None:
             eval_data = for_tf_distribute(eval_data)
         results = model.evaluate(eval_data, verbose=0, return_dict=True)

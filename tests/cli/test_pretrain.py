@@ -72,3 +72,64 @@ def test_two_phases_interrupted_and_resumed_equal_an_uninterrupted_run(tmp_path,
     assert "Loaded BertPretrainer from" in log
     summary = json.loads((tmp_path / "continued" / "summary.json").read_text())
     assert summary["final_step"] == 2 and np.isfinite(summary["train"]["loss"])
+
+
+
+@pytest.fixture(scope="module")
+def dynamic_records(tmp_path_factory):
+    """`create-data --masking dynamic --mask-rate 0.3` shards and a pretrain command line that reads them."""
+    directory = tmp_path_factory.mktemp("records")
+    corpus, vocab = write_corpus(directory)
+    assert main(["create-data", "--input-files", str(corpus), "--vocab", str(vocab), "--output-prefix",
+                 str(directory / "data" / "train"), "--max-seq-length", "24", "--max-predictions-per-seq", "8",
+                 "--masking", "dynamic", "--mask-rate", "0.3", "--dupe-factor", "2"]) == 0
+    argv = ["pretrain", "--input-tfrecords", str(directory / "data" / "train-*"), "--vocab-file", str(vocab),
+            "--preset", "tiny", "--batch-size", "4", "--steps", "2", "--checkpoint-every", "2", "--verbose", "0",
+            "--jit-compile", "false"]
+    return directory, argv
+
+
+def test_pretrain_masks_tfrecords_with_the_settings_create_data_recorded(tmp_path, caplog, dynamic_records):
+    from keras_bert_impl.cli.command_line import parse_arguments
+    from keras_bert_impl.cli.pretrain import phase_dataset, pretraining_tokenizer, training_phases
+
+    directory, argv = dynamic_records
+    argv = [*argv, "--output-dir", str(tmp_path / "out")]
+    with caplog.at_level(logging.INFO):
+        assert main([*argv, "--mask-rate", "0.3"]) == 0  # a flag that agrees with the records is fine
+    assert "masking=dynamic, sequence_length=24" in caplog.text and "mask_rate=0.3" in caplog.text
+    assert str(directory / "data" / "train.settings.json") in caplog.text
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["final_step"] == 2
+
+    # The batches pretrain trains on: built as `run` builds them, from the recorded settings.
+    args = parse_arguments(argv)
+    phase = training_phases(args, pretraining_tokenizer(args))[0]
+    assert (phase["masking"], phase["preprocessor"].mask_rate, phase["preprocessor"].sequence_length) == (
+        "dynamic", 0.3, 24)
+    masked = tokens = 0
+    for x, y in phase_dataset(args, phase).take(20):
+        assert x["token_ids"].shape == (4, 24) and x["mask_positions"].shape == (4, 8)
+        masked += float(y["mask_weights"].numpy().sum())
+        tokens += int(x["padding_mask"].numpy().sum())
+    assert abs(masked / tokens - 0.3) < 0.03
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--mask-rate", "0.15"), "--mask-rate 0.15 conflicts with mask_rate=0.3 in {settings}, the settings create-data "
+                              "wrote the TFRecords with: drop --mask-rate to train with 0.3, or re-run create-data "
+                              "with --mask-rate 0.15."),
+    (("--seq-length", "32"), "--seq-length 32 conflicts with sequence_length=24 in {settings}"),
+    (("--masking", "static"), "re-run create-data with --masking static."),
+    (("--whole-word-masking",), "--whole-word-masking conflicts with whole_word_masking=False in {settings}"),
+    (("--max-predictions", "20"), "--max-predictions-per-seq 20 conflicts with max_predictions_per_seq=8"),
+])
+def test_pretrain_refuses_a_flag_that_conflicts_with_the_recorded_settings(tmp_path, capsys, dynamic_records, flags,
+                                                                           message):
+    from tests.cli.cli_test_utils import run_cli
+
+    directory, argv = dynamic_records
+    status, _, err = run_cli(capsys, *argv, "--output-dir", tmp_path / "out", *flags)
+    assert status == 1
+    assert message.format(settings=directory / "data" / "train.settings.json") in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "checkpoints").exists()

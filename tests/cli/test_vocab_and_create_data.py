@@ -51,3 +51,29 @@ def test_pretrain_names_tfrecord_ids_beyond_the_model_vocabulary(capsys, tmp_pat
     assert status == 1
     assert f"feature input_ids holds a token id >= vocabulary_size {size}" in err and "train-*" in err
     assert len(err.strip().splitlines()) == 1 and "Graph execution error" not in err
+
+
+def test_create_data_writes_its_packing_and_masking_settings_beside_the_shards(capsys, tmp_path):
+    from keras_bert_impl.data.pretraining_data import read_pretraining_settings
+
+    corpus, vocab = write_corpus(tmp_path)
+    status, out, _ = run_cli(capsys, "create-data", "--input-files", corpus, "--vocab", vocab, "--output-prefix",
+                             tmp_path / "data" / "train", "--max-seq-length", "24", "--max-predictions", "6",
+                             "--masking", "dynamic", "--mask-rate", "0.3", "--masking-rule", "ceil",
+                             "--whole-word-masking", "--replacement-unit", "token", "--mask-token-rate", "0.7",
+                             "--random-token-rate", "0.2", "--dupe-factor", "1", "--seed", "7")
+    assert status == 0
+    path = tmp_path / "data" / "train.settings.json"
+    assert str(path) in out
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["train-00000-of-00001.tfrecord",
+                                                                     "train.settings.json"]
+    settings = json.loads(path.read_text())
+    assert settings["masking"] == "dynamic" and settings["dupe_factor"] == 1 and settings["seed"] == 7
+    assert settings["preprocessor"] == {
+        "sequence_length": 24, "truncation": "random_front_back", "mask_rate": 0.3, "max_predictions_per_seq": 6,
+        "counting": "ceil", "whole_word_masking": True, "replacement_unit": "token", "mask_token_rate": 0.7,
+        "random_token_rate": 0.2, "seed": 7,
+    }
+    # Found from the shards' glob (which does not match the settings file itself) or from a glob that does.
+    for pattern in (tmp_path / "data" / "train-*", tmp_path / "data" / "*"):
+        assert read_pretraining_settings(str(pattern)) == {**settings, "path": str(path)}
