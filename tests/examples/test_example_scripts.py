@@ -107,6 +107,13 @@ def test_pretrain_rejects_steps_that_are_not_whole_checkpoint_intervals(capsys):
     assert exit_.value.code == 2 and "multiple of --checkpoint-every" in capsys.readouterr().err
 
 
+def test_finetune_classifier_takes_sequence_length_or_its_deprecated_alias_not_both(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        load_example("finetune_classifier").main(["--preset", "tiny", "--vocab", "vocab.txt", "--sequence-length",
+                                                  "32", "--max-seq-length", "32"])
+    assert exit_.value.code == 2 and "deprecated alias" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 @pytest.mark.tensorflow_only
 def test_finetune_classifier_on_the_generated_topic_task(tmp_path, capsys, pretrained_dir):
@@ -116,7 +123,7 @@ def test_finetune_classifier_on_the_generated_topic_task(tmp_path, capsys, pretr
     out = tmp_path / "classifier"
     assert load_example("finetune_classifier").main([
         "--preset", "tiny", "--vocab", os.path.join(pretrained_dir, "vocab.txt"), "--max-train-examples", "48",
-        "--max-seq-length", "32", "--batch-size", "16", "--epochs", "1", "--output-dir", str(out)]) == 0
+        "--sequence-length", "32", "--batch-size", "16", "--epochs", "1", "--output-dir", str(out)]) == 0
     output = capsys.readouterr().out
     accuracy = printed_number(r"dev: accuracy (\d\.\d+)", output)
     assert 0.0 <= accuracy <= 1.0 and 0.0 < printed_number(r"always '\w+': accuracy (\d\.\d+)", output) < 1.0
@@ -137,12 +144,15 @@ def test_finetune_classifier_on_a_glue_task_from_a_checkpoint(tmp_path, capsys, 
         lines = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
         lines += [f"{label}\t{i}\t{i}\t{a}\t{b}" for i, (label, a, b) in enumerate(rows * repeat)]
         (tmp_path / name).write_text("\n".join(lines) + "\n")
-    assert load_example("finetune_classifier").main([
-        "--task", "mrpc", "--train-file", str(tmp_path / "train.tsv"), "--dev-file", str(tmp_path / "dev.tsv"),
-        "--init-checkpoint", pretrained_dir, "--max-seq-length", "32", "--batch-size", "8", "--epochs", "1",
-        "--output-dir", str(tmp_path / "mrpc")]) == 0
+    # --max-seq-length is the deprecated alias of --sequence-length: it still works, with a warning.
+    with pytest.warns(FutureWarning, match="--sequence-length"):
+        assert load_example("finetune_classifier").main([
+            "--task", "mrpc", "--train-file", str(tmp_path / "train.tsv"), "--dev-file", str(tmp_path / "dev.tsv"),
+            "--init-checkpoint", pretrained_dir, "--max-seq-length", "32", "--batch-size", "8", "--epochs", "1",
+            "--output-dir", str(tmp_path / "mrpc")]) == 0
     output = capsys.readouterr().out
     assert "24 training and 8 dev examples; labels ['0', '1']" in output
+    assert "BertPreprocessor packs 32 tokens" in output
     assert 0.0 <= printed_number(r"dev: accuracy (\d\.\d+)", output) <= 1.0
     assert 0.0 <= printed_number(r", f1 (\d\.\d+)", output) <= 1.0
 
