@@ -177,52 +177,35 @@ def build_serving_module(model, kind, tokenizer, settings):
 
 
 def _question_answering_function(run_model, tokenizer, settings):
+    """`serve_text(question, context)`: the windowing and decoding of `export.squad_span_graph`, which give
+    the answers `squad.decode_squad_predictions` gives (same n-best, length, null-threshold and tie rules)."""
     max_sequence_length = settings["max_sequence_length"]
-    packer = SegmentPacker(
-        seq_length=max_sequence_length,
-        cls_token_id=tokenizer.cls_token_id,
-        sep_token_id=tokenizer.sep_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        padding="fixed",  # the original's features: its padded positions take part in the top-n choice
-    )
+    packer = squad_span_graph.window_packer(tokenizer, max_sequence_length)
 
     @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
     def serve_text(question, context):
         with tf.control_dependencies([_assert_same_batch_size(question, context, "question", "context")]):
-            context = squad_span_graph.repair_utf8(context)
-        question_ids = tokenizer.tokenize_tensor(question)
-        context_ids, context_starts, context_ends = tokenizer.tokenize_with_offsets_tensor(context)
-        windows = squad_span_graph.squad_windows(
-            question_ids, context_ids, max_sequence_length, settings["doc_stride"], settings["max_query_length"]
+            context = tf.identity(context)
+        features = squad_span_graph.windowed_features(
+            tokenizer, packer, question, context, max_sequence_length, settings["doc_stride"],
+            settings["max_query_length"],
         )
-        window_ids = tf.gather(context_ids.flat_values, windows["window_index"])  # (F, None)
-        packed = packer(windows["question_ids"], window_ids)  # (F, T) each; windows always fit
-        outputs = run_model(packed)
+        outputs = run_model(features["inputs"])
         best = squad_span_graph.decode_best_spans(
             outputs["start_logits"],
             outputs["end_logits"],
-            windows,
-            context_starts,
-            context_ends,
+            features["windows"],
+            features["context_starts"],
+            features["context_ends"],
             settings["n_best_size"],
             settings["max_answer_length"],
         )
-        found = best["found"]
-        if settings["version_2_with_negative"]:
-            # run_squad.py v2.0: "" iff null score - best non-null score > the threshold.
-            null_odds = best["null_score"] - best["score"]
-            found &= ~(null_odds > settings["null_score_diff_threshold"])
-        answer, start_char, end_char = squad_span_graph.byte_span_to_answer(
-            context, best["byte_start"], best["byte_end"]
+        return squad_span_graph.select_answers(
+            features["context"],
+            best,
+            settings["n_best_size"],
+            version_2_with_negative=settings.get("version_2_with_negative", False),
+            null_score_diff_threshold=settings.get("null_score_diff_threshold", 0.0),
         )
-        outputs = {
-            "answer": tf.where(found, answer, ""),
-            "start_char": tf.where(found, start_char, -1),
-            "end_char": tf.where(found, end_char, -1),
-            "score": tf.cast(best["score"], tf.float32),
-        }
-        if settings["version_2_with_negative"]:
-            outputs["null_odds"] = tf.cast(best["null_score"] - best["score"], tf.float32)
-        return outputs
 
     return serve_text

@@ -15,16 +15,21 @@ is the in-graph counterpart of `squad.squad_features` (windows, max context) and
   first); a span is valid when both ends are context tokens of the window, the start is at max context,
   `start <= end` and it holds at most `max_answer_length` tokens. The answer is the valid span with the
   largest `start_logit + end_logit` over all windows of the example.
-
-Differences from `squad.decode_squad_predictions`, all in corner cases: exact ties of the summed logits are
-broken by (window, start position, length) instead of (window, start rank, end rank), and only the best
-span is returned (no n-best list, so no softmax probability: `score` is the summed logit).
+- Exact ties of the summed logits are broken as `squad.decode_squad_predictions` breaks them (its stable
+  sort of candidates listed window by window, start rank then end rank): the earlier window, then the
+  higher start logit, then the lower start position, then the lower end position. SQuAD v2.0 null odds are
+  computed as there, `(null score - start logit) - end logit`, and with `n_best_size=1` a null answer that
+  outranks every span hides the span (odds +inf), as the one-entry n-best list does there. So the served
+  answer is the offline one (pinned on the SQuAD sample by `tests/export/test_squad_span_graph.py`); only
+  the n-best list (and its softmax probabilities) is not built: `score` is the summed logit.
 
 Shape legend: B examples, F features (windows, all examples together), T `max_sequence_length`,
 A `max_answer_length`, N context tokens of all examples together.
 """
 
 import tensorflow as tf
+
+from keras_bert_impl.data.packing import SegmentPacker
 
 
 def repair_utf8(text):
@@ -92,6 +97,54 @@ def squad_windows(question_ids, context_ids, max_sequence_length, doc_stride, ma
     }
 
 
+def window_packer(tokenizer, max_sequence_length):
+    """The `SegmentPacker` of SQuAD features: `[CLS] question [SEP] window [SEP]` padded to
+    `max_sequence_length` (the original's features: padded positions take part in the top-n choice)."""
+    return SegmentPacker(
+        seq_length=max_sequence_length,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        padding="fixed",
+    )
+
+
+def windowed_features(tokenizer, packer, question, context, max_sequence_length, doc_stride, max_query_length):
+    """Raw `(question, context)` batches -> the packed window features and what decoding needs.
+
+    The one in-graph SQuAD featurization: the exported `serve_text` signature and
+    `preprocessing.BertQuestionAnsweringPreprocessor` both call it. Row for row it equals
+    `squad.convert_examples_to_features` (stride "step") on the same texts.
+
+    Args:
+        tokenizer: `BertTokenizer`.
+        packer: `SegmentPacker` from `window_packer(tokenizer, max_sequence_length)`.
+        question: tf.string `(B,)`.
+        context: tf.string `(B,)`.
+        max_sequence_length: int. T.
+        doc_stride: int. Distance between window starts.
+        max_query_length: int. Questions are cut to this many tokens.
+
+    Returns:
+        dict of `inputs` (the model inputs, `(F, T)` each), `windows` (from `squad_windows`), `context`
+        (tf.string `(B,)`, invalid UTF-8 repaired: what the byte offsets index), `context_starts` and
+        `context_ends` (int64 ragged `(B, None)` byte offsets of the context tokens).
+    """
+    context = repair_utf8(context)
+    question_ids = tokenizer.tokenize_tensor(question)
+    context_ids, context_starts, context_ends = tokenizer.tokenize_with_offsets_tensor(context)
+    windows = squad_windows(question_ids, context_ids, max_sequence_length, doc_stride, max_query_length)
+    window_ids = tf.gather(context_ids.flat_values, windows["window_index"])  # (F, None)
+    inputs = packer(windows["question_ids"], window_ids)  # (F, T) each; windows always fit
+    return {
+        "inputs": inputs,
+        "windows": windows,
+        "context": context,
+        "context_starts": context_starts,
+        "context_ends": context_ends,
+    }
+
+
 def _place_in_sequence(values, offset, length, sequence_length, fill):
     """Ragged per-feature values `(F, None)` -> dense `(F, T)` with row f's values at columns
     `offset[f] .. offset[f] + length[f] - 1` and `fill` elsewhere."""
@@ -127,7 +180,8 @@ def decode_best_spans(
 
     Returns:
         dict of `found` bool `(B,)` (a valid span exists), `score` float64 `(B,)` (start + end logit of the
-        best span, -inf when none), `byte_start` and `byte_end` int64 `(B,)` (its context bytes, 0 when
+        best span, -inf when none), `start_logit` and `end_logit` float64 `(B,)` (its two logits, -inf when
+        none), `byte_start` and `byte_end` int64 `(B,)` (its context bytes, 0 when
         none), and `null_score` float64 `(B,)` (the smallest `start_logits[f, 0] + end_logits[f, 0]` over the
         example's features, the SQuAD v2.0 no-answer score).
     """
@@ -167,21 +221,34 @@ def decode_best_spans(
     end_logit_band = tf.gather(end_logits, end_clipped, axis=1)  # (F, T, A)
     valid_end_band = tf.gather(valid_end, end_clipped, axis=1) & end_inside  # (F, T, A)
     valid = valid_start[:, :, tf.newaxis] & valid_end_band
-    pair_score = tf.where(valid, start_logits[:, :, tf.newaxis] + end_logit_band, -float("inf"))
-    flat_score = tf.reshape(pair_score, [tf.shape(pair_score)[0], -1])  # (F, T * A)
-    best_pair = tf.argmax(flat_score, axis=1, output_type=tf.int32)  # (F,)
+    start_logit_band = tf.broadcast_to(start_logits[:, :, tf.newaxis], tf.shape(end_logit_band))  # (F, T, A)
+    pair_score = tf.where(valid, start_logit_band + end_logit_band, -float("inf"))
+    num_features = tf.shape(pair_score)[0]
+    flat_score = tf.reshape(pair_score, [num_features, -1])  # (F, T * A)
     feature_score = tf.reduce_max(flat_score, axis=1)  # (F,)
+    # Ties of the summed logit, as decode_squad_predictions: higher start logit, then lower start, lower end.
+    at_best = tf.reshape(valid, [num_features, -1]) & tf.equal(flat_score, feature_score[:, tf.newaxis])
+    flat_start_logit = tf.where(at_best, tf.reshape(start_logit_band, [num_features, -1]), -float("inf"))
+    at_best &= tf.equal(flat_start_logit, tf.reduce_max(flat_start_logit, axis=1, keepdims=True))
+    num_pairs = sequence_length * max_answer_length
+    pair_index = tf.range(num_pairs, dtype=tf.int32)[tf.newaxis]  # row-major (start, length): lowest first
+    best_pair = tf.reduce_min(tf.where(at_best, pair_index, num_pairs), axis=1)  # (F,)
+    best_pair = tf.where(best_pair < num_pairs, best_pair, 0)  # no valid span: (0, 0), never read
     best_start = best_pair // max_answer_length
     best_end = best_start + best_pair % max_answer_length
 
-    # Best window of each example (the first one on ties).
+    # Best window of each example: the first one on ties (a stable sort keeps window order).
     num_examples = tf.shape(windows["num_windows"], out_type=tf.int64)[0]
     by_example = tf.RaggedTensor.from_value_rowids(feature_score, example_index, nrows=num_examples)
     # One -inf column more than the longest row keeps the reductions defined for an empty batch.
     dense = by_example.to_tensor(default_value=-float("inf"))  # (B, W_max)
     dense = tf.concat([dense, tf.fill([tf.shape(dense)[0], 1], tf.constant(-float("inf"), dense.dtype))], axis=1)
     example_score = tf.reduce_max(dense, axis=1)  # (B,)
-    best_window = tf.argmax(dense, axis=1)  # (B,)
+    column = tf.range(tf.shape(dense, out_type=tf.int64)[1], dtype=tf.int64)[tf.newaxis]
+    best_window = tf.reduce_min(
+        tf.where(tf.equal(dense, example_score[:, tf.newaxis]), column, tf.shape(dense, out_type=tf.int64)[1]),
+        axis=1,
+    )  # (B,); every example has a window, so column 0 when none has a valid span
     feature = by_example.row_starts() + best_window  # (B,)
     found = example_score > -float("inf")
     safe_feature = tf.where(found, feature, 0)
@@ -190,6 +257,8 @@ def decode_best_spans(
     # With B > 0 there is a feature 0; an example without a valid span reads it and is masked.
     byte_start = tf.where(found, tf.gather_nd(byte_starts, position), 0)
     byte_end = tf.where(found, tf.gather_nd(byte_ends, end_pos), 0)
+    start_logit = tf.where(found, tf.gather_nd(start_logits, position), -float("inf"))
+    end_logit = tf.where(found, tf.gather_nd(end_logits, end_pos), -float("inf"))
 
     null_by_example = tf.RaggedTensor.from_value_rowids(
         start_logits[:, 0] + end_logits[:, 0], example_index, nrows=num_examples
@@ -198,6 +267,8 @@ def decode_best_spans(
     return {
         "found": found,
         "score": example_score,
+        "start_logit": start_logit,
+        "end_logit": end_logit,
         "byte_start": byte_start,
         "byte_end": byte_end,
         "null_score": null_score,
@@ -220,3 +291,45 @@ def byte_span_to_answer(context, byte_start, byte_end):
     start_char = tf.cast(tf.strings.length(prefix, unit="UTF8_CHAR"), tf.int64)
     end_char = start_char + tf.cast(tf.strings.length(answer, unit="UTF8_CHAR"), tf.int64)
     return answer, start_char, end_char
+
+
+def select_answers(
+    context, best, n_best_size, version_2_with_negative=False, null_score_diff_threshold=0.0
+):
+    """The answers `decode_squad_predictions` predicts, from `decode_best_spans`' best spans.
+
+    v1.1: the best span ("" when there is none). v2.0: "" iff the null odds
+    `(null score - start logit) - end logit` exceed `null_score_diff_threshold` (+inf without a span, and
+    with `n_best_size=1` when the null score outranks the span: the one-entry n-best list then holds only
+    the null answer).
+
+    Args:
+        context: tf.string `(B,)`, the repaired contexts (`windowed_features(...)["context"]`).
+        best: dict from `decode_best_spans`.
+        n_best_size: int.
+        version_2_with_negative: bool. Defaults to False.
+        null_score_diff_threshold: float. Defaults to 0.0.
+
+    Returns:
+        dict of `answer` tf.string `(B,)`, `start_char` / `end_char` int64 `(B,)` (code point offsets in the
+        context, -1 for ""), `score` float32 `(B,)` (the best span's summed logit, -inf when none), and for
+        v2.0 `null_odds` float32 `(B,)`.
+    """
+    found = best["found"]
+    null_odds = None
+    if version_2_with_negative:
+        infinity = tf.constant(float("inf"), best["null_score"].dtype)
+        null_odds = tf.where(found, (best["null_score"] - best["start_logit"]) - best["end_logit"], infinity)
+        if n_best_size == 1:
+            null_odds = tf.where(best["null_score"] > best["score"], infinity, null_odds)
+        found &= ~(null_odds > null_score_diff_threshold)
+    answer, start_char, end_char = byte_span_to_answer(context, best["byte_start"], best["byte_end"])
+    outputs = {
+        "answer": tf.where(found, answer, ""),
+        "start_char": tf.where(found, start_char, -1),
+        "end_char": tf.where(found, end_char, -1),
+        "score": tf.cast(best["score"], tf.float32),
+    }
+    if null_odds is not None:
+        outputs["null_odds"] = tf.cast(null_odds, tf.float32)
+    return outputs

@@ -4,16 +4,20 @@ Shape legend: B batch, T tokens, H hidden width.
 """
 
 
+import os
+
 import keras
 from keras import ops
 
 from keras_bert_impl.models.losses import SpanCrossEntropy
-from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.task import AUTO, PREPROCESSOR_FILENAME, BertTask, _contains_strings
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 # The span model reads the sequence output only; a Hugging Face BertForQuestionAnswering has no pooler.
 UNUSED_BACKBONE_PATHS = ("pooler_dense/kernel", "pooler_dense/bias")
 LABEL_TO_OUTPUT = {"start_positions": "start_logits", "end_positions": "end_logits"}
+# run_squad.py's feature length, the default preprocessor's `sequence_length` (at most the model's).
+DEFAULT_SEQUENCE_LENGTH = 384
 
 
 def _targets_by_output(y):
@@ -38,8 +42,18 @@ class BertQuestionAnswerer(BertTask):
     output (`{"start_logits": ..., "end_logits": ...}`) receives `start_positions` / `end_positions` as the
     targets. Works on TensorFlow, JAX and torch, with `jit_compile=True` on TensorFlow and JAX.
 
+    With a preprocessor (`preprocessing.BertQuestionAnsweringPreprocessor`), `predict(questions, contexts)`
+    (or `predict((questions, contexts))`) answers raw text: it windows the contexts, runs the model and
+    decodes as `run_squad.py` (`squad.decode_squad_predictions`, with the preprocessor's n-best, answer
+    length and null-threshold settings), returning one `{"text", "start", "end", "score"}` dict per question
+    (`context[start:end] == text`; "" and -1, -1 for no answer; v2.0 models add `null_odds`). The same
+    answers as the offline evaluation and as an exported SavedModel's `serve_text`. `fit`, `evaluate` and
+    `predict` on token ids work with or without one.
+
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
+        preprocessor: `preprocessing.BertQuestionAnsweringPreprocessor` or None. Defaults to None (token ids
+            only).
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
@@ -63,7 +77,9 @@ class BertQuestionAnswerer(BertTask):
     ['end_logits_accuracy', 'loss', 'start_logits_accuracy']
     """
 
-    def __init__(self, backbone, **kwargs):
+    default_preprocessor_class = "BertQuestionAnsweringPreprocessor"
+
+    def __init__(self, backbone, preprocessor=None, **kwargs):
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
         span_logits = keras.layers.Dense(
@@ -76,6 +92,7 @@ class BertQuestionAnswerer(BertTask):
         outputs = {"start_logits": span_logits[:, :, 0], "end_logits": span_logits[:, :, 1]}  # (B, T) each
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
+        self.preprocessor = preprocessor
         # The pooler gets no gradient from span logits; freezing it keeps optimizers from warning each step.
         backbone.pooler.trainable = False
         self.span_loss = None
@@ -106,10 +123,48 @@ class BertQuestionAnswerer(BertTask):
     def compile_from_config(self, config):
         compile_from_saved_config(self, config)
 
+    # -- prediction -------------------------------------------------------------------------------------
+
+    def predict(self, x, contexts=None, batch_size=None, **kwargs):
+        """Answers to raw questions (with a preprocessor), else `keras.Model.predict` (logits).
+
+        Args:
+            x: questions (a str, or a list / array of str) with `contexts`, a tuple `(questions, contexts)`,
+                or model inputs (token ids; a dict or a `tf.data.Dataset`), which give the logits as without
+                a preprocessor.
+            contexts: the context of each question, when `x` holds the questions alone. Defaults to None.
+            batch_size: int or None. Features (windows) per batch. Defaults to 32.
+            **kwargs: passed to `keras.Model.predict` (e.g. `verbose`).
+
+        Returns:
+            For raw text: a list of dicts `{"text", "start", "end", "score"}` (one dict for one str question),
+            see the class docstring. For model inputs: `{"start_logits", "end_logits"}` `(F, T)` arrays.
+        """
+        if contexts is not None:
+            x = (x, contexts)
+        if self.preprocessor is None or not _contains_strings(x):
+            if contexts is not None:
+                raise ValueError(
+                    "predict(questions, contexts) answers raw text, which needs a preprocessor; this "
+                    f"{type(self).__name__} has none (attach a BertQuestionAnsweringPreprocessor)."
+                )
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        preprocessor = self.preprocessor
+        examples, features = preprocessor.featurize(x)
+        if len(features):
+            outputs = keras.Model.predict(self, features.inputs(), batch_size=batch_size or 32, **kwargs)
+        else:
+            outputs = {name: ops.convert_to_numpy(ops.zeros((0, preprocessor.sequence_length)))
+                       for name in LABEL_TO_OUTPUT.values()}
+        decoded = preprocessor.decode(examples, features, outputs)
+        answers = [decoded.answer(example.qas_id) for example in examples]
+        single = isinstance(x, tuple) and isinstance(x[0], (str, bytes))
+        return answers[0] if single else answers
+
     # -- config and checkpoints -------------------------------------------------------------------------
 
     @classmethod
-    def from_pretrained(cls, path, **overrides):
+    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, **overrides):
         """Build a question answerer from any checkpoint `checkpoints.read_checkpoint` reads.
 
         Our own `BertQuestionAnswerer` directories restore every weight; Hugging Face
@@ -120,6 +175,12 @@ class BertQuestionAnswerer(BertTask):
 
         Args:
             path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            preprocessor: "auto", a `BertQuestionAnsweringPreprocessor`, or None. "auto" attaches the one
+                saved with the model, else one with the `run_squad.py` settings on the checkpoint's
+                `vocab.txt` and casing, so `predict(questions, contexts)` answers raw text (none when the
+                directory has no vocabulary or TensorFlow is not installed). Defaults to "auto".
+            sequence_length: int or None. The preprocessor's feature length; None keeps the saved one, else
+                `min(384, max_sequence_length)`. Defaults to None.
             **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
 
         Returns:
@@ -131,10 +192,49 @@ class BertQuestionAnswerer(BertTask):
 
         fmt, config, tensors, extra = read_checkpoint(path)
         backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        model = cls(backbone)
+        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
+        model = cls(backbone, preprocessor=preprocessor)
         load_task_weights(model, fmt, tensors, extra, path, question_answering_head_specs(),
                           optional_backbone_paths=UNUSED_BACKBONE_PATHS)
         return model
+
+    @classmethod
+    def _pretrained_preprocessor(cls, path, preprocessor=AUTO, sequence_length=None, max_sequence_length=None):
+        # A checkpoint without preprocessor.json gets run_squad.py's 384 (at most the model's length).
+        if (isinstance(preprocessor, str) and preprocessor == AUTO and sequence_length is None
+                and not os.path.isfile(os.path.join(os.fspath(path), PREPROCESSOR_FILENAME))):
+            sequence_length = min(DEFAULT_SEQUENCE_LENGTH, max_sequence_length or DEFAULT_SEQUENCE_LENGTH)
+        return super()._pretrained_preprocessor(path, preprocessor, sequence_length, max_sequence_length)
+
+    @classmethod
+    def from_preset(cls, name, vocabulary=None, sequence_length=None, lowercase=True, **backbone_overrides):
+        """A randomly initialised question answerer of a published size (`models.presets.PRESETS`).
+
+        Args:
+            name: str. The preset ("tiny" ... "large").
+            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
+                backbone is sized to it and a `BertQuestionAnsweringPreprocessor` on it is attached. None: no
+                preprocessor, the published 30,522-token size. Defaults to None.
+            sequence_length: int or None. The preprocessor's feature length. Defaults to
+                `min(384, max_sequence_length)`.
+            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
+            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
+
+        Example:
+        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "?", "in",
+        ...               "france", "."]
+        >>> model = BertQuestionAnswerer.from_preset("tiny", vocabulary=vocabulary, max_sequence_length=32)
+        >>> answer = model.predict("Where is Paris?", "Paris is in France.", verbose=0)
+        >>> sorted(answer)
+        ['end', 'score', 'start', 'text']
+        >>> answer["text"] == "Paris is in France."[answer["start"]:answer["end"]]
+        True
+        """
+        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
+        if preprocessor is not None and sequence_length is None:  # run_squad.py's 384, not the tasks' 128
+            length = min(DEFAULT_SEQUENCE_LENGTH, backbone.max_sequence_length)
+            preprocessor = type(preprocessor)(preprocessor.tokenizer, sequence_length=length)
+        return cls(backbone, preprocessor=preprocessor)
 
     def save_huggingface(self, path):
         """Write a Hugging Face `BertForQuestionAnswering` directory that `transformers` loads."""

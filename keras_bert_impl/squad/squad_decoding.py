@@ -32,6 +32,9 @@ NBEST_FILENAME = "nbest_predictions.json"
 NULL_ODDS_FILENAME = "null_odds.json"
 
 
+NO_SPAN = (-1, -1, -math.inf)
+
+
 def softmax_probabilities(scores):
     """Softmax of a list of floats, computed as the original (max subtracted, Python floats).
 
@@ -68,6 +71,9 @@ class SquadPredictions:
             the odds do not exceed the threshold.
         null_score_diff_threshold: float. The threshold `predictions` were made with.
         version_2_with_negative: bool. Whether null answers were considered.
+        best_spans: dict qas_id -> `(char_start, char_end, score)` of the best non-null answer (the one
+            `predictions` holds unless it is ""): its code point span in the context (end exclusive) and its
+            start + end logit; `(-1, -1, -inf)` when there is none.
     """
 
     predictions: dict
@@ -76,6 +82,24 @@ class SquadPredictions:
     best_non_null: dict
     null_score_diff_threshold: float
     version_2_with_negative: bool
+    best_spans: dict = dataclasses.field(default_factory=dict)
+
+    def answer(self, qas_id):
+        """The prediction of `qas_id` with where it is in the context.
+
+        Returns:
+            dict `{"text", "start", "end", "score"}`: the answer ("" for none), its code point offsets in the
+            context (`context[start:end] == text`; -1 and -1 for ""), and the start + end logit of the best
+            non-null span (-inf when there is none). v2.0 adds `null_odds`.
+        """
+        text = self.predictions[qas_id]
+        start, end, score = self.best_spans.get(qas_id, NO_SPAN)
+        if not text:
+            start = end = -1
+        answer = {"text": text, "start": int(start), "end": int(end), "score": float(score)}
+        if self.version_2_with_negative:
+            answer["null_odds"] = float(self.null_odds[qas_id])
+        return answer
 
     def with_null_threshold(self, null_score_diff_threshold):
         """The same decoding with another v2.0 threshold (e.g. one from `tune_null_threshold`).
@@ -176,7 +200,7 @@ def decode_squad_predictions(
     for feature, example_index in enumerate(features.example_index.tolist()):
         features_of_example[example_index].append(feature)
 
-    predictions, nbest_json, null_odds, best_non_null = {}, {}, {}, {}
+    predictions, nbest_json, null_odds, best_non_null, best_spans = {}, {}, {}, {}, {}
     for example_index, example in enumerate(examples):
         candidates = []
         null_score, null_logits = math.inf, (0.0, 0.0)
@@ -204,10 +228,12 @@ def decode_squad_predictions(
             scored.append((null_score, null_logits[0], null_logits[1], None, 0, 0))
         scored.sort(key=lambda candidate: candidate[0], reverse=True)
 
+        # Entries: (text, start_logit, end_logit, (char_start, char_end, score) or None for the null answer).
         nbest, seen = [], set()
-        for _, start_logit, end_logit, feature, start, end in scored:
+        for score, start_logit, end_logit, feature, start, end in scored:
             if len(nbest) >= n_best_size:
                 break
+            span = None
             if feature is None:
                 text = ""
             else:
@@ -216,21 +242,23 @@ def decode_squad_predictions(
                 text = example.context_text[char_start:char_end]
                 if text in seen:
                     continue
+                span = (char_start, char_end, float(score))
             seen.add(text)
-            nbest.append((text, start_logit, end_logit))
+            nbest.append((text, start_logit, end_logit, span))
         if has_null and "" not in seen:
-            nbest.append(("", null_logits[0], null_logits[1]))
+            nbest.append(("", null_logits[0], null_logits[1], None))
         if not nbest:
-            nbest.append(("", 0.0, 0.0))
-        probabilities = softmax_probabilities([start + end for _, start, end in nbest])
+            nbest.append(("", 0.0, 0.0, None))
+        probabilities = softmax_probabilities([start + end for _, start, end, _ in nbest])
         nbest_json[example.qas_id] = [
             {"text": text, "probability": probability, "start_logit": start, "end_logit": end}
-            for (text, start, end), probability in zip(nbest, probabilities)
+            for (text, start, end, _), probability in zip(nbest, probabilities)
         ]
+        best = next((entry for entry in nbest if entry[0]), None)
+        best_spans[example.qas_id] = NO_SPAN if best is None else best[3]
         if not version_2_with_negative:
             predictions[example.qas_id] = nbest[0][0]
             continue
-        best = next(((text, start, end) for text, start, end in nbest if text), None)
         if best is None:
             odds, best_text = math.inf, ""
         else:
@@ -245,6 +273,7 @@ def decode_squad_predictions(
         best_non_null=best_non_null,
         null_score_diff_threshold=float(null_score_diff_threshold),
         version_2_with_negative=version_2_with_negative,
+        best_spans=best_spans,
     )
 
 

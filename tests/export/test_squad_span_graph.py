@@ -1,5 +1,9 @@
 """In-graph SQuAD windows and span helpers against the Python pipeline (`squad.squad_features`)."""
 
+import collections
+import os
+import re
+
 import numpy as np
 import pytest
 
@@ -94,3 +98,156 @@ def test_best_spans_match_python_decoding_on_random_logits():
             top = decoded.nbest[example.qas_id][0]
             if top["text"]:
                 assert best["score"].numpy()[index] == top["start_logit"] + top["end_logit"]
+
+
+@pytest.mark.tensorflow_only
+def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
+    """Equal summed logits: the higher start logit wins, then the lower start, then the lower end (not the
+    lower start first)."""
+    import tensorflow as tf
+
+    from keras_bert_impl.export.squad_span_graph import (decode_best_spans, select_answers, window_packer,
+                                                         windowed_features)
+    from keras_bert_impl.squad import SquadExample, convert_examples_to_features, decode_squad_predictions
+    from tests.training.finetuning_test_utils import tokenizer as make_tokenizer
+
+    tokenizer = make_tokenizer()
+    question, context = "where ?", "the cat sat on the mat today"  # [CLS] where ? [SEP] the cat sat ...
+    examples = [SquadExample("q", question, context, ())]
+    features = convert_examples_to_features(examples, tokenizer, max_seq_length=16, max_query_length=4)
+    start, end = np.zeros((2, 1, 16), "float32")
+    start[0, 5], end[0, 6] = 0.0, 2.0  # "cat sat": start 0 + end 2
+    start[0, 7], end[0, 7] = 2.0, 0.0  # "on": start 2 + end 0, the same sum, the higher start logit
+    start[0, 0] = end[0, 0] = -1.0
+    for logits in (start, end):
+        logits[0, np.flatnonzero(features.token_char_starts[0] < 0)] -= 5.0  # keep [CLS] etc. out of the top
+        logits[0, 0] = -9.0
+    for n_best_size in (8, 20):
+        decoded = decode_squad_predictions(examples, features, start, end, n_best_size=n_best_size,
+                                           max_answer_length=3)
+        chunk = windowed_features(tokenizer, window_packer(tokenizer, 16), tf.constant([question]),
+                                  tf.constant([context]), 16, 128, 4)
+        best = decode_best_spans(start, end, chunk["windows"], chunk["context_starts"], chunk["context_ends"],
+                                 n_best_size, 3)
+        served = select_answers(chunk["context"], best, n_best_size)["answer"].numpy()[0].decode()
+        assert served == decoded.predictions["q"] == "on"
+
+
+# -- the served answer is the offline answer, on the real SQuAD sample ---------------------------------------
+
+SQUAD_SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "squad",
+                            "squad-v2.0-dev-sample.json")
+SAMPLE_SETTINGS = dict(max_sequence_length=128, doc_stride=48, max_query_length=32)
+GRAPH_CHUNK = 400  # examples per graph call: the (F, T, max_answer_length) pair scores stay small
+
+
+def _sample_vocabulary(examples, num_words=3000):
+    """A WordPiece vocabulary of the sample: its most frequent lowercased words, plus every character alone
+    and as a continuation piece, so that every word tokenizes (few [UNK])."""
+    counts = collections.Counter()
+    characters = set()
+    for example in examples:
+        for text in (example.question_text, example.context_text):
+            text = text.lower()
+            counts.update(re.findall(r"\w+|[^\w\s]", text))
+            characters.update(char for char in text if not char.isspace())
+    characters = sorted(characters)
+    words = [word for word, _ in counts.most_common(num_words) if word not in characters]
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *characters, *("##" + c for c in characters), *words]
+
+
+@pytest.fixture(scope="module")
+def squad_sample():
+    """Every question of the sample, its tokenizer, the offline features, and the graph's features."""
+    if not os.path.isfile(SQUAD_SAMPLE):
+        pytest.skip(f"The SQuAD sample is absent ({os.path.normpath(SQUAD_SAMPLE)}; see ../shared/data/README.md).")
+    import tensorflow as tf
+
+    from keras_bert_impl.export import squad_span_graph
+    from keras_bert_impl.squad import convert_examples_to_features, read_squad_examples
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    examples = list(read_squad_examples(SQUAD_SAMPLE))
+    tokenizer = BertTokenizer(_sample_vocabulary(examples))
+    features = convert_examples_to_features(
+        examples, tokenizer, max_seq_length=SAMPLE_SETTINGS["max_sequence_length"],
+        doc_stride=SAMPLE_SETTINGS["doc_stride"], max_query_length=SAMPLE_SETTINGS["max_query_length"])
+    packer = squad_span_graph.window_packer(tokenizer, SAMPLE_SETTINGS["max_sequence_length"])
+    chunks = []
+    for begin in range(0, len(examples), GRAPH_CHUNK):
+        chunk = examples[begin:begin + GRAPH_CHUNK]
+        chunks.append(squad_span_graph.windowed_features(
+            tokenizer, packer, tf.constant([e.question_text for e in chunk]),
+            tf.constant([e.context_text for e in chunk]), **SAMPLE_SETTINGS))
+    return examples, features, chunks
+
+
+@pytest.mark.tensorflow_only
+def test_served_windows_equal_the_offline_features_on_the_squad_sample(squad_sample):
+    examples, features, chunks = squad_sample
+    assert len(examples) == 6078
+    assert np.bincount(features.example_index).max() >= 4  # long contexts: several windows
+    for key, value in features.inputs().items():
+        served = np.concatenate([chunk["inputs"][key].numpy() for chunk in chunks])
+        np.testing.assert_array_equal(served, value, err_msg=key)
+
+
+@pytest.mark.tensorflow_only
+@pytest.mark.parametrize("logits, version_2, n_best_size, max_answer_length", [
+    ("normal", True, 20, 30),  # v2.0, the null threshold at the median null odds
+    # Logits mostly 0, some 1 and 2: exact ties of the summed logits between spans that split them
+    # differently, so the tie order decides (the graph's former order differed on 1 question in 400).
+    ("ties", False, 20, 30),
+    ("ties", True, 3, 5),
+    ("ties", True, 1, 8),  # a one-entry n-best list
+])
+def test_served_answers_equal_the_offline_answers_on_the_squad_sample(squad_sample, logits, version_2,
+                                                                      n_best_size, max_answer_length):
+    """Seeded random logits on every window of every question: `decode_best_spans` + `select_answers` (the
+    SavedModel's `serve_text`) answer exactly what `decode_squad_predictions` answers, at the same offsets."""
+    import tensorflow as tf
+
+    from keras_bert_impl.export import squad_span_graph
+    from keras_bert_impl.squad import decode_squad_predictions
+
+    examples, features, chunks = squad_sample
+    rng = np.random.default_rng(7)
+    shape = (2, len(features), features.sequence_length)
+    if logits == "normal":
+        start, end = rng.normal(size=shape).astype("float32")
+    else:
+        start, end = rng.choice([0.0, 1.0, 2.0], p=[0.8, 0.15, 0.05], size=shape).astype("float32")
+    decoded = decode_squad_predictions(examples, features, start, end, n_best_size=n_best_size,
+                                       max_answer_length=max_answer_length,
+                                       version_2_with_negative=version_2)
+    threshold = 0.0
+    if version_2:
+        # A threshold among the odds: both outcomes, and an example whose odds equal it exactly.
+        threshold = float(np.median([decoded.null_odds[example.qas_id] for example in examples]))
+        decoded = decoded.with_null_threshold(threshold)
+    @tf.function(reduce_retracing=True)
+    def serve(start, end, chunk):
+        best = squad_span_graph.decode_best_spans(start, end, chunk["windows"], chunk["context_starts"],
+                                                  chunk["context_ends"], n_best_size, max_answer_length)
+        return squad_span_graph.select_answers(chunk["context"], best, n_best_size,
+                                               version_2_with_negative=version_2,
+                                               null_score_diff_threshold=threshold)
+
+    served_text, served_span = [], []
+    first_feature = 0
+    for chunk in chunks:
+        num_features = len(chunk["windows"]["example_index"])
+        rows = slice(first_feature, first_feature + num_features)
+        first_feature += num_features
+        chunk = {key: value for key, value in chunk.items() if key != "inputs"}
+        answers = serve(tf.constant(start[rows]), tf.constant(end[rows]), chunk)
+        served_text += [answer.decode("utf-8") for answer in answers["answer"].numpy()]
+        served_span += list(zip(answers["start_char"].numpy().tolist(), answers["end_char"].numpy().tolist()))
+    assert first_feature == len(features)
+    expected_text = [decoded.predictions[example.qas_id] for example in examples]
+    mismatches = [(example.qas_id, served, expected) for example, served, expected
+                  in zip(examples, served_text, expected_text) if served != expected]
+    assert not mismatches, f"{len(mismatches)} of {len(examples)} answers differ, e.g. {mismatches[:3]}"
+    expected_span = [decoded.answer(example.qas_id) for example in examples]
+    assert served_span == [(answer["start"], answer["end"]) for answer in expected_span]
+    assert any(expected_text) and (not version_2 or "" in expected_text)

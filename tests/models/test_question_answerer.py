@@ -198,3 +198,129 @@ def test_original_run_squad_checkpoint_loads_the_squad_head(tmp_path):
     x = random_batch()
     np.testing.assert_allclose(to_numpy(restored(x)["start_logits"]), to_numpy(model(x)["start_logits"]),
                                atol=1e-6)
+
+
+# -- raw text: the preprocessor ---------------------------------------------------------------------------
+
+QA_QUESTIONS = ["where is the cat ?", "who walked home ?", "", "what did the dog do ?"]
+QA_CONTEXTS = [
+    "the cat sat in paris today . the dog ran far away .",
+    "the old man walked home today",
+    "",
+    "a red house , a blue tree and the old city river walked home today . the dog ran home .",
+]
+
+
+def qa_preprocessor(**settings):
+    from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
+    from keras_bert_impl.tokenization import BertTokenizer
+    from tests.training.finetuning_test_utils import VOCABULARY
+
+    settings = {"sequence_length": 14, "doc_stride": 3, "max_query_length": 4, "n_best_size": 5,
+                "max_answer_length": 6, **settings}
+    return BertQuestionAnsweringPreprocessor(BertTokenizer(VOCABULARY), **settings)
+
+
+def assert_same_answers(answers, expected):
+    """Same texts and offsets; scores equal up to float noise (batches of other sizes)."""
+    if isinstance(expected, dict):
+        answers, expected = [answers], [expected]
+    assert [{k: v for k, v in a.items() if k not in ("score", "null_odds")} for a in answers] == [
+        {k: v for k, v in a.items() if k not in ("score", "null_odds")} for a in expected]
+    for key in ("score", "null_odds"):
+        np.testing.assert_allclose([a.get(key, 0.0) for a in answers], [a.get(key, 0.0) for a in expected],
+                                   rtol=1e-5, atol=1e-5)
+
+
+def qa_model(**settings):
+    return BertQuestionAnswerer(deterministic_backbone(), preprocessor=qa_preprocessor(**settings))
+
+
+def test_predict_answers_raw_questions_with_offsets_into_the_context():
+    model = qa_model()
+    answers = model.predict(QA_QUESTIONS, QA_CONTEXTS, verbose=0)
+    assert len(answers) == len(QA_QUESTIONS)
+    for answer, context in zip(answers, QA_CONTEXTS):
+        assert set(answer) == {"text", "start", "end", "score"}
+        assert context[answer["start"]:answer["end"]] == answer["text"]
+        assert (answer["text"] == "") == (answer["start"] == -1)
+    assert all(answer["text"] for index, answer in enumerate(answers) if index != 2)
+    assert answers[2]["text"] == ""  # the empty context has no span
+    assert_same_answers(model.predict((QA_QUESTIONS, QA_CONTEXTS), verbose=0), answers)
+    assert_same_answers(model.predict(QA_QUESTIONS[0], QA_CONTEXTS[0], verbose=0), answers[0])
+    assert_same_answers(model.predict((np.array(QA_QUESTIONS), np.array(QA_CONTEXTS)), batch_size=2, verbose=0),
+                        answers)
+
+
+def test_predict_on_raw_text_is_decoding_of_predict_on_the_preprocessor_ids():
+    model = qa_model()
+    x = (QA_QUESTIONS, QA_CONTEXTS)
+    ids = model.preprocessor(x)
+    assert len(ids["token_ids"]) > len(QA_QUESTIONS)  # windowed
+    outputs = model.predict(ids, verbose=0)  # model inputs: logits, as without a preprocessor
+    assert outputs["start_logits"].shape == ids["token_ids"].shape
+    assert_same_answers(model.predict(x, verbose=0), model.preprocessor.answers(x, outputs))
+    dataset_outputs = model.predict(model.preprocessor.make_dataset(x, batch_size=3), verbose=0)
+    np.testing.assert_allclose(dataset_outputs["start_logits"], outputs["start_logits"], atol=1e-5)
+
+
+def test_version_2_model_answers_empty_text_for_no_answer():
+    answers = qa_model(version_2_with_negative=True, null_score_diff_threshold=-1e9).predict(
+        QA_QUESTIONS, QA_CONTEXTS, verbose=0)
+    assert [answer["text"] for answer in answers] == [""] * 4
+    assert all(answer["start"] == -1 and "null_odds" in answer for answer in answers)
+
+
+def test_without_a_preprocessor_predict_takes_ids_only():
+    model = BertQuestionAnswerer(tiny_backbone())
+    assert model.preprocessor is None
+    assert sorted(model.predict(random_batch(), verbose=0)) == ["end_logits", "start_logits"]
+    with pytest.raises(ValueError, match="needs a preprocessor"):
+        model.predict(QA_QUESTIONS, QA_CONTEXTS, verbose=0)
+
+
+def test_fit_on_token_ids_with_a_preprocessor_attached():
+    model = qa_model()
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    history = model.fit(random_batch(sequence_length=14), span_labels(), batch_size=2, epochs=1, verbose=0)
+    assert sorted(history.history) == ["end_logits_accuracy", "loss", "start_logits_accuracy"]
+
+
+def test_save_pretrained_and_keras_file_keep_the_preprocessor(tmp_path):
+    model = qa_model(version_2_with_negative=True, null_score_diff_threshold=0.5)
+    expected = model.predict(QA_QUESTIONS, QA_CONTEXTS, verbose=0)
+    assert_config_round_trip(model)
+    model.save_pretrained(tmp_path / "qa")
+    assert (tmp_path / "qa" / "preprocessor.json").is_file() and (tmp_path / "qa" / "vocab.txt").is_file()
+    restored = BertQuestionAnswerer.from_pretrained(str(tmp_path / "qa"))
+    assert restored.preprocessor.get_config() == model.preprocessor.get_config()
+    assert_same_answers(restored.predict(QA_QUESTIONS, QA_CONTEXTS, verbose=0), expected)
+    assert BertQuestionAnswerer.from_pretrained(str(tmp_path / "qa"), preprocessor=None).preprocessor is None
+    assert BertQuestionAnswerer.from_pretrained(str(tmp_path / "qa"), sequence_length=20).preprocessor.sequence_length == 20
+
+    path = os.path.join(tmp_path, "qa.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.preprocessor.get_config() == model.preprocessor.get_config()
+    assert_same_answers(loaded.predict(QA_QUESTIONS, QA_CONTEXTS, verbose=0), expected)
+
+
+def test_from_pretrained_without_preprocessor_json_gets_run_squad_settings(tmp_path):
+    model = BertQuestionAnswerer(tiny_backbone())
+    model.save_pretrained(tmp_path / "qa")
+    qa_preprocessor().tokenizer.save_pretrained(str(tmp_path / "qa"))  # a vocabulary, no preprocessor.json
+    preprocessor = BertQuestionAnswerer.from_pretrained(str(tmp_path / "qa")).preprocessor
+    assert type(preprocessor).__name__ == "BertQuestionAnsweringPreprocessor"
+    # min(384, max_sequence_length=24), and a question length that leaves context room.
+    assert (preprocessor.sequence_length, preprocessor.doc_stride, preprocessor.max_query_length) == (24, 128, 10)
+
+
+def test_from_preset_attaches_a_preprocessor_on_the_vocabulary():
+    from tests.training.finetuning_test_utils import VOCABULARY
+
+    model = BertQuestionAnswerer.from_preset("tiny", vocabulary=VOCABULARY, max_sequence_length=32)
+    assert model.backbone.vocabulary_size == len(VOCABULARY)
+    assert model.preprocessor.sequence_length == 32
+    answer = model.predict(QA_QUESTIONS[0], QA_CONTEXTS[0], verbose=0)
+    assert QA_CONTEXTS[0][answer["start"]:answer["end"]] == answer["text"]
+    assert BertQuestionAnswerer.from_preset("tiny", max_sequence_length=32).preprocessor is None

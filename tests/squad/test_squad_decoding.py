@@ -199,6 +199,27 @@ def test_v2_null_score_is_min_over_features_and_threshold_applies():
     assert strict.predictions == {"q": ""} and strict.null_score_diff_threshold == -1.0
 
 
+def test_answer_gives_the_prediction_with_its_context_offsets():
+    features = synthetic_features([CONTEXT], 4, 2)
+    p = DOC_OFFSET
+    start_logits, end_logits = logits_for(
+        features,
+        starts={(0, 0): 4.0, (1, 0): 1.5, (2, 0): 3.0, (1, p + 2): 2.0},
+        ends={(0, 0): 4.0, (1, 0): 1.0, (2, 0): 3.0, (1, p + 3): 1.0},
+    )
+    v1 = decode_squad_predictions(one_example(), features, start_logits, end_logits)
+    answer = v1.answer("q")
+    assert answer == {"text": "e4 f5", "start": 12, "end": 17, "score": 3.0}
+    assert CONTEXT[answer["start"]:answer["end"]] == v1.predictions["q"]
+    v2 = decode_squad_predictions(one_example(), features, start_logits, end_logits, version_2_with_negative=True)
+    assert v2.answer("q") == {**answer, "null_odds": pytest.approx(-0.5)}
+    assert v2.with_null_threshold(-0.6).answer("q") == {"text": "", "start": -1, "end": -1, "score": 3.0,
+                                                         "null_odds": pytest.approx(-0.5)}
+    empty = decode_squad_predictions(one_example(""), synthetic_features([""], 4, 2),
+                                     *logits_for(synthetic_features([""], 4, 2), {}, {}))
+    assert empty.answer("q") == {"text": "", "start": -1, "end": -1, "score": -math.inf}
+
+
 def test_v1_with_null_threshold_is_an_error():
     features = synthetic_features([CONTEXT], 8, 8)
     decoded = decode_squad_predictions(one_example(), features, *logits_for(features, {}, {}))

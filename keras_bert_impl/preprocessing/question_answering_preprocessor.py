@@ -1,0 +1,253 @@
+"""Raw `(question, context)` pairs to windowed SQuAD features, and span logits back to answers in the context.
+
+The windowing and decoding are `run_squad.py`'s, and this module adds no third implementation of them:
+
+- `call` (TensorFlow ops, for `tf.data` and eager use) is `export.squad_span_graph.windowed_features`, the
+  featurization inside an exported SavedModel's `serve_text`;
+- `featurize` is `squad.convert_examples_to_features` (the offline pipeline), whose rows equal `call`'s;
+- `decode` / `answers` are `squad.decode_squad_predictions` (n-best, `max_answer_length`, SQuAD v2.0 null
+  threshold, its tie order), which the SavedModel's in-graph decoder reproduces.
+
+So `BertQuestionAnswerer.predict(questions, contexts)`, the offline evaluation (`squad.*`, the CLI) and the
+served answer agree.
+
+Shape legend: B examples, F features (document windows of all examples), T `sequence_length`.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.export import squad_span_graph
+from keras_bert_impl.preprocessing.preprocessor import (
+    DEFAULT_BATCH_SIZE,
+    Preprocessor,
+    _as_string_tensor,
+    _is_model_input,
+)
+from keras_bert_impl.squad.squad_decoding import decode_squad_predictions
+from keras_bert_impl.squad.squad_features import _validate_lengths, convert_examples_to_features
+from keras_bert_impl.squad.squad_reader import SquadExample
+
+DEFAULT_MAX_QUERY_LENGTH = 64
+
+
+def _question_context(x):
+    """`(questions, contexts)` from a `(questions, contexts)` tuple or a dict with those keys."""
+    if isinstance(x, dict) and {"question", "context"} <= set(x):
+        return x["question"], x["context"]
+    if isinstance(x, tuple) and len(x) == 2:
+        return x
+    raise TypeError(
+        "x must be a tuple (questions, contexts): two str, or two equally long lists / arrays / tf.string "
+        f"tensors of str; got {type(x).__name__}" + (f" of length {len(x)}." if isinstance(x, (tuple, list)) else ".")
+    )
+
+
+def _as_text_list(texts, name):
+    """A list of Python str (and whether a single str was given) from str, bytes, lists, arrays or tensors."""
+    if isinstance(texts, (tf.Tensor, tf.Variable)):
+        texts = texts.numpy()
+    single = isinstance(texts, (str, bytes)) or (isinstance(texts, np.ndarray) and texts.ndim == 0)
+    if single:
+        texts = [texts.item() if isinstance(texts, np.ndarray) else texts]
+    elif isinstance(texts, np.ndarray):
+        if texts.ndim != 1:
+            raise ValueError(f"{name} must be a str or a batch `(B,)` of str, got shape {texts.shape}.")
+        texts = texts.tolist()
+    result = []
+    for index, text in enumerate(texts):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{index}] is {type(text).__name__}, expected str.")
+        result.append(text)
+    return result, single
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertQuestionAnsweringPreprocessor(Preprocessor):
+    """Raw `(question, context)` to BERT SQuAD features, and the start / end logits back to answers.
+
+    Each example becomes one or more features `[CLS] question [SEP] window [SEP]` padded to
+    `sequence_length`, as `run_squad.py`: the question cut to `max_query_length` tokens, the context split
+    into windows of `sequence_length - len(question) - 3` tokens whose starts are `doc_stride` apart (see
+    `squad.squad_features`). Decoding follows `run_squad.py`'s `write_predictions`
+    (`squad.decode_squad_predictions`): the `n_best_size` best starts and ends of every window, answers of at
+    most `max_answer_length` tokens, and for SQuAD v2.0 models (`version_2_with_negative=True`) "" iff the
+    null odds exceed `null_score_diff_threshold`.
+
+    A `BertQuestionAnswerer` holding this preprocessor answers raw questions:
+    `model.predict(questions, contexts)` returns `{"text", "start", "end", "score"}` per question.
+
+    Args:
+        tokenizer: `BertTokenizer`.
+        sequence_length: int. `T`, the feature length. Defaults to 384.
+        doc_stride: int. Distance between window starts, in tokens. Defaults to 128.
+        max_query_length: int or None. Questions are cut to this many tokens. None: 64, or
+            `(sequence_length - 3) // 2` when that is less (so that a short model's windows keep context
+            tokens). Defaults to None.
+        n_best_size: int. Start and end candidates per window, and size of the n-best list. Defaults to 20.
+        max_answer_length: int. Longest answer in tokens. Defaults to 30.
+        version_2_with_negative: bool. SQuAD v2.0: the answer may be "" (no answer). Defaults to False.
+        null_score_diff_threshold: float. v2.0: answer "" iff null score - best span score > this (tune it
+            with `squad.tune_null_threshold`). Defaults to 0.0.
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        x: `(questions, contexts)`: two str, or two equally long lists / arrays / tf.string tensors `(B,)`.
+        y, sample_weight: not supported (span labels come from `squad.convert_examples_to_features`, which
+            the model trains on as token ids).
+
+    Returns:
+        dict of `token_ids`, `segment_ids` int32 `(F, T)` and `padding_mask` bool `(F, T)`, F >= B rows
+        (example by example, window by window). NumPy arrays when called eagerly, TensorFlow tensors inside
+        `tf.data`.
+
+    Example:
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "?",
+    ...                            "in", "france", "."])
+    >>> preprocessor = BertQuestionAnsweringPreprocessor(tokenizer, sequence_length=10, doc_stride=2,
+    ...                                                  max_query_length=4)
+    >>> preprocessor(("Where is Paris?", "Paris is in France."))["token_ids"].tolist()
+    [[2, 5, 6, 7, 8, 3, 7, 6, 9, 3], [2, 5, 6, 7, 8, 3, 9, 10, 11, 3]]
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        sequence_length=384,
+        doc_stride=128,
+        max_query_length=None,
+        n_best_size=20,
+        max_answer_length=30,
+        version_2_with_negative=False,
+        null_score_diff_threshold=0.0,
+        **kwargs,
+    ):
+        super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
+        if max_query_length is None:
+            max_query_length = min(DEFAULT_MAX_QUERY_LENGTH, max(1, (self.sequence_length - 3) // 2))
+        settings = dict(doc_stride=doc_stride, max_query_length=max_query_length, n_best_size=n_best_size,
+                        max_answer_length=max_answer_length)
+        for name, value in settings.items():
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
+        _validate_lengths(self.sequence_length, int(max_query_length), int(doc_stride), "step")
+        self.doc_stride = int(doc_stride)
+        self.max_query_length = int(max_query_length)
+        self.n_best_size = int(n_best_size)
+        self.max_answer_length = int(max_answer_length)
+        self.version_2_with_negative = bool(version_2_with_negative)
+        self.null_score_diff_threshold = float(null_score_diff_threshold)
+        self.packer = squad_span_graph.window_packer(self.tokenizer, self.sequence_length)
+
+    # -- features (TensorFlow ops: tf.data, and the SavedModel's featurization) -----------------------------
+
+    def call(self, x, y=None, sample_weight=None):
+        if y is not None or sample_weight is not None:
+            raise ValueError(
+                "BertQuestionAnsweringPreprocessor takes no targets: train on SQuAD features "
+                "(squad.convert_examples_to_features(..., is_training=True)) as token ids."
+            )
+        questions, contexts = _question_context(x)
+        questions = _as_string_tensor(questions, "questions")
+        contexts = _as_string_tensor(contexts, "contexts")
+        if questions.shape.rank == 0:
+            questions = tf.reshape(questions, [1])
+        if contexts.shape.rank == 0:
+            contexts = tf.reshape(contexts, [1])
+        features = squad_span_graph.windowed_features(
+            self.tokenizer, self.packer, questions, contexts, self.sequence_length, self.doc_stride,
+            self.max_query_length,
+        )
+        return features["inputs"]
+
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """Batched `tf.data.Dataset` of model inputs: `(questions, contexts)` (in memory, or a dataset of such
+        pairs or of `{"question", "context"}` dicts) is windowed, `batch_size` examples per batch (each batch
+        has as many rows as windows); data that already holds model inputs (token ids and labels, e.g.
+        `SquadFeatures.to_dataset()`) passes through as the base class passes it."""
+        if _is_model_input(x) or (
+            isinstance(x, tf.data.Dataset) and _is_model_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0])
+        ):
+            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle)
+        if y is not None or sample_weight is not None:
+            self.call(x, y, sample_weight)  # the error
+        if isinstance(x, tf.data.Dataset):
+            if batch_size is not None:
+                raise ValueError("When `x` is a tf.data.Dataset, give no `batch_size`.")
+            dataset = x
+        else:
+            questions, contexts = _question_context(x)
+            questions, _ = _as_text_list(questions, "questions")
+            contexts, _ = _as_text_list(contexts, "contexts")
+            dataset = tf.data.Dataset.from_tensor_slices((questions, contexts))
+            if shuffle:
+                dataset = dataset.shuffle(len(questions), reshuffle_each_iteration=True)
+            dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+
+        def preprocess(*element):
+            return self.call(element[0] if len(element) == 1 else element)
+
+        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    # -- the offline pipeline: features with their context offsets, and decoding -------------------------
+
+    def featurize(self, x):
+        """`(examples, features)`: the `squad.SquadExample`s (ids "0", "1", ...) of `x = (questions, contexts)`
+        and their `squad.SquadFeatures` (`features.inputs()` equals `self(x)` row for row)."""
+        questions, contexts = _question_context(x)
+        questions, _ = _as_text_list(questions, "questions")
+        contexts, _ = _as_text_list(contexts, "contexts")
+        if len(questions) != len(contexts):
+            raise ValueError(
+                f"Got {len(questions)} questions and {len(contexts)} contexts; give one context per question."
+            )
+        examples = [SquadExample(str(index), question, context, ())
+                    for index, (question, context) in enumerate(zip(questions, contexts))]
+        features = convert_examples_to_features(
+            examples, self.tokenizer, max_seq_length=self.sequence_length, doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length,
+        )
+        return examples, features
+
+    def decode(self, examples, features, outputs):
+        """`squad.SquadPredictions` (answers, n-best lists, v2.0 null odds) of the model's `outputs`
+        (`{"start_logits", "end_logits"}` `(F, T)` on `features`), with this preprocessor's settings."""
+        start_logits, end_logits = (keras.ops.convert_to_numpy(outputs[name]) for name in ("start_logits",
+                                                                                          "end_logits"))
+        return decode_squad_predictions(
+            examples, features, start_logits, end_logits, n_best_size=self.n_best_size,
+            max_answer_length=self.max_answer_length, version_2_with_negative=self.version_2_with_negative,
+            null_score_diff_threshold=self.null_score_diff_threshold,
+        )
+
+    def answers(self, x, outputs):
+        """The answers to `x = (questions, contexts)` given the model's `outputs` on `self(x)`.
+
+        Returns:
+            a list of dicts `{"text", "start", "end", "score"}` (one dict for a single str pair): the answer
+            ("" for none), its code point offsets in the context (`context[start:end] == text`, -1 for ""),
+            and the start + end logit of the best span (-inf when there is none); v2.0 adds `null_odds`.
+        """
+        _, single = _as_text_list(_question_context(x)[0], "questions")
+        examples, features = self.featurize(x)
+        decoded = self.decode(examples, features, outputs)
+        answers = [decoded.answer(example.qas_id) for example in examples]
+        return answers[0] if single else answers
+
+    # -- config -------------------------------------------------------------------------------------------
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length,
+            n_best_size=self.n_best_size,
+            max_answer_length=self.max_answer_length,
+            version_2_with_negative=self.version_2_with_negative,
+            null_score_diff_threshold=self.null_score_diff_threshold,
+        )
+        return config
