@@ -11,6 +11,45 @@ from keras import ops
 from keras_bert_impl.layers.dropout import BertDropout
 
 
+def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads, quantized=False):
+    """Whether `BertSelfAttention` attends `num_queries` query rows without projecting keys and values.
+
+    With `queries` (the last encoder block of `BertBackbone(..., output_positions=...)`), the layer takes one
+    of two paths: project keys and values for all `T` tokens (`T H` multiplies per head width), or, when this
+    returns True, its few-query path (`_attend_few_queries`: the queries are mapped into input space instead,
+    about `P (H + N T)` multiplies per head width, the same result to float rounding). The layer calls this
+    function itself, so callers that count FLOPs (`keras_bert_impl.utils.flops`, the benchmarks) get the same
+    answer as a layer of these sizes, built or not.
+
+    The few-query einsums run well below the rate of the large projection matmuls, so the path needs a 4x
+    margin in multiplies: [CLS] alone at T=128 qualifies (40x fewer); 21 pretraining rows (2x fewer) measured
+    neutral. Only static shapes qualify (a symbolic count or length takes the projection path), and a quantized
+    projection never does (the path reads the kernel as float weights).
+
+    Args:
+        num_queries: int. `P`, the query rows per sequence.
+        sequence_length: int. `T`, the tokens (keys) per sequence.
+        hidden_dim: int. `H`.
+        num_heads: int. `N`.
+        quantized: bool. Whether the layer's query/key/value projection is quantized (int8 / int4 / ...).
+            Defaults to False.
+
+    Returns:
+        bool. True when the layer takes the few-query path.
+
+    Example:
+    >>> few_queries_are_cheaper(1, 128, hidden_dim=256, num_heads=4)  # [CLS] alone, mini
+    True
+    >>> few_queries_are_cheaper(21, 128, hidden_dim=256, num_heads=4)  # [CLS] + 20 masked slots
+    False
+    """
+    if quantized:
+        return False
+    if not isinstance(num_queries, int) or not isinstance(sequence_length, int):
+        return False
+    return 4 * num_queries * (hidden_dim + num_heads * sequence_length) <= sequence_length * hidden_dim
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertSelfAttention(keras.layers.Layer):
     """BERT's scaled dot-product self-attention (Vaswani et al., 2017; Devlin et al., 2018).
@@ -151,17 +190,10 @@ class BertSelfAttention(keras.layers.Layer):
         return query, key_value[:, :, 0], key_value[:, :, 1]
 
     def _few_queries_are_cheaper(self, num_queries, sequence_length):
-        """Whether `_attend_few_queries` pays off, for static shapes.
-
-        Its einsums run well below the rate of the large projection matmuls, so it needs a 4x margin in
-        multiplies: [CLS] alone at T=128 qualifies (40x fewer); 21 pretraining rows (2x fewer) measured neutral.
-        """
-        if self.query_key_value.quantization_mode is not None:  # it reads the kernel as float weights
-            return False
-        if not isinstance(num_queries, int) or not isinstance(sequence_length, int):
-            return False
-        h = self.hidden_dim
-        return 4 * num_queries * (h + self.num_heads * sequence_length) <= sequence_length * h
+        """This layer's choice of `few_queries_are_cheaper` (module level): its sizes, and whether it is quantized."""
+        projection = getattr(self, "query_key_value", None)  # None before `build`: a float layer
+        quantized = projection is not None and projection.quantization_mode is not None
+        return few_queries_are_cheaper(num_queries, sequence_length, self.hidden_dim, self.num_heads, quantized)
 
     def _attend_few_queries(self, queries, x, mask, scale, training):
         """Attention of a few query rows over all of `x` without projecting keys and values.

@@ -7,7 +7,7 @@ import pytest
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.encoder_block import BertEncoderBlock
-from keras_bert_impl.layers.self_attention import BertSelfAttention
+from keras_bert_impl.layers.self_attention import BertSelfAttention, few_queries_are_cheaper
 from tests.helpers import assert_config_round_trip, to_numpy
 
 
@@ -157,3 +157,27 @@ def test_encoder_block_query_positions_give_the_gathered_rows(rng):
         rows = to_numpy(block(x, mask, query_positions=positions))
         assert rows.shape == (2, positions.shape[1], 8)
         np.testing.assert_allclose(rows, np.take_along_axis(full, positions[:, :, None], axis=1), atol=1e-5)
+
+
+def test_few_queries_are_cheaper_is_the_layers_choice_built_or_not():
+    # The public function answers without a layer; the layer asks it, before and after `build`.
+    assert few_queries_are_cheaper(1, 128, hidden_dim=256, num_heads=4)  # [CLS] alone, mini: 40x fewer
+    assert not few_queries_are_cheaper(21, 128, hidden_dim=256, num_heads=4)  # [CLS] + 20 masked slots
+    assert not few_queries_are_cheaper(1, 128, hidden_dim=256, num_heads=4, quantized=True)
+    assert not few_queries_are_cheaper(None, 128, hidden_dim=256, num_heads=4)  # a symbolic count
+    grid = [(rows, length) for rows in (0, 1, 2, 3, 5, 21) for length in (4, 16, 32, 128)]
+    for hidden_dim, num_heads in ((8, 2), (32, 2), (64, 4)):
+        layer = BertSelfAttention(hidden_dim=hidden_dim, num_heads=num_heads)
+        expected = [few_queries_are_cheaper(r, t, hidden_dim, num_heads) for r, t in grid]
+        assert [layer._few_queries_are_cheaper(r, t) for r, t in grid] == expected
+        layer.build((None, 16, hidden_dim))
+        assert [layer._few_queries_are_cheaper(r, t) for r, t in grid] == expected
+    assert any(expected) and not all(expected)
+
+
+def test_quantized_self_attention_never_takes_the_few_query_path():
+    layer = BertSelfAttention(hidden_dim=32, num_heads=2)
+    layer.build((None, 16, 32))
+    assert layer._few_queries_are_cheaper(1, 16) == few_queries_are_cheaper(1, 16, 32, 2) is True
+    layer.query_key_value.quantize("int8")
+    assert layer._few_queries_are_cheaper(1, 16) is False
