@@ -133,16 +133,13 @@ def flops_per_sequence(workload, implementation, args, executed=False):
     if workload == "pretraining" and implementation in ("ours-mlm", "keras-hub"):
         name = "pretraining_mlm"
     m = args.model
-    last_block_rows, absorbed = None, False
+    last_block_rows = None
     if executed and implementation == "ours":  # ours-mlm keeps keras-hub's structure: a full last block
-        from keras_bert_impl.layers.self_attention import BertSelfAttention
-
         last_block_rows = 1 + args.predictions if workload == "pretraining" else 1
-        attention = BertSelfAttention(m["hidden_dim"], m["num_heads"])
-        absorbed = attention._few_queries_are_cheaper(last_block_rows, args.seq_length)  # the layer's own choice
+    # "auto": the attention path the layer itself takes for these rows (self_attention.few_queries_are_cheaper).
     return bert_flops_per_sequence(name, m["num_layers"], m["hidden_dim"], m["intermediate_dim"], args.seq_length,
-                                   args.vocabulary_size, args.predictions, NUM_CLASSES, last_block_rows, absorbed,
-                                   m["num_heads"])
+                                   args.vocabulary_size, args.predictions, NUM_CLASSES, last_block_rows,
+                                   absorbed_keys_values="auto", num_heads=m["num_heads"])
 
 
 # -- the batch -------------------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ activations, dropout and the optimizer update are left out, as in the usual MFU 
 classifier): that block then projects keys and values for all T tokens (4 H^2 per token) but queries, the
 attention output and the feed-forward only for those rows. With `absorbed_keys_values` (its path for a few rows,
 `BertSelfAttention._attend_few_queries`) it projects no keys or values: per row, 2 H^2 for the query mapped into
-input space and the value projection, plus 2 N T H for the scores and the weighted sum of inputs. Utilisation
+input space and the value projection, plus 2 N T H for the scores and the weighted sum of inputs.
+`absorbed_keys_values="auto"` counts the path the layer itself takes at these sizes
+(`keras_bert_impl.layers.self_attention.few_queries_are_cheaper`, the function the layer calls). Utilisation
 figures use the nominal count (`last_block_rows=None`), the same for every implementation.
 
 A training step is 3x the forward FLOPs (the backward pass multiplies twice per forward matmul: gradients of
@@ -59,8 +61,10 @@ def bert_flops_per_sequence(
         num_classes: int. `C`. Defaults to 2.
         last_block_rows: int or None. Rows the last block computes outputs for (see the module docstring);
             None: all `T` (the nominal count). Defaults to None.
-        absorbed_keys_values: bool. With `last_block_rows`: the last block attends without projecting keys
-            and values (see the module docstring). Defaults to False.
+        absorbed_keys_values: bool or "auto". With `last_block_rows`: the last block attends without
+            projecting keys and values (see the module docstring); "auto": exactly when a float
+            `BertSelfAttention` of these sizes does (`few_queries_are_cheaper(last_block_rows, T, H, N)`).
+            Defaults to False.
         num_heads: int. `N`; needed with `absorbed_keys_values`. Defaults to None.
 
     Returns:
@@ -76,6 +80,13 @@ def bert_flops_per_sequence(
     """
     if workload not in WORKLOADS:
         raise ValueError(f"workload must be one of {WORKLOADS}, got {workload!r}.")
+    if absorbed_keys_values not in (True, False, "auto"):
+        raise ValueError(f"absorbed_keys_values must be True, False or 'auto', got {absorbed_keys_values!r}.")
+    if absorbed_keys_values and last_block_rows is not None and num_heads is None:
+        raise ValueError("absorbed_keys_values needs num_heads.")
+    if absorbed_keys_values == "auto":
+        absorbed_keys_values = last_block_rows is not None and _layer_absorbs(
+            last_block_rows, sequence_length, hidden_dim, num_heads)
     L, H, I, T = num_layers, hidden_dim, intermediate_dim, sequence_length  # noqa: E741
     encoder = 2 * T * L * (4 * H * H + 2 * H * I)
     attention = 4 * T * T * L * H
@@ -95,6 +106,13 @@ def bert_flops_per_sequence(
     else:
         forward += pooler + 2 * H * num_classes
     return forward if workload == "inference" else 3 * forward
+
+
+def _layer_absorbs(num_queries, sequence_length, hidden_dim, num_heads):
+    # Imported here: this module stays free of Keras until a count needs the layer's choice.
+    from keras_bert_impl.layers.self_attention import few_queries_are_cheaper
+
+    return few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads)
 
 
 __all__ = ["WORKLOADS", "bert_flops_per_sequence"]

@@ -1,5 +1,6 @@
 import pytest
 
+from keras_bert_impl.layers.self_attention import few_queries_are_cheaper
 from keras_bert_impl.utils.flops import bert_flops_per_sequence
 
 # A hand count for L=1, H=2, I=4, T=3, V=10, P=2, C=3 (2 FLOPs per multiply-add):
@@ -33,6 +34,28 @@ def test_last_block_rows_count_keys_and_values_for_every_token():
     # MACs, scores and weighted inputs 2 * (N T H = 12) -> 32 + 24 = 56 MACs -> 112.
     assert bert_flops_per_sequence("inference", **CONFIG, last_block_rows=1, absorbed_keys_values=True,
                                    num_heads=2) == 112 + POOLER + CLASSIFIER
+
+
+@pytest.mark.parametrize("workload, rows", [("inference", 1), ("pretraining", 21)])
+@pytest.mark.parametrize("hidden_dim, num_heads, sequence_length", [(256, 4, 128), (64, 2, 32), (768, 12, 16)])
+def test_auto_counts_the_attention_path_the_layer_takes(workload, rows, hidden_dim, num_heads, sequence_length):
+    shape = dict(num_layers=2, hidden_dim=hidden_dim, intermediate_dim=4 * hidden_dim, sequence_length=sequence_length,
+                 num_heads=num_heads, last_block_rows=rows)
+    absorbed = few_queries_are_cheaper(rows, sequence_length, hidden_dim, num_heads)
+    assert bert_flops_per_sequence(workload, **shape, absorbed_keys_values="auto") == bert_flops_per_sequence(
+        workload, **shape, absorbed_keys_values=absorbed)
+
+
+def test_auto_without_last_block_rows_is_the_nominal_count():
+    assert bert_flops_per_sequence("inference", **CONFIG, absorbed_keys_values="auto") == bert_flops_per_sequence(
+        "inference", **CONFIG)
+
+
+def test_absorbed_keys_values_needs_num_heads_and_a_known_value():
+    with pytest.raises(ValueError, match="num_heads"):
+        bert_flops_per_sequence("inference", **CONFIG, last_block_rows=1, absorbed_keys_values="auto")
+    with pytest.raises(ValueError, match="absorbed_keys_values"):
+        bert_flops_per_sequence("inference", **CONFIG, last_block_rows=1, absorbed_keys_values="yes", num_heads=2)
 
 
 def test_bert_base_pretraining_matches_six_n_t_plus_attention():
