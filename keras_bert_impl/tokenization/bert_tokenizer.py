@@ -35,7 +35,6 @@ import os
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
 
 from keras_bert_impl.utils.atomic_io import atomic_write_json, atomic_write_text
 
@@ -137,12 +136,8 @@ def _normalize(strings, lowercase, strip_accents):
 def _split_and_normalize(text, lowercase, strip_accents, tokenize_chinese_chars):
     """Valid-UTF-8 text `(B,)` -> flat words, normalized words, word byte starts, and row splits `(B + 1,)`."""
     kept = _PUNCTUATION + (_CJK_IDEOGRAPHS if tokenize_chinese_chars else "")
-    # The raw op of `tf_text.regex_split_with_offsets`, which wraps the same outputs in validated
-    # RaggedTensors: their assertions are about 30 graph nodes, which cost more than the split itself on a
-    # batch of short lines (and still cost when the fast path leaves this branch untaken).
-    words, starts, _, word_splits = gen_regex_split_ops.regex_split_with_offsets(
-        text, f"([{_WHITESPACE}{kept}])", f"([{kept}])"
-    )
+    words, starts, _ = tf_text.regex_split_with_offsets(text, f"[{_WHITESPACE}{kept}]", f"[{kept}]")
+    words, starts, word_splits = words.flat_values, starts.flat_values, words.row_splits
     normalized = _normalize(words, lowercase, strip_accents)
     keep = tf.strings.length(normalized) > 0  # words made only of deleted characters vanish
     kept_words = tf.where(keep)[:, 0]
@@ -285,6 +280,16 @@ def _tokenize_with_offsets_batch(batch, wordpiece, max_chars, lowercase, strip_a
     return ids, starts, ends
 
 
+def _wordpiece_model(tokens, max_bytes_per_word, no_pretokenization):
+    """A compiled `FastWordpieceTokenizer` model for `tokens` ([UNK], "##" continuations), as a uint8 tensor:
+    what `FastWordpieceTokenizer(vocab=...)` builds, through tensorflow-text's public builder."""
+    buffer = tf_text.build_fast_wordpiece_model(
+        tokens, max_bytes_per_word, CONTINUATION_PREFIX, UNK_TOKEN, no_pretokenization, False
+    )  # positional: (vocab, max_bytes_per_word, suffix_indicator, unknown_token, no_pretokenization,
+    #    support_detokenization)
+    return tf.constant(np.frombuffer(buffer, dtype=np.uint8))
+
+
 _SHARED_FUNCTIONS = {}
 
 
@@ -379,23 +384,18 @@ class BertTokenizer(tf.Module):
 
         if vocabulary_path is not None:
             self.vocabulary_asset = tf.saved_model.Asset(vocabulary_path)
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=tokens,
-            suffix_indicator=CONTINUATION_PREFIX,
-            max_bytes_per_word=self.max_input_chars_per_word * _BYTES_PER_CHARACTER,
-            token_out_type=tf.int32,
-            unknown_token=UNK_TOKEN,
-            no_pretokenization=True,
+        # The compiled WordPiece models (uint8 tensors), kept to feed the graphs shared by all tokenizers.
+        self._wordpiece_model = _wordpiece_model(
+            tokens, self.max_input_chars_per_word * _BYTES_PER_CHARACTER, no_pretokenization=True
         )
         # The fast path's end-to-end model (module docstring): it splits words itself, and on printable
         # ASCII a character is a byte, so the byte limit is the character limit.
+        self._fast_wordpiece_model = _wordpiece_model(
+            tokens, self.max_input_chars_per_word, no_pretokenization=False
+        )
+        self._wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=self._wordpiece_model, token_out_type=tf.int32)
         self._fast_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=tokens,
-            suffix_indicator=CONTINUATION_PREFIX,
-            max_bytes_per_word=self.max_input_chars_per_word,
-            token_out_type=tf.int32,
-            unknown_token=UNK_TOKEN,
-            no_pretokenization=False,
+            model_buffer=self._fast_wordpiece_model, token_out_type=tf.int32
         )
 
     @classmethod
@@ -571,11 +571,10 @@ class BertTokenizer(tf.Module):
         if not encoded:
             return []
         function = _shared_batch_function(with_offsets, self.lowercase, self.strip_accents, self.tokenize_chinese_chars)
-        # `_model` is FastWordpieceTokenizer's compiled vocabulary (a uint8 tensor).
         outputs = function(
             tf.constant(encoded, dtype=tf.string),
-            self._wordpiece._model,
-            self._fast_wordpiece._model,
+            self._wordpiece_model,
+            self._fast_wordpiece_model,
             tf.constant(self.max_input_chars_per_word),
         )
         outputs = outputs if with_offsets else (outputs,)

@@ -352,3 +352,48 @@ def test_fast_path_gives_the_general_path_ids_in_any_batch_mix(settings):
 
 def test_fast_path_agrees_on_real_text(minilm, agreement_sample):
     assert minilm.tokenize(agreement_sample) == _general_path_ids(minilm, agreement_sample)
+
+
+# ------------------------------------------------------------------------------------------------
+# Public tensorflow-text API only: the model buffers and the graph shared between tokenizers.
+
+@pytest.mark.parametrize("no_pretokenization, max_bytes", [(True, 800), (False, 200), (True, 3)])
+def test_public_model_builder_gives_fast_wordpieces_own_model(no_pretokenization, max_bytes):
+    import tensorflow_text as tf_text
+
+    from keras_bert_impl.tokenization.bert_tokenizer import _wordpiece_model
+
+    built = tf_text.FastWordpieceTokenizer(
+        vocab=SMALL_VOCAB, suffix_indicator="##", max_bytes_per_word=max_bytes, token_out_type=tf.int32,
+        unknown_token="[UNK]", no_pretokenization=no_pretokenization,
+    )
+    ours = tf_text.FastWordpieceTokenizer(
+        model_buffer=_wordpiece_model(SMALL_VOCAB, max_bytes, no_pretokenization), token_out_type=tf.int32
+    )
+    words = ["hello", "worlds", "unaffable", "cafe", "xyz", "[UNK]", "aaaa", "ab", "hello, worlds!", "", "中文"]
+    for function in ("tokenize", "tokenize_with_offsets"):
+        expected, got = getattr(built, function)(words), getattr(ours, function)(words)
+        flat = [tf.nest.flatten(result, expand_composites=True) for result in (expected, got)]
+        for a, b in zip(*flat):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_tokenizers_sharing_a_graph_keep_their_own_vocabulary_and_limits():
+    texts = ["Hello, Worlds!", "unaffable cafe", "Café 中文 ab"]
+    first = BertTokenizer(SMALL_VOCAB)
+    second = BertTokenizer(list(reversed(SMALL_VOCAB[5:])) + SPECIALS, max_input_chars_per_word=4)
+    third = BertTokenizer(SMALL_VOCAB)
+    for tokenizer in (first, second, third):
+        ids = tokenizer.tokenize(texts)
+        assert ids == tokenizer.tokenize_tensor(tf.constant(texts)).to_list()
+        assert [row[0] for row in tokenizer.tokenize_with_offsets(texts)] == ids
+    assert first.tokenize(texts) == third.tokenize(texts) == [
+        [ID["hello"], ID[","], ID["world"], ID["##s"], ID["!"]],
+        [ID["un"], ID["##aff"], ID["##able"], ID["cafe"]],
+        [ID["cafe"], ID["中"], ID["文"], ID["ab"]],
+    ]
+    # Words over 4 characters are [UNK] for `second` only, and its ids are its own.
+    assert [second.detokenize(row) for row in second.tokenize(texts)] == [
+        "[UNK] , [UNK] !", "[UNK] cafe", "cafe 中 文 ab"
+    ]
+    assert second.tokenize("cafe") == [second.token_to_id("cafe")] != first.tokenize("cafe")
