@@ -30,7 +30,6 @@ logger = logging.getLogger(__name__)
 
 WEIGHTS_FILE = "training.weights.h5"
 RNG_STATE_FILE = "rng_state.npz"
-SEED_STATE_SUFFIX = "seed_generator_state"  # the variable name of every keras.random.SeedGenerator
 STATE_FILE = "training_state.json"
 LATEST_FILE = "latest"
 
@@ -101,9 +100,56 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
 
 
+def _seed_generators(model):
+    """Every `keras.random.SeedGenerator` reachable from `model` through public attributes, each once.
+
+    Walks `Model.layers` and, in every layer, the public instance attributes (names without a leading
+    underscore) that hold a layer, a seed generator, or a list / tuple / dict of them:
+    `Dropout.seed_generator`, a block's sublayers, a task's `backbone`.
+    """
+    found, seen = [], set()
+
+    def visit(value):
+        if isinstance(value, (keras.random.SeedGenerator, keras.layers.Layer)):
+            if id(value) in seen:
+                return
+            seen.add(id(value))
+            if isinstance(value, keras.random.SeedGenerator):
+                found.append(value)
+                return
+            if isinstance(value, keras.Model):
+                for layer in value.layers:
+                    visit(layer)
+            for name in _instance_attribute_names(value):
+                visit(getattr(value, name))
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+
+    visit(model)
+    return found
+
+
+def _instance_attribute_names(layer):
+    """The public attribute names set on `layer` itself (not its class's methods or properties): its
+    `__dict__`, and what `dir()` lists beyond its class (torch keeps an `nn.Module`'s submodules there)."""
+    names = set(vars(layer)) | (set(dir(layer)) - set(dir(type(layer))))
+    return sorted(name for name in names if not name.startswith("_"))
+
+
 def _seed_states(model):
-    # Matched by order: SeedGenerator names carry a process-wide counter, so paths differ between builds.
-    return [v for v in model.variables if v.path.endswith(SEED_STATE_SUFFIX)]
+    """The state variables (`SeedGenerator.state`) of the model's seed generators, in `model.variables` order.
+
+    Saved and restored by position (SeedGenerator names carry a process-wide counter, so paths differ between
+    builds); `model.variables` lists each generator's state after its layer's own weights, layer by layer.
+    """
+    states = {id(generator.state): generator.state for generator in _seed_generators(model)}
+    ordered = [variable for variable in model.variables if id(variable) in states]
+    listed = {id(variable) for variable in ordered}
+    return ordered + [state for key, state in states.items() if key not in listed]
 
 
 def latest_training_checkpoint(directory):
