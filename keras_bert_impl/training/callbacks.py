@@ -105,7 +105,9 @@ def _seed_generators(model):
 
     Walks `Model.layers` and, in every layer, the public instance attributes (names without a leading
     underscore) that hold a layer, a seed generator, or a list / tuple / dict of them:
-    `Dropout.seed_generator`, a block's sublayers, a task's `backbone`.
+    `Dropout.seed_generator`, a block's sublayers, a task's `backbone`. A generator held only under a private
+    attribute (Keras' `MultiHeadAttention` keeps its dropout in `_dropout_layer`) is not found, so its state is
+    not saved: every layer of this package holds its dropout under a public name (tests/training).
     """
     found, seen = [], set()
 
