@@ -1,16 +1,19 @@
-"""`keras.layers.Dropout` with faster random bits on XLA:CPU (see `keras_bert_impl.training.backend_tuning`)."""
+"""`keras.layers.Dropout` with cheaper random bits on XLA (see `keras_bert_impl.backend.random_bits`)."""
 
 import keras
+
+from keras_bert_impl.backend import random_bits
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertDropout(keras.layers.Dropout):
-    """`keras.layers.Dropout` whose training-mode mask comes from `backend_tuning.dropout`.
+    """`keras.layers.Dropout` whose training-mode mask comes from `keras_bert_impl.backend.random_bits.dropout`.
 
     Same arguments, config, seeding (`seed`, the layer's `SeedGenerator`) and distribution as Keras' layer:
     each unit is kept with probability `1 - rate` and scaled by `1 / (1 - rate)`; at inference it is the
-    identity. On JAX the bits are identical to Keras'; inside XLA-compiled TensorFlow steps they come from
-    the Threefry algorithm instead of Philox (a different stream, about 4x cheaper on XLA:CPU). Set
+    identity. On JAX the masks are bit-identical to Keras' (Threefry written out so XLA fuses it); on
+    TensorFlow they come from the Threefry algorithm, computed by XLA, instead of Philox (a different stream,
+    about 4x cheaper on XLA:CPU, the same in eager, graph and XLA-compiled calls). Set
     `KERAS_BERT_IMPL_FAST_DROPOUT=0` for Keras' own dropout everywhere.
 
     Example:
@@ -25,7 +28,5 @@ class BertDropout(keras.layers.Dropout):
 
     def call(self, inputs, training=False):
         if training and self.rate > 0:
-            from keras_bert_impl.training import backend_tuning
-
-            return backend_tuning.dropout(inputs, self.rate, self.seed_generator, noise_shape=self.noise_shape)
+            return random_bits.dropout(inputs, self.rate, self.seed_generator, noise_shape=self.noise_shape)
         return inputs
