@@ -1,33 +1,39 @@
 #!/usr/bin/env bash
-# BERT-base pretraining throughput and MFU on one NVIDIA GPU: ours on JAX and TensorFlow, XLA (jit_compile),
-# bf16 mixed precision (float32 master weights, float32 softmax / LayerNorm / MLM logits), attention through
-# keras.ops.dot_product_attention (attention dropout 0, so training takes the fused / flash path; hidden dropout
-# stays 0.1), seq 128, 20 masked slots. Prints sequences/s and MFU = model FLOPs/s (keras_bert_impl.utils.flops)
-# / the GPU's dense bf16 peak.
+# BERT-base on one NVIDIA GPU, as MFU: ours (JAX + XLA; torch) vs keras-hub (JAX) and Hugging Face transformers
+# (torch), bf16 mixed precision, seq 128 and 512 pretraining and seq 128 inference. The workloads, the timing and
+# the attention-kernel check are described in benchmarks/gpu_benchmark.py, which this runs.
 #
-#   benchmarks/gpu.sh                       # H200 / H100 SXM: dense bf16 spec peak 989 TFLOP/s
-#   PEAK_TFLOPS=312 benchmarks/gpu.sh       # A100
-#   BATCH_SIZE=128 benchmarks/gpu.sh --repeats 10
-#   benchmarks/gpu.sh --smoke               # tiny config, runs on CPU too: checks the script end to end
+# Made for a machine with JAX, torch and transformers but no Keras (such as the CUDA image of this project's
+# device machines): Python wheels found in .whl/ (keras, keras-hub and their small dependencies; see
+# benchmarks/RESULTS.md for the download command) are installed into /tmp/site first, without network.
+#
+#   OUT=/tmp/gpu benchmarks/gpu.sh                  # everything lands in $OUT (default runs/gpu)
+#   benchmarks/gpu.sh --budget-seconds 300          # start no job after 300 s
+#   benchmarks/gpu.sh --smoke                       # tiny config, runs on CPU too: checks it end to end
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-.venv/bin/python}
-PEAK_TFLOPS=${PEAK_TFLOPS:-989}
-BATCH_SIZE=${BATCH_SIZE:-64}
+PYTHON=${PYTHON:-python3}
+OUT=${OUT:-runs/gpu}
+mkdir -p "$OUT"
 
-# Both workers are alive at once: neither framework may grab all GPU memory up front.
-export XLA_PYTHON_CLIENT_PREALLOCATE=false
-export TF_FORCE_GPU_ALLOW_GROWTH=true
-
-if command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
-else
-  echo "nvidia-smi not found: no NVIDIA GPU here, figures are CPU figures"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
-"$PYTHON" -c "import jax; print('jax devices:', jax.devices())"
+# Jobs run one after another in their own processes; the JAX high-water mark should be what a job used.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+# Keras defaults to TensorFlow, which such a machine lacks; each job sets its own backend.
+export KERAS_BACKEND=${KERAS_BACKEND:-jax}
 
-exec "$PYTHON" benchmarks/training_throughput.py \
-  --size base --batch-size "$BATCH_SIZE" --seq-length 128 --predictions 20 \
-  --workloads pretraining --impls ours --backends jax,tensorflow \
-  --precision mixed_bfloat16 --attention-dropout 0 --peak-tflops "$PEAK_TFLOPS" \
-  --repeats 5 --warmup 3 --chunk-seconds 5 "$@"
+{
+  date -u
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+  else
+    echo "nvidia-smi not found: no NVIDIA GPU here, figures are CPU figures"
+  fi
+  "$PYTHON" -c "import sys, jax, torch, transformers, keras; print(sys.version.split()[0], 'jax', jax.__version__, jax.devices(), 'torch', torch.__version__, 'transformers', transformers.__version__, 'keras', keras.__version__)"
+  "$PYTHON" -c "import importlib.util as u; print('tensorflow installed:', u.find_spec('tensorflow') is not None)"
+} 2>&1 | tee "$OUT/machine.txt"
+
+exec "$PYTHON" benchmarks/gpu_benchmark.py --out "$OUT" "$@"
