@@ -1,9 +1,11 @@
-"""BERT pretraining model: backbone + masked-LM head + next-sentence head, with its own train/test step.
+"""BERT pretraining model: backbone + masked-LM head + next-sentence head, trained by Keras' own step.
 
 Shape legend: B batch, T tokens, P masked slots per sequence, H hidden width, V vocabulary.
 
-The loss math is written once (`pretraining_losses`, keras.ops); the per-backend gradient step that
-differentiates it lives in `keras_bert_impl.training.backend_train_steps`.
+The loss math is written once (`pretraining_losses`, keras.ops) and handed to Keras through the public
+`compute_loss` hook: each backend's `keras.Model.train_step` / `test_step` (TensorFlow `GradientTape`, JAX
+`value_and_grad` over the stateless variables, torch `backward()`) runs the forward pass, differentiates
+that loss and applies the optimizer, as for any Keras model.
 """
 
 import logging
@@ -13,11 +15,14 @@ from keras import ops
 
 from keras_bert_impl.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
 from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.task_checkpoints import compile_from_saved_config
 
 logger = logging.getLogger(__name__)
 
 # The original `get_masked_lm_output` adds this to the weight sum so a batch without masks divides safely.
 MASKED_LM_WEIGHT_EPSILON = 1e-5
+# The `fit` / `evaluate` logs, in order. "loss" is Keras' own loss tracker (created by `compile`, updated by
+# Keras' step from what `compute_loss` returns); `compute_loss` updates the model's trackers of the others.
 METRIC_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
 
@@ -94,11 +99,13 @@ class BertPretrainer(BertTask):
     """BERT pretraining with the masked-LM and next-sentence objectives (Devlin et al., 2018, section 3.1).
 
     Takes a `BertBackbone` and adds `MaskedLMHead` (tied to `backbone.token_embedding`) and
-    `NextSentenceHead`. `fit` / `evaluate` run a custom step that sums the two losses (see
-    `pretraining_losses`) and logs `loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`, `nsp_accuracy`; compile it
-    with an optimizer only (no `loss` / `metrics`). Works on TensorFlow, JAX and torch, with
-    `jit_compile=True` on TensorFlow and JAX (XLA). Input preprocessing (tokenization, masking, batching
-    in tf.data) runs outside the compiled step.
+    `NextSentenceHead`. `fit` / `evaluate` run Keras' own train / test step, which calls `compute_loss`: the
+    sum of the two losses (see `pretraining_losses`). The logs are `loss`, `mlm_loss`, `nsp_loss`,
+    `mlm_accuracy`, `nsp_accuracy`; compile it with an optimizer only (no `loss` / `metrics`). Whatever Keras'
+    step supports works: `keras.optimizers.LossScaleOptimizer`, global-norm clipping, gradient accumulation,
+    `jit_compile=True` on TensorFlow and JAX (XLA), tf.distribute strategies and the Keras distribution API
+    on JAX. Works on TensorFlow, JAX and torch. Input preprocessing (tokenization, masking, batching in
+    tf.data) runs outside the compiled step.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -151,44 +158,75 @@ class BertPretrainer(BertTask):
         self.backbone = backbone
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
-        self.metric_trackers = [keras.metrics.Mean(name=name) for name in METRIC_NAMES]
+        # Tracked by Keras, so `model.metrics` lists them after its own `loss` tracker (see METRIC_NAMES).
+        self.metric_trackers = [keras.metrics.Mean(name=name) for name in METRIC_NAMES if name != "loss"]
 
-    # -- training ---------------------------------------------------------------------------------------
+    # -- training: Keras' own train_step / test_step call compute_loss -----------------------------------
 
     def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
-        """Like `keras.Model.compile`, but the losses and metrics are the model's own."""
-        if loss is not None or metrics is not None:
+        """Like `keras.Model.compile`, but the losses and metrics are the model's own (`compute_loss`)."""
+        given = {"loss": loss, "metrics": metrics, "loss_weights": kwargs.get("loss_weights"),
+                 "weighted_metrics": kwargs.get("weighted_metrics")}
+        given = {name: value for name, value in given.items() if value is not None}
+        if given:
             raise ValueError(
                 "BertPretrainer computes its own MLM + NSP loss and metrics; call compile() without "
-                f"`loss`/`metrics` (got loss={loss!r}, metrics={metrics!r})."
+                "`loss`/`metrics`/`loss_weights`/`weighted_metrics` (got "
+                + ", ".join(f"{name}={value!r}" for name, value in given.items()) + ")."
             )
         super().compile(optimizer=optimizer, **kwargs)
 
-    @property
-    def metrics(self):
-        return list(self.metric_trackers)
+    def compile_from_config(self, config):
+        """Compile a loaded `.keras` model as saved (Keras' default skips a model with its own `compile`)."""
+        compile_from_saved_config(self, config)
 
-    def compute_step_losses(self, y, y_pred):
-        """The step's losses and metric values (`pretraining_losses`); `"loss"` is differentiated."""
-        return pretraining_losses(y, y_pred)
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The MLM + NSP loss (`pretraining_losses`) that Keras' train step differentiates.
 
-    def update_step_metrics(self, step_values, x):
-        """Update the `fit` / `evaluate` trackers from `compute_step_losses` values; return the logs."""
+        Keras' `train_step` / `test_step` call this on every backend after the forward pass. Keras then logs
+        the returned loss in its own `loss` tracker (weighted by the batch size), scales it with
+        `optimizer.scale_loss` (`LossScaleOptimizer`) and hands the gradients to `optimizer.apply` (clipping,
+        gradient accumulation). Here the other logs are updated where their values are computed:
+        `mlm_loss`, `nsp_loss` and `nsp_accuracy` weighted by the batch size, `mlm_accuracy` by the batch's
+        mask-weight sum. On JAX this runs inside Keras' `StatelessScope` (`stateless_compute_loss`), which
+        carries the tracker updates out of the stateless step, as for Keras' own trackers.
+
+        Under a tf.distribute strategy the returned loss is this replica's share, `loss / replicas`: the
+        optimizer sums the replica gradients, and Keras' TensorFlow step multiplies the value back for the
+        `loss` log. Keras' built-in losses do the same.
+
+        Args:
+            x: dict. The inputs (see the class docstring); only the batch size is read.
+            y: dict. The targets: `mask_ids`, `mask_weights`, `next_sentence_labels`.
+            y_pred: dict. The outputs: `mlm_logits`, `nsp_logits`.
+            sample_weight: must be None: the losses weight themselves (`mask_weights`).
+            training: bool. Unused (the loss is the same in training and evaluation). Defaults to True.
+
+        Returns:
+            float32 scalar: `mlm_loss + nsp_loss`, divided by the tf.distribute replicas in sync.
+        """
+        del training
+        if sample_weight is not None:
+            raise ValueError(
+                "BertPretrainer computes its own weighted losses from `y` and does not take a third batch "
+                "element (sample_weight / class_weight); put per-example weights into `y` (`mask_weights`)."
+            )
+        values = pretraining_losses(y, y_pred)
         batch_size = ops.cast(ops.shape(x["token_ids"])[0], "float32")
-        weights = {"mlm_accuracy": step_values["mlm_weight"]}
+        weights = {"mlm_accuracy": values["mlm_weight"]}
         for tracker in self.metric_trackers:
-            tracker.update_state(step_values[tracker.name], sample_weight=weights.get(tracker.name, batch_size))
-        return {tracker.name: tracker.result() for tracker in self.metric_trackers}
+            # Metric values are not differentiated: no tape / autograd graph for the tracker updates.
+            value = ops.stop_gradient(values[tracker.name])
+            tracker.update_state(value, sample_weight=weights.get(tracker.name, batch_size))
+        replicas = self._replicas_in_sync()
+        return values["loss"] if replicas == 1 else values["loss"] * (1.0 / replicas)
 
-    def train_step(self, *step_args):
-        from keras_bert_impl.training import backend_train_steps
-
-        return backend_train_steps.train_step(self, *step_args)
-
-    def test_step(self, *step_args):
-        from keras_bert_impl.training import backend_train_steps
-
-        return backend_train_steps.test_step(self, *step_args)
+    def _replicas_in_sync(self):
+        """How many replicas' gradients the optimizer sums: the tf.distribute strategy's count on TensorFlow
+        (`keras.Model.distribute_strategy`, the strategy Keras runs the step with), else 1 (the Keras
+        distribution API on JAX traces the step over the global batch)."""
+        strategy = getattr(self, "distribute_strategy", None)  # a keras.Model property on TensorFlow only
+        return 1 if strategy is None else strategy.num_replicas_in_sync
 
     # -- config and checkpoints -------------------------------------------------------------------------
 

@@ -290,13 +290,13 @@ def compile_for_finetuning(model, learning_rate, total_steps, warmup_fraction=0.
         optimizer_name: str. See `optimization.create_optimizer`. Defaults to "adamw_original".
         schedule_variant: str. "original" or "huggingface". Defaults to "original".
         jit_compile: bool. XLA on TensorFlow and JAX; torch runs eagerly either way
-            (`backend_train_steps.xla_jit_compile`). Defaults to True.
+            (`jit_compile.xla_jit_compile`). Defaults to True.
 
     Returns:
         The optimizer.
     """
     from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.training.backend_train_steps import xla_jit_compile
+    from keras_bert_impl.training.jit_compile import xla_jit_compile
 
     optimizer = create_optimizer(name=optimizer_name, learning_rate=learning_rate, total_steps=total_steps,
                                  warmup_fraction=warmup_fraction, weight_decay=weight_decay,

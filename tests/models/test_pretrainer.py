@@ -129,12 +129,32 @@ def test_fit_logs_the_five_metrics_and_losses_fall_on_a_fixed_batch():
 
 def test_compile_rejects_loss_and_metrics_and_fit_rejects_sample_weight():
     model = deterministic_pretrainer()
-    with pytest.raises(ValueError, match="computes its own MLM \\+ NSP loss"):
-        model.compile(optimizer="sgd", loss="mse")
+    for refused in ({"loss": "mse"}, {"metrics": ["accuracy"]}, {"weighted_metrics": ["accuracy"]},
+                    {"loss_weights": [1.0, 1.0]}):
+        with pytest.raises(ValueError, match="computes its own MLM \\+ NSP loss"):
+            model.compile(optimizer="sgd", **refused)
     model.compile(optimizer="sgd")
     x, y = pretraining_batch()
     with pytest.raises(ValueError, match="sample_weight"):
         model.fit(x, y, sample_weight=np.ones(4), verbose=0)
+    # A fresh model: Keras' JAX fit detaches the variable values before its first (failing) step.
+    model = deterministic_pretrainer()
+    model.compile(optimizer="sgd")
+    with pytest.raises(ValueError, match="sample_weight"):
+        model.evaluate(x, y, sample_weight=np.ones(4), verbose=0)
+
+
+def test_keras_own_step_runs_training_and_metrics_are_keras_loss_tracker_plus_ours():
+    """No step of our own: Keras' `Model.train_step` / `test_step` run it through the `compute_loss` hook."""
+    for method in ("train_step", "test_step", "compute_metrics", "metrics"):
+        assert method not in vars(BertPretrainer), method
+    assert "compute_loss" in vars(BertPretrainer)
+    model = deterministic_pretrainer()
+    model.compile(optimizer="sgd")
+    assert [metric.name for metric in model.metrics] == list(METRIC_NAMES)  # "loss" is Keras' own tracker
+    x, y = pretraining_batch()
+    logs = model.train_on_batch(x, y, return_dict=True)
+    assert sorted(logs) == sorted(METRIC_NAMES)
 
 
 def _same_weights_model(source):
@@ -184,6 +204,89 @@ def test_gradient_accumulation_and_loss_scaling_go_through_the_optimizer():
         np.testing.assert_allclose(to_numpy(a), to_numpy(b), atol=1e-5)
 
 
+def hand_computed_bias_gradients(y, mlm_logits, nsp_logits):
+    """d loss / d (MLM output bias, NSP bias) from the logits, in float64: both biases are added last."""
+    mlm_logits, nsp_logits = np.float64(mlm_logits), np.float64(nsp_logits)
+    w = y["mask_weights"].astype("float64")[..., None]  # (B, P, 1)
+    mlm_error = np.exp(numpy_log_softmax(mlm_logits)) - np.eye(mlm_logits.shape[-1])[y["mask_ids"]]
+    nsp_error = np.exp(numpy_log_softmax(nsp_logits)) - np.eye(2)[y["next_sentence_labels"]]
+    return (w * mlm_error).sum((0, 1)) / (w.sum() + 1e-5), nsp_error.mean(0)
+
+
+def sgd_gradients(model, x, y):
+    """All trainable gradients of one batch, read off one plain SGD(1.0) step of Keras' trainer on a copy."""
+    probe = _same_weights_model(model)
+    before = [to_numpy(v).astype("float64") for v in probe.trainable_variables]
+    probe.compile(optimizer=keras.optimizers.SGD(1.0))
+    probe.train_on_batch(x, y)
+    return [b - to_numpy(v) for b, v in zip(before, probe.trainable_variables)]
+
+
+def test_loss_scaling_clipping_and_accumulation_equal_a_hand_computed_step():
+    """`LossScaleOptimizer(SGD(global_clipnorm, gradient_accumulation_steps=2))` through Keras' trainer:
+    the second step applies `lr * clip(mean(g1, g2))`, with the gradients of the two batches checked
+    against the hand-computed bias gradients, and the logs are the unscaled losses."""
+    learning_rate, clip_norm = 0.1, 0.05
+    model = deterministic_pretrainer()
+    model.get_layer("masked_lm_head").output_bias.assign(np.linspace(-1, 1, 50).astype("float32"))
+    batches = [pretraining_batch(seed=0), pretraining_batch(seed=1)]
+    paths = [v.path for v in model.trainable_variables]
+    mlm_bias, nsp_bias = paths.index("masked_lm_head/output_bias"), paths.index("next_sentence_head/bias")
+    gradients, expected_losses = [], []
+    for x, y in batches:
+        outputs = model(x)
+        mlm_logits, nsp_logits = to_numpy(outputs["mlm_logits"]), to_numpy(outputs["nsp_logits"])
+        expected_losses.append(numpy_pretraining_losses(y, mlm_logits, nsp_logits))
+        gradient = sgd_gradients(model, x, y)
+        mlm_bias_gradient, nsp_bias_gradient = hand_computed_bias_gradients(y, mlm_logits, nsp_logits)
+        np.testing.assert_allclose(gradient[mlm_bias], mlm_bias_gradient, atol=2e-6)
+        np.testing.assert_allclose(gradient[nsp_bias], nsp_bias_gradient, atol=2e-6)
+        gradients.append(gradient)
+    mean = [(a + b) / 2 for a, b in zip(*gradients)]
+    norm = np.sqrt(sum((g ** 2).sum() for g in mean))
+    assert norm > 2 * clip_norm  # the clipping is active
+    expected = [to_numpy(v) - learning_rate * g * (clip_norm / norm)
+                for v, g in zip(model.trainable_variables, mean)]
+
+    before = [to_numpy(v) for v in model.trainable_variables]
+    optimizer = keras.optimizers.LossScaleOptimizer(
+        keras.optimizers.SGD(learning_rate, global_clipnorm=clip_norm, gradient_accumulation_steps=2)
+    )
+    model.compile(optimizer=optimizer)
+    logs = [model.train_on_batch(*batches[0], return_dict=True)]
+    for variable, value in zip(model.trainable_variables, before):
+        np.testing.assert_array_equal(to_numpy(variable), value)  # accumulated, not applied
+    logs.append(model.train_on_batch(*batches[1], return_dict=True))
+    assert float(to_numpy(optimizer.dynamic_scale)) == 2.0 ** 15  # finite scaled gradients, scale kept
+    for step in range(2):
+        for name in METRIC_NAMES:
+            assert logs[step][name] == pytest.approx(expected_losses[step][name], abs=1e-5), (step, name)
+    for variable, value in zip(model.trainable_variables, expected):
+        np.testing.assert_allclose(to_numpy(variable), value, atol=1e-6, err_msg=variable.path)
+
+
+def test_evaluate_logs_are_weighted_means_over_uneven_batches():
+    """`evaluate` (Keras' test step) averages `loss`, `mlm_loss`, `nsp_loss`, `nsp_accuracy` by batch size and
+    `mlm_accuracy` by mask-weight sum; here over batches of 3 and 1 rows with mask weights 6 and 4."""
+    model = deterministic_pretrainer()
+    model.get_layer("masked_lm_head").output_bias.assign(np.linspace(-1, 1, 50).astype("float32"))
+    model.compile(optimizer="sgd")
+    x, y = pretraining_batch()
+    outputs = model.predict(x, batch_size=4, verbose=0)
+    parts = [slice(0, 3), slice(3, 4)]
+    per_batch = [numpy_pretraining_losses({k: v[part] for k, v in y.items()}, outputs["mlm_logits"][part],
+                                          outputs["nsp_logits"][part]) for part in parts]
+    sizes = np.array([3.0, 1.0])
+    mask_sums = np.array([y["mask_weights"][part].sum() for part in parts])
+    expected = {name: (sizes * [b[name] for b in per_batch]).sum() / sizes.sum() for name in METRIC_NAMES}
+    expected["mlm_accuracy"] = (mask_sums * [b["mlm_accuracy"] for b in per_batch]).sum() / mask_sums.sum()
+    for _ in range(2):  # the trackers are reset between runs
+        evaluated = model.evaluate(x, y, batch_size=3, verbose=0, return_dict=True)
+        assert sorted(evaluated) == sorted(METRIC_NAMES)
+        for name in METRIC_NAMES:
+            assert evaluated[name] == pytest.approx(expected[name], abs=1e-5), name
+
+
 def test_mixed_bfloat16_trains_with_float32_logits():
     model = BertPretrainer(tiny_backbone(num_layers=1, dtype="mixed_bfloat16"))
     x, y = pretraining_batch()
@@ -205,6 +308,22 @@ def test_config_and_keras_file_round_trip(tmp_path):
     assert isinstance(loaded, BertPretrainer)
     for key in ("mlm_logits", "nsp_logits"):
         np.testing.assert_allclose(to_numpy(loaded(x)[key]), to_numpy(model(x)[key]), atol=1e-6)
+
+
+def test_compiled_keras_file_loads_compiled(tmp_path):
+    """`compile_from_config`: Keras' default skips models with their own `compile` and leaves no optimizer."""
+    model = deterministic_pretrainer()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3, global_clipnorm=1.0))
+    x, y = pretraining_batch()
+    model.train_on_batch(x, y)
+    model.save(tmp_path / "compiled.keras")
+    loaded = keras.saving.load_model(tmp_path / "compiled.keras")
+    assert isinstance(loaded.optimizer, keras.optimizers.Adam) and loaded.optimizer.global_clipnorm == 1.0
+    expected = model.evaluate(x, y, verbose=0, return_dict=True)
+    evaluated = loaded.evaluate(x, y, verbose=0, return_dict=True)
+    assert sorted(evaluated) == sorted(METRIC_NAMES)
+    for name in METRIC_NAMES:
+        assert evaluated[name] == pytest.approx(expected[name], abs=1e-6), name
 
 
 # -- checkpoints ------------------------------------------------------------------------------------------
