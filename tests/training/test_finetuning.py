@@ -7,7 +7,17 @@ import pytest
 
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
-from keras_bert_impl.training import finetuning
+from keras_bert_impl.training.finetuning_batches import predict_logits, training_dataset
+from keras_bert_impl.training.finetuning_metrics import (
+    classification_monitor,
+    classification_scores,
+    evaluate_squad_predictions,
+)
+from keras_bert_impl.training.finetuning_optimizer import compile_for_finetuning
+from keras_bert_impl.training.finetuning_outputs import write_classification_predictions
+from keras_bert_impl.training.finetuning_state import FinetuningCheckpoint
+from keras_bert_impl.training.task_model_builders import build_classifier, build_question_answerer
+from keras_bert_impl.training.tokenizer_loading import load_tokenizer
 from tests.helpers import tiny_backbone, to_numpy
 from tests.models.task_test_utils import marker_span_task, token_presence_task
 from tests.training.finetuning_test_utils import VOCABULARY, tokenizer, write_squad_json, write_tiny_checkpoint
@@ -15,25 +25,25 @@ from tests.training.finetuning_test_utils import VOCABULARY, tokenizer, write_sq
 
 def test_tokenizer_comes_from_the_vocab_or_the_checkpoint_directory(tmp_path):
     checkpoint = write_tiny_checkpoint(tmp_path / "ckpt")
-    assert finetuning.load_tokenizer(checkpoint=checkpoint).vocabulary_size() == len(VOCABULARY)
-    assert finetuning.load_tokenizer(vocab=os.path.join(checkpoint, "vocab.txt")).vocabulary_size() == len(VOCABULARY)
+    assert load_tokenizer(checkpoint=checkpoint).vocabulary_size() == len(VOCABULARY)
+    assert load_tokenizer(vocab=os.path.join(checkpoint, "vocab.txt")).vocabulary_size() == len(VOCABULARY)
     os.makedirs(tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match="No vocab.txt"):
-        finetuning.load_tokenizer(checkpoint=str(tmp_path / "empty"))
+        load_tokenizer(checkpoint=str(tmp_path / "empty"))
     with pytest.raises(ValueError, match="No vocabulary"):
-        finetuning.load_tokenizer()
+        load_tokenizer()
 
 
 def test_models_from_a_checkpoint_or_a_preset(tmp_path):
     checkpoint = write_tiny_checkpoint(tmp_path / "ckpt")
-    classifier = finetuning.build_classifier(tokenizer(), 3, labels=["a", "b", "c"], init_checkpoint=checkpoint)
+    classifier = build_classifier(tokenizer(), 3, labels=["a", "b", "c"], init_checkpoint=checkpoint)
     assert classifier.labels == ("a", "b", "c") and classifier.load_report.missing
-    answerer = finetuning.build_question_answerer(tokenizer(), init_checkpoint=checkpoint, backbone_dropout=0.0)
+    answerer = build_question_answerer(tokenizer(), init_checkpoint=checkpoint, backbone_dropout=0.0)
     assert answerer.backbone.dropout == 0.0
-    scratch = finetuning.build_classifier(tokenizer(), 1, preset="tiny", max_sequence_length=64)
+    scratch = build_classifier(tokenizer(), 1, preset="tiny", max_sequence_length=64)
     assert scratch.is_regression and scratch.backbone.vocabulary_size == len(VOCABULARY)
     with pytest.raises(ValueError, match="checkpoint"):
-        finetuning.build_question_answerer(tokenizer())
+        build_question_answerer(tokenizer())
 
 
 def test_a_vocabulary_larger_than_the_embedding_table_is_rejected(tmp_path):
@@ -42,15 +52,15 @@ def test_a_vocabulary_larger_than_the_embedding_table_is_rejected(tmp_path):
     checkpoint = write_tiny_checkpoint(tmp_path / "ckpt")
     bigger = BertTokenizer(VOCABULARY + ["extra"])
     with pytest.raises(ValueError, match="embedding table"):
-        finetuning.build_classifier(bigger, 2, init_checkpoint=checkpoint)
+        build_classifier(bigger, 2, init_checkpoint=checkpoint)
 
 
 @pytest.mark.tensorflow_only
 @pytest.mark.parametrize("length_bucketing", [True, False])
 def test_training_dataset_reports_its_steps_per_epoch(length_bucketing):
     x, y = token_presence_task(45, sequence_length=40)
-    dataset, steps = finetuning.training_dataset(x, y, 8, length_bucketing=length_bucketing, bucket_width=8,
-                                                 seed=0)
+    dataset, steps = training_dataset(x, y, 8, length_bucketing=length_bucketing, bucket_width=8,
+                                      seed=0)
     batches = list(dataset.as_numpy_iterator())
     assert len(batches) == steps
     assert sum(len(y_batch) for _, y_batch in batches) == 45
@@ -62,8 +72,8 @@ def test_training_dataset_reports_its_steps_per_epoch(length_bucketing):
 def test_training_dataset_cardinality_is_the_number_of_batches(length_bucketing, epochs, initial_epoch):
     # `fit` reads the cardinality for its progress bar; tf.data alone cannot count length-bucketed batches.
     x, y = token_presence_task(45, sequence_length=40)
-    dataset, steps = finetuning.training_dataset(x, y, 8, length_bucketing=length_bucketing, bucket_width=8,
-                                                 seed=0, epochs=epochs, initial_epoch=initial_epoch)
+    dataset, steps = training_dataset(x, y, 8, length_bucketing=length_bucketing, bucket_width=8,
+                                      seed=0, epochs=epochs, initial_epoch=initial_epoch)
     produced = sum(1 for _ in dataset)
     assert int(dataset.cardinality()) == produced == steps * (1 if epochs is None else epochs - initial_epoch)
 
@@ -77,7 +87,7 @@ def test_checkpoint_callback_keeps_last_and_the_best_epoch(tmp_path):
         kernels.append(to_numpy(m.get_layer("classifier_dense").kernel).copy())
         return {"accuracy": next(scores)}
 
-    callback = finetuning.FinetuningCheckpoint(str(tmp_path / "out"), tokenizer(), evaluate, monitor="accuracy")
+    callback = FinetuningCheckpoint(str(tmp_path / "out"), tokenizer(), evaluate, monitor="accuracy")
     x, y = token_presence_task(8, sequence_length=10, vocabulary_size=len(VOCABULARY))
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     model.fit(x, y, epochs=3, batch_size=4, callbacks=[callback], verbose=0)
@@ -89,30 +99,30 @@ def test_checkpoint_callback_keeps_last_and_the_best_epoch(tmp_path):
     assert last.labels == ("no", "yes")
     results = json.loads((tmp_path / "out" / "best" / "eval_results.json").read_text())
     assert results["epoch"] == 2 and results["accuracy"] == 0.8 and "loss" in results
-    assert finetuning.load_tokenizer(checkpoint=str(tmp_path / "out" / "best")).vocabulary_size() == len(VOCABULARY)
+    assert load_tokenizer(checkpoint=str(tmp_path / "out" / "best")).vocabulary_size() == len(VOCABULARY)
 
 
 def test_classification_scores_use_the_official_task_metrics():
     logits = np.array([[2.0, 0.0], [0.0, 1.0], [0.0, 3.0], [1.0, 0.0]])
     labels = np.array([0, 1, 0, 0])
-    assert finetuning.classification_scores(labels, logits, task="mrpc") == {"accuracy": 0.75, "f1": 2 / 3}
-    assert set(finetuning.classification_scores(labels, logits, task="cola")) == {"matthews_correlation"}
-    assert set(finetuning.classification_scores(labels, logits)) == {"accuracy", "f1"}
-    regression = finetuning.classification_scores(np.array([1.0, 2.0, 3.0]), np.array([[1.1], [1.9], [3.5]]),
-                                                  regression=True)
+    assert classification_scores(labels, logits, task="mrpc") == {"accuracy": 0.75, "f1": 2 / 3}
+    assert set(classification_scores(labels, logits, task="cola")) == {"matthews_correlation"}
+    assert set(classification_scores(labels, logits)) == {"accuracy", "f1"}
+    regression = classification_scores(np.array([1.0, 2.0, 3.0]), np.array([[1.1], [1.9], [3.5]]),
+                                       regression=True)
     assert regression["spearman"] == pytest.approx(1.0) and 0.9 < regression["pearson"] < 0.999
-    assert finetuning.classification_monitor("STS-B") == "pearson"
-    assert finetuning.classification_monitor(None, regression=False) == "accuracy"
+    assert classification_monitor("STS-B") == "pearson"
+    assert classification_monitor(None, regression=False) == "accuracy"
 
 
 def test_classification_predictions_file(tmp_path):
     from keras_bert_impl.data.classification_data import LabelVocabulary
 
     path = tmp_path / "predictions.tsv"
-    finetuning.write_classification_predictions(str(path), np.array([[0.1, 0.9], [2.0, 1.0]]),
-                                                LabelVocabulary(["neg", "pos"]))
+    write_classification_predictions(str(path), np.array([[0.1, 0.9], [2.0, 1.0]]),
+                                     LabelVocabulary(["neg", "pos"]))
     assert path.read_text() == "index\tprediction\n0\tpos\n1\tneg\n"
-    finetuning.write_classification_predictions(str(path), np.array([[0.25], [1.5]]), regression=True)
+    write_classification_predictions(str(path), np.array([[0.25], [1.5]]), regression=True)
     assert path.read_text() == "index\tprediction\n0\t0.250000\n1\t1.500000\n"
 
 
@@ -136,9 +146,9 @@ def test_squad_evaluation_of_gold_logits_scores_100(tmp_path, version_2):
     features = convert_examples_to_features(examples, tokenizer(), max_seq_length=32, doc_stride=8,
                                             max_query_length=8, is_training=True)
     start, end = oracle_logits(features)
-    results = finetuning.evaluate_squad_predictions(examples, features, start, end, load_squad_json(path),
-                                                    output_dir=str(tmp_path / "out"),
-                                                    version_2_with_negative=version_2)
+    results = evaluate_squad_predictions(examples, features, start, end, load_squad_json(path),
+                                         output_dir=str(tmp_path / "out"),
+                                         version_2_with_negative=version_2)
     assert results["f1"] == 100.0
     written = sorted(os.listdir(tmp_path / "out"))
     if version_2:
@@ -162,14 +172,14 @@ def test_finetuning_recipe_learns_on_length_buckets():
     x, y = marker_span_task(128, sequence_length=24, seed=0)
     x_test, y_test = marker_span_task(64, sequence_length=24, seed=1)
     model = BertQuestionAnswerer(tiny_backbone(num_layers=1, dropout=0.0, attention_dropout=0.0))
-    dataset, steps = finetuning.training_dataset(x, y, 16, bucket_width=8, seed=0)
+    dataset, steps = training_dataset(x, y, 16, bucket_width=8, seed=0)
     assert steps == bucketed_batch_count(sequence_lengths(x["padding_mask"]), 16, 24, 8)
     epochs = 6
-    finetuning.compile_for_finetuning(model, 5e-3, steps * epochs, warmup_fraction=0.1)
+    compile_for_finetuning(model, 5e-3, steps * epochs, warmup_fraction=0.1)
     assert model.jit_compile == (keras.backend.backend() in ("tensorflow", "jax"))  # XLA; torch runs eagerly
     model.fit(dataset, epochs=epochs, verbose=0)
     assert int(to_numpy(model.optimizer.iterations)) == steps * epochs
-    outputs = finetuning.predict_logits(model, x_test, batch_size=16, bucket_width=8)
+    outputs = predict_logits(model, x_test, batch_size=16, bucket_width=8)
     start_accuracy = np.mean(np.argmax(outputs["start_logits"], -1) == y_test["start_positions"])
     end_accuracy = np.mean(np.argmax(outputs["end_logits"], -1) == y_test["end_positions"])
     assert start_accuracy >= 0.85 and end_accuracy >= 0.85, (start_accuracy, end_accuracy)  # chance < 0.1
@@ -178,7 +188,7 @@ def test_finetuning_recipe_learns_on_length_buckets():
 def test_span_model_predictions_through_the_glue(tmp_path):
     model = BertQuestionAnswerer(tiny_backbone())
     x, _ = token_presence_task(10, sequence_length=16)
-    bucketed = finetuning.predict_logits(model, x, batch_size=4, bucket_width=8)
-    fixed = finetuning.predict_logits(model, x, batch_size=4, length_bucketing=False)
+    bucketed = predict_logits(model, x, batch_size=4, bucket_width=8)
+    fixed = predict_logits(model, x, batch_size=4, length_bucketing=False)
     np.testing.assert_allclose(bucketed["start_logits"][x["padding_mask"]], fixed["start_logits"][x["padding_mask"]],
                                atol=1e-5)
