@@ -25,16 +25,22 @@ def add_arguments(parser):
                              "transformers' from_pretrained loads (default: %(default)s)")
     parser.add_argument("--model-class", default="auto", choices=MODEL_CLASS_CHOICES,
                         help="model to build from the checkpoint (default: auto, the checkpoint's own)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --output even if it is a file or a folder that is not a model directory")
 
 
 def run(args):
     """Load, write in the requested format, copy the tokenizer; print a one-line report."""
     from keras_bert_impl.checkpoints import save_huggingface
-    from keras_bert_impl.utils.atomic_io import atomic_directory
+    from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
+    # Refuse an output that is not a previous model directory before loading anything.
+    replace = dict(markers=("config.json",), overwrite=args.overwrite, what="model directory",
+                   force_hint="pass --overwrite to replace it")
+    check_replaceable(args.output, **replace)
     model, tokenizer = load_model_directory(args.input, class_name_for_flag(args.model_class))
     # Weights and tokenizer land together: a failure in either leaves any previous output untouched.
-    with atomic_directory(args.output) as staging:
+    with atomic_directory(args.output, **replace) as staging:
         if args.format == "native":
             model.save_pretrained(staging)
         elif hasattr(model, "save_huggingface"):

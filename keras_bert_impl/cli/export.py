@@ -35,6 +35,8 @@ def add_arguments(parser):
     parser.add_argument("--max-sequence-length", type=positive_int,
                         help="longest packed input; longer texts are truncated, QA contexts windowed (default: the "
                              "model's position table, for QA min(384, that))")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --output even if it is a file or a folder that is not a SavedModel")
     qa = parser.add_argument_group("question answering")
     qa.add_argument("--doc-stride", type=positive_int, help="distance between context windows (default: 128)")
     qa.add_argument("--max-query-length", type=positive_int, help="question tokens kept (default: 64)")
@@ -47,7 +49,13 @@ def add_arguments(parser):
 def run(args):
     """Load the model and tokenizer, export, print the SavedModel path and its signatures."""
     from keras_bert_impl.export import export_saved_model
+    from keras_bert_impl.export.saved_model_export import SAVED_MODEL_MARKERS
+    from keras_bert_impl.utils.atomic_io import check_replaceable
 
+    output = args.output or os.path.join("saved_models", os.path.basename(os.path.normpath(args.model)))
+    # Refuse an output that is not a previous export before loading anything.
+    check_replaceable(os.path.abspath(output), SAVED_MODEL_MARKERS, args.overwrite, "SavedModel",
+                      "pass --overwrite to replace it")
     model, tokenizer = load_model_directory(args.model, class_name_for_flag(args.model_class),
                                             require_tokenizer=True)
     options = {name: getattr(args, name) for name in QUESTION_ANSWERING_OPTIONS if getattr(args, name) is not None}
@@ -56,7 +64,7 @@ def run(args):
     if options and type(model).__name__ != "BertQuestionAnswerer":
         raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "
                          f"({', '.join(sorted(options))}) apply only to question answerers.")
-    output = args.output or os.path.join("saved_models", os.path.basename(os.path.normpath(args.model)))
-    path = export_saved_model(model, output, tokenizer, max_sequence_length=args.max_sequence_length, **options)
+    path = export_saved_model(model, output, tokenizer, max_sequence_length=args.max_sequence_length,
+                              overwrite=args.overwrite, **options)
     print(f"Exported {type(model).__name__} to {path}")
     return 0

@@ -22,6 +22,7 @@ def _parse_args(argv):
     parser.add_argument("--model-dir", required=True, help="Directory written by the model's save_pretrained.")
     parser.add_argument("--tokenizer-dir", default=None, help="Directory written by BertTokenizer.save_pretrained.")
     parser.add_argument("--output", required=True, help="SavedModel directory to write (atomically).")
+    parser.add_argument("--overwrite", action="store_true", help="Replace --output whatever it holds.")
     parser.add_argument("--settings", required=True, help="JSON export settings (max_sequence_length, QA options).")
     return parser.parse_args(argv)
 
@@ -44,7 +45,8 @@ def main(argv=None):
     tokenizer = BertTokenizer.from_pretrained(args.tokenizer_dir) if args.tokenizer_dir else None
     settings = json.loads(args.settings)
     max_sequence_length = settings.pop("max_sequence_length")
-    export_saved_model(model, args.output, tokenizer, max_sequence_length=max_sequence_length, **settings)
+    export_saved_model(model, args.output, tokenizer, max_sequence_length=max_sequence_length,
+                       overwrite=args.overwrite, **settings)
     return 0
 
 

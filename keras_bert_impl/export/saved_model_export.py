@@ -20,7 +20,7 @@ import tempfile
 import keras
 
 from keras_bert_impl.models.registry import TASK_CLASSES, task_kind
-from keras_bert_impl.utils.atomic_io import atomic_directory
+from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,7 @@ QA_DEFAULTS = dict(
     null_score_diff_threshold=0.0,
 )
 WORKER_MODULE = "keras_bert_impl.export.export_worker"
+SAVED_MODEL_MARKERS = ("saved_model.pb",)  # a previous export, which a new one may replace
 _WORKER_ERROR_TAIL = 4000
 
 
@@ -98,7 +99,7 @@ def _export_settings(model, kind, tokenizer, max_sequence_length, options):
     return settings
 
 
-def export_saved_model(model, path=None, tokenizer=None, *, max_sequence_length=None, **options):
+def export_saved_model(model, path=None, tokenizer=None, *, max_sequence_length=None, overwrite=False, **options):
     """Export a BERT model as a TensorFlow SavedModel with numeric and (with a tokenizer) raw-text signatures.
 
     Works from every Keras backend (see the module docstring). The SavedModel needs only `tensorflow` and
@@ -112,13 +113,16 @@ def export_saved_model(model, path=None, tokenizer=None, *, max_sequence_length=
 
     Args:
         model: `BertBackbone`, `BertPretrainer`, `BertClassifier` or `BertQuestionAnswerer`.
-        path: str or None. Output directory; replaced atomically if it exists. None writes to
-            `saved_models/<model.name>` under the working directory. Defaults to None.
+        path: str or None. Output directory; replaced atomically if it is empty or a previous SavedModel
+            (else `OutputExistsError`, unless `overwrite`). None writes to `saved_models/<model.name>` under
+            the working directory. Defaults to None.
         tokenizer: `BertTokenizer` or None. Adds the text signatures (not for `BertPretrainer`, which is
             numeric-only) and the vocabulary asset. Defaults to None.
         max_sequence_length: int or None. Longest packed text sequence (longer texts are truncated, or
             windowed for QA). None: the model's `max_sequence_length`, for QA `min(384, that)`. Defaults to
             None.
+        overwrite: bool. Replace `path` even if it is a file or a folder that is not a SavedModel. Defaults
+            to False.
         **options: QA only: `doc_stride` (128), `max_query_length` (64), `max_answer_length` (30),
             `n_best_size` (20), `version_2_with_negative` (False: always answer; True: answer "" iff null
             score - best span score > `null_score_diff_threshold`, and return `null_odds`),
@@ -144,17 +148,18 @@ def export_saved_model(model, path=None, tokenizer=None, *, max_sequence_length=
     class_name, kind = _model_kind(model)
     settings = _export_settings(model, kind, tokenizer, max_sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
-    _export_for_backend(model, class_name, kind, tokenizer, settings, path)
+    check_replaceable(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel", "pass --overwrite to replace it")
+    _export_for_backend(model, class_name, kind, tokenizer, settings, path, overwrite)
     logger.info("Exported %s to %s", class_name, path)
     return path
 
 
-def _export_for_backend(model, class_name, kind, tokenizer, settings, path):
+def _export_for_backend(model, class_name, kind, tokenizer, settings, path, overwrite):
     """The one backend branch: build the graph here under TensorFlow, else in a TensorFlow subprocess."""
     if keras.backend.backend() == "tensorflow":
-        _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path)
+        _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite)
     else:
-        _export_in_tensorflow_subprocess(model, class_name, tokenizer, settings, path)
+        _export_in_tensorflow_subprocess(model, class_name, tokenizer, settings, path, overwrite)
 
 
 def _export_config(model, class_name, kind, tokenizer, settings):
@@ -173,7 +178,7 @@ def _export_config(model, class_name, kind, tokenizer, settings):
     return config
 
 
-def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path):
+def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite=False):
     """Build the serving graph in this (TensorFlow-backend) process and write it atomically to `path`."""
     import tensorflow as tf
 
@@ -194,11 +199,11 @@ def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path):
         assets["export_config_file"] = tf.saved_model.Asset(config_path)
         for name, asset in assets.items():
             setattr(module, name, asset)
-        with atomic_directory(path) as tmp:
+        with atomic_directory(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel") as tmp:
             tf.saved_model.save(module, tmp, signatures=signatures)
 
 
-def _export_in_tensorflow_subprocess(model, class_name, tokenizer, settings, path):
+def _export_in_tensorflow_subprocess(model, class_name, tokenizer, settings, path, overwrite=False):
     """Save with `save_pretrained`, then let `export_worker` (KERAS_BACKEND=tensorflow) load and export."""
     with tempfile.TemporaryDirectory(prefix="bert_export_checkpoint_") as staging:
         model_dir = os.path.join(staging, "model")
@@ -210,7 +215,7 @@ def _export_in_tensorflow_subprocess(model, class_name, tokenizer, settings, pat
                 f"TensorFlow export worker failed ({type(error).__name__}: {error})."
             ) from error
         command = [sys.executable, "-m", WORKER_MODULE, "--model-class", class_name, "--model-dir", model_dir,
-                   "--output", path, "--settings", json.dumps(settings)]
+                   "--output", path, "--settings", json.dumps(settings)] + (["--overwrite"] if overwrite else [])
         if tokenizer is not None:
             tokenizer_dir = os.path.join(staging, "tokenizer")
             tokenizer.save_pretrained(tokenizer_dir)

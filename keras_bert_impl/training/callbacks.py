@@ -84,7 +84,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             return
         path = os.path.join(self.directory, f"step_{step:08d}")
         state = {"step": step, "epoch": epoch + 1, "logs": logs, **self.extra_state}
-        with atomic_directory(path) as tmp:
+        with atomic_directory(path, markers=(WEIGHTS_FILE, STATE_FILE), what="training checkpoint") as tmp:
             self.model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
             np.savez(os.path.join(tmp, RNG_STATE_FILE), *[
                 keras.ops.convert_to_numpy(v.value) for v in _seed_states(self.model)])

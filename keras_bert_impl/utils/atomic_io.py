@@ -136,26 +136,82 @@ def atomic_write_json(path, obj, indent=2):
     atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
+class OutputExistsError(FileExistsError):
+    """An output path holds something that is not a previous output of the same kind; nothing was written."""
+
+
+def check_replaceable(path, markers=(), overwrite=False, what="output directory", force_hint=None):
+    """Raise `OutputExistsError` unless writing a directory at `path` would delete nothing the user did not ask
+    to delete: `path` is absent, an empty directory, or a directory holding one of `markers` (a previous output
+    of the same kind, e.g. `config.json` for a model directory); or `overwrite` is set.
+
+    Args:
+        path: str. The destination directory.
+        markers: tuple of str. File names that identify a previous output of this kind.
+        overwrite: bool. Replace whatever is there (the user asked for it). Defaults to False.
+        what: str. What is written, for the message. Defaults to "output directory".
+        force_hint: str or None. How to force it (e.g. "pass --overwrite to replace it"); None says to
+            choose another path or remove it.
+    """
+    if overwrite or not os.path.lexists(path):
+        return
+    way_out = f"choose another output path, or {force_hint or 'move or delete it yourself if it is no longer needed'}."
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise OutputExistsError(f"{path} is an existing file, not a {what}; refusing to replace it: {way_out}")
+    entries = sorted(os.listdir(path))
+    if not entries or any(name in entries for name in markers):
+        return
+    shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+    expected = f" (it has none of {', '.join(markers)})" if markers else ""
+    raise OutputExistsError(
+        f"{path} is a non-empty folder that is not a previous {what}{expected}; replacing it would delete "
+        f"{shown}: {way_out}"
+    )
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def _set_umask_modes(directory):
+    """Give every file and folder under `directory` the umask mode: some writers (safetensors) create 0600."""
+    file_mode, dir_mode = _umask_mode(0o666), _umask_mode(0o777)
+    for root, dirs, files in os.walk(directory):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), dir_mode)
+        for name in files:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), file_mode)
+
+
 @contextlib.contextmanager
-def atomic_directory(path):
+def atomic_directory(path, markers=(), overwrite=False, what="output directory", force_hint=None):
     """Yield a temporary directory that replaces directory `path` only when the block succeeds.
 
     The new directory is fully written before anything at `path` is touched; the old one is moved aside,
     the new one renamed in, and only then is the old one deleted. If the block raises, `path` is left
-    exactly as it was.
+    exactly as it was. An existing `path` is replaced only if it is empty or a previous output of the same
+    kind (it holds one of `markers`), or with `overwrite`; otherwise `OutputExistsError` is raised before
+    anything is written (`check_replaceable`). Every file gets the umask permissions.
 
     Example:
     >>> import os
-    >>> with atomic_directory("/tmp/example_dir") as tmp:
+    >>> with atomic_directory("/tmp/example_dir", markers=("a.txt",)) as tmp:
     ...     with open(os.path.join(tmp, "a.txt"), "w") as f:
     ...         _ = f.write("a")
     """
     path = os.path.abspath(path)
+    check_replaceable(path, markers, overwrite, what, force_hint)
     parent = _ensure_parent(path)
     tmp_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
     os.chmod(tmp_dir, _umask_mode(0o777))
     try:
         yield tmp_dir
+        _set_umask_modes(tmp_dir)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
@@ -173,4 +229,4 @@ def atomic_directory(path):
         raise
     _fsync_directory(parent)
     if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
+        _remove(backup)

@@ -56,6 +56,7 @@ def test_failure_while_writing_the_tokenizer_leaves_the_previous_output(capsys, 
 
     output = tmp_path / "out"
     output.mkdir()
+    (output / "config.json").write_text("{}")  # a previous output, which convert may replace
     (output / "previous.txt").write_text("kept")
 
     def full_disk(self, directory):
@@ -65,4 +66,4 @@ def test_failure_while_writing_the_tokenizer_leaves_the_previous_output(capsys, 
     status, _, err = run_cli(capsys, "convert", "--input", tiny_classifier_dir, "--output", output)
     assert status != 0 and "No space left on device" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["classifier", "out"]  # no staging leftovers
-    assert [p.name for p in output.iterdir()] == ["previous.txt"]
+    assert sorted(p.name for p in output.iterdir()) == ["config.json", "previous.txt"]
