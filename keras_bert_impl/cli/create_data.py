@@ -3,7 +3,7 @@
     keras-bert create-data --input-files 'corpus/*.txt' --vocab my_vocab --output-prefix data/train \\
         --max-seq-length 128 --max-predictions-per-seq 20 --dupe-factor 10
 
-The `create_pretraining_data.py` equivalent (keras_bert_impl.data.pretraining_data): documents are shuffled,
+The `create_pretraining_data.py` equivalent (keras_bert_impl.data.pretraining_tfrecords): documents are shuffled,
 split into sentence pairs (half of them with a random second segment), truncated, shuffled again and dealt
 over `--num-shards` files `<prefix>-00000-of-0000N.tfrecord` with the original's feature names, so
 `run_pretraining.py` reads them too. `--masking static` writes one mask per instance and pass
@@ -54,7 +54,8 @@ def build_preprocessor(args, tokenizer):
 
 def run(args):
     """Write the shards and, beside them, their settings; print their paths."""
-    from keras_bert_impl.data.pretraining_data import write_pretraining_settings, write_pretraining_tfrecords
+    from keras_bert_impl.data.pretraining_tfrecord_settings import write_pretraining_settings
+    from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
     from keras_bert_impl.training.finetuning import load_tokenizer
 
     tokenizer = load_tokenizer(args.vocab, lowercase=False if args.cased else None)

@@ -169,7 +169,7 @@ def data_settings(args):
     """The phase-1 packing and masking settings: `(masking, preprocessor settings, source)`.
 
     With `--input-tfrecords` whose shards have the settings `create-data` wrote beside them
-    (`data.pretraining_data.read_pretraining_settings`), those settings; a flag given on the command line (or
+    (`data.pretraining_tfrecord_settings.read_pretraining_settings`), those settings; a flag given on the command line (or
     in a config file) that disagrees with them raises a one-line `ValueError` naming the setting, both values
     and the way out. Otherwise the flags given, and the defaults for the rest. `source` is the settings file,
     or None.
@@ -179,7 +179,7 @@ def data_settings(args):
     flags = {name: _flag(dest) for dest, name in {**_PACKING_FLAGS, **MASKING_FLAGS}.items()}
     recorded = None
     if args.input_tfrecords:
-        from keras_bert_impl.data.pretraining_data import read_pretraining_settings
+        from keras_bert_impl.data.pretraining_tfrecord_settings import read_pretraining_settings
 
         recorded = read_pretraining_settings(args.input_tfrecords.split(","))
     if recorded is None:

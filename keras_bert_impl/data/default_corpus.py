@@ -3,7 +3,7 @@
 It needs no download: every machine that runs this package has it, and the same Python version gives the
 same text. Each importable top-level standard-library module is one document: its docstring and those of
 its public classes, functions (Python and built-in) and methods, with doctest lines, indented code and
-reStructuredText markup dropped, split into sentences (`pretraining_data.split_sentences`). It is written
+reStructuredText markup dropped, split into sentences (`sentence_splitting.split_sentences`). It is written
 in the original BERT input format (one sentence per line, a blank line between documents); every
 `eval_every`-th module (in sorted order) goes to `eval.txt`, the rest to `train.txt`.
 
@@ -27,7 +27,7 @@ import re
 import sys
 import warnings
 
-from keras_bert_impl.data.pretraining_data import split_sentences
+from keras_bert_impl.data.sentence_splitting import split_sentences
 from keras_bert_impl.utils.atomic_io import atomic_write_text
 
 logger = logging.getLogger(__name__)

@@ -39,6 +39,9 @@ import tensorflow as tf
 
 COUNTING_RULES = ("original", "ceil", "bernoulli")
 REPLACEMENT_UNITS = ("word", "token")
+# When pretraining data is masked: "static" once, kept across epochs (the original's TFRecords); "dynamic"
+# anew every epoch (`mask_dataset(..., new_masks_each_epoch=True)`).
+MASKING_MODES = ("static", "dynamic")
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")
 
 

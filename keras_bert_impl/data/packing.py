@@ -12,7 +12,7 @@ Truncation when `len(A) + len(B)` exceeds the room (`seq_length - 3` for pairs, 
   tie).
 - `"random_front_back"` (`create_pretraining_data.py`): the same choice of segment, but each removed token
   comes from the front or the back with probability 0.5. `truncate_pair` does it with a `random.Random` (the
-  original's draw order, used by `pretraining_data`); `SegmentPacker` draws the coins from a counter-based hash
+  original's draw order, used by `pretraining_instances`); `SegmentPacker` draws the coins from a counter-based hash
   of its `seed` and the segments' content, so that a pair gets the same coins in any batch, eagerly or in
   `tf.data`, and every pair of segments gets its own coins. Only the number of front and back removals per segment changes the
   result, so the hash needs no sequential state.

@@ -3,7 +3,8 @@
 `BertPretrainingPreprocessor` owns every packing and masking setting of pretraining, so that one object
 (and its config, or the settings JSON `keras-bert create-data` writes beside its TFRecords) carries them
 from data creation to training. It wraps `data.packing.SegmentPacker` and `data.masking.MaskedLMMasker`;
-the pretraining data pipeline (`data.pretraining_data`) masks its instances with this preprocessor's masker.
+the pretraining data pipeline (`data.pretraining_batches`, `data.pretraining_tfrecords`) masks its instances
+with this preprocessor's masker, and takes it through `as_pretraining_preprocessor`.
 
 Shape legend: B batch, T tokens (`sequence_length`), P masked slots (`max_predictions_per_seq`).
 """
@@ -264,3 +265,42 @@ class BertPretrainingPreprocessor(Preprocessor):
         config = super().get_config()
         config.update({name: value for name, value in self.settings().items() if name != "sequence_length"})
         return config
+
+
+# Names the pretraining functions used to take for what is now a `BertPretrainingPreprocessor` setting.
+_SETTING_ALIASES = {"seq_length": "sequence_length", "max_seq_length": "sequence_length"}
+
+
+def as_pretraining_preprocessor(preprocessor, settings=None, caller="pretraining data"):
+    """The `BertPretrainingPreprocessor` that holds every packing and masking setting of a pretraining run.
+
+    Args:
+        preprocessor: a `BertPretrainingPreprocessor` (used as is), or a `BertTokenizer`: a preprocessor on it
+            with `settings` (and defaults for the rest) is built.
+        settings: dict or None. `BertPretrainingPreprocessor` arguments (`sequence_length`, `mask_rate`,
+            `max_predictions_per_seq`, ...; `seq_length` / `max_seq_length` are read as `sequence_length`). Only
+            with a tokenizer: a preprocessor already owns its settings. Defaults to None.
+        caller: str. Names the function in error messages.
+
+    Returns:
+        `BertPretrainingPreprocessor`.
+    """
+    settings = dict(settings or {})
+    if isinstance(preprocessor, BertPretrainingPreprocessor):
+        if settings:
+            raise TypeError(
+                f"{caller}: the preprocessor owns the packing and masking settings; got {sorted(settings)} "
+                "besides it. Build the BertPretrainingPreprocessor with them instead."
+            )
+        return preprocessor
+    if not hasattr(preprocessor, "cls_token_id"):
+        raise TypeError(
+            f"{caller} takes a BertPretrainingPreprocessor (or a BertTokenizer and its settings), got "
+            f"{type(preprocessor).__name__}."
+        )
+    for old, new in _SETTING_ALIASES.items():
+        if old in settings:
+            if new in settings:
+                raise TypeError(f"{caller}: give {new} or {old}, not both.")
+            settings[new] = settings.pop(old)
+    return BertPretrainingPreprocessor(preprocessor, **settings)

@@ -6,7 +6,8 @@ import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker
 from keras_bert_impl.data.packing import SegmentPacker
-from keras_bert_impl.data.pretraining_data import pretraining_dataset, write_pretraining_tfrecords
+from keras_bert_impl.data.pretraining_batches import pretraining_dataset
+from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 

@@ -90,7 +90,7 @@ def test_classification_predictions_and_eval_results_survive_a_full_disk(tmp_pat
 def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
     import tensorflow as tf
 
-    from keras_bert_impl.data import pretraining_data
+    from keras_bert_impl.data import pretraining_tfrecords
     from tests.cli.cli_test_utils import write_corpus
     from keras_bert_impl.tokenization import BertTokenizer
 
@@ -98,7 +98,7 @@ def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
     tokenizer = BertTokenizer(str(vocab))
     settings = dict(max_seq_length=24, max_predictions_per_seq=4, num_shards=2, dupe_factor=1, seed=1)
     output = tmp_path / "shards" / "train"
-    pretraining_data.write_pretraining_tfrecords([str(corpus)], str(output), tokenizer, **settings)
+    pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), tokenizer, **settings)
     shards = sorted((tmp_path / "shards").iterdir())
     before = {shard.name: shard.read_bytes() for shard in shards}
     assert len(before) == 2 and all(before.values())
@@ -116,8 +116,8 @@ def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tf.io, "TFRecordWriter", CrashingWriter)
     with pytest.raises(OSError, match="No space left"):
-        pretraining_data.write_pretraining_tfrecords([str(corpus)], str(output), tokenizer,
-                                                     **{**settings, "seed": 2})
+        pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), tokenizer,
+                                                          **{**settings, "seed": 2})
     assert {shard.name: shard.read_bytes() for shard in sorted((tmp_path / "shards").iterdir())} == before
     assert not no_partial_files(tmp_path / "shards")
 

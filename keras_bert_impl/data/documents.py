@@ -1,0 +1,103 @@
+"""Pretraining text to documents: files (or in-memory texts) -> documents of sentences -> documents of token ids.
+
+Input text formats (UTF-8):
+- `"sentence_per_line"` (the original's): one sentence per line, a blank line between documents.
+- `"document_per_line"`: one document per line, split into sentences by `split_sentences`.
+Sentences that tokenize to nothing and empty documents are dropped. Bytes that are not valid UTF-8 raise a
+`ValueError` naming the file and line, unless `errors="replace"`: then they become U+FFFD, which the
+tokenizer deletes (as the original's text cleaning does).
+"""
+
+from keras_bert_impl.data.file_patterns import expand_paths
+from keras_bert_impl.data.sentence_splitting import split_sentences
+
+INPUT_FORMATS = ("sentence_per_line", "document_per_line")
+
+
+def _decoded_lines(path, errors):
+    with open(path, "rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                yield raw.decode("utf-8", errors=errors)
+            except UnicodeDecodeError as error:
+                bad = raw[error.start : error.end]
+                raise ValueError(
+                    f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
+                    "UTF-8. Convert the file to UTF-8, or pass errors='replace' to substitute U+FFFD (which the "
+                    "tokenizer then drops)."
+                ) from None
+
+
+def read_documents(files, input_format="sentence_per_line", errors="strict"):
+    """Read text files into documents, each a list of sentence strings.
+
+    Args:
+        files: str or list of str. Paths (glob patterns allowed) of UTF-8 text files, read in order.
+        input_format: str. `"sentence_per_line"` (blank lines between documents) or `"document_per_line"`.
+            Defaults to `"sentence_per_line"`.
+        errors: str. `"strict"` raises on bytes that are not UTF-8, naming file and line; `"replace"` turns
+            them into U+FFFD. Defaults to `"strict"`.
+
+    Returns:
+        list of documents (list of list of str), empty documents removed.
+
+    Example:
+    >>> import tempfile
+    >>> path = tempfile.mktemp()
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("First one.\\nSecond one.\\n\\nOther doc.\\n")
+    >>> read_documents(path)
+    [['First one.', 'Second one.'], ['Other doc.']]
+    """
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}.")
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}.")
+    documents = [[]]
+    for path in expand_paths(files):
+        for line in _decoded_lines(path, errors):
+            line = line.strip()
+            if input_format == "document_per_line":
+                documents.append(split_sentences(line))
+            elif not line:
+                documents.append([])
+            else:
+                documents[-1].append(line)
+        if input_format == "sentence_per_line":
+            documents.append([])  # a file ends its last document
+    return [document for document in documents if document]
+
+
+def as_sentence_documents(documents):
+    """Documents given in memory: a str is split with `split_sentences`, a list is taken as its sentences."""
+    sentence_documents = []
+    for index, document in enumerate(documents):
+        if isinstance(document, str):
+            sentence_documents.append(split_sentences(document))
+        elif isinstance(document, (list, tuple)) and all(isinstance(s, str) for s in document):
+            sentence_documents.append([s for s in document if s.strip()])
+        else:
+            raise TypeError(f"Document {index} is {type(document).__name__}; expected a str or a list of str.")
+    return [document for document in sentence_documents if document]
+
+
+def tokenize_documents(documents, tokenizer):
+    """Tokenize sentence documents into id documents, dropping sentences with no tokens and empty documents.
+
+    Args:
+        documents: list of list of str. Sentences per document.
+        tokenizer: BertTokenizer. Anything with `tokenize(list[str]) -> list[list[int]]`.
+
+    Returns:
+        list of documents, each a list of sentences as lists of int ids.
+    """
+    sentences = [sentence for document in documents for sentence in document]
+    ids = tokenizer.tokenize(sentences) if sentences else []
+    tokenized, cursor = [], 0
+    for document in documents:
+        sentence_ids = [list(map(int, s)) for s in ids[cursor : cursor + len(document)]]
+        cursor += len(document)
+        sentence_ids = [s for s in sentence_ids if s]
+        if sentence_ids:
+            tokenized.append(sentence_ids)
+    return tokenized

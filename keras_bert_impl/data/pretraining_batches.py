@@ -1,0 +1,173 @@
+"""Text to batched `(x, y)` pretraining batches with `tf.data`: NSP instances streamed, padded and masked.
+
+TensorFlow at the data edge: this module builds `tf.data` pipelines. The instances are the original's
+(`pretraining_instances`); every packing and masking setting (instance length, mask rate, predictions per
+sequence, counting rule, whole-word masking, 80/10/10 rates) comes from one
+`preprocessing.BertPretrainingPreprocessor`, which `pretraining_dataset` takes.
+"""
+
+import tensorflow as tf
+
+from keras_bert_impl.data.documents import as_sentence_documents, read_documents, tokenize_documents
+from keras_bert_impl.data.masking import MASKING_MODES
+from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
+
+
+_INSTANCE_SIGNATURE = {
+    "token_ids": tf.TensorSpec([None], tf.int32),
+    "segment_ids": tf.TensorSpec([None], tf.int32),
+    "next_sentence_labels": tf.TensorSpec([], tf.int32),
+}
+
+
+def pretraining_instances_dataset(
+    documents, cls_token_id, sep_token_id, max_seq_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
+):
+    """A streaming `tf.data.Dataset` of unmasked NSP instances (see `iterate_pretraining_instances`).
+
+    The id documents stay in memory (random-next segments are drawn from any document); the instances are
+    made lazily, the same ones on every pass over the dataset.
+
+    Returns:
+        tf.data.Dataset of dicts: `"token_ids"` int32 `(None,)`, `"segment_ids"` int32 `(None,)`,
+        `"next_sentence_labels"` int32 `()`.
+    """
+    check_instance_settings(max_seq_length, short_seq_prob, dupe_factor)
+    documents = [document for document in documents if document]
+    if not documents:
+        raise ValueError("No documents with tokens: the input is empty after dropping empty lines and documents.")
+
+    def generate():
+        yield from iterate_pretraining_instances(
+            documents, cls_token_id, sep_token_id, max_seq_length, short_seq_prob, dupe_factor, seed
+        )
+
+    return tf.data.Dataset.from_generator(generate, output_signature=_INSTANCE_SIGNATURE)
+
+
+def to_inputs_and_targets(features):
+    """Split masked features into the `(x, y)` structure `BertPretrainer.fit` takes (README.md, "Data formats")."""
+    x = {
+        "token_ids": tf.cast(features["token_ids"], tf.int32),
+        "segment_ids": tf.cast(features["segment_ids"], tf.int32),
+        "padding_mask": tf.cast(features["padding_mask"], tf.bool),
+        "mask_positions": tf.cast(features["mask_positions"], tf.int32),
+    }
+    y = {
+        "mask_ids": tf.cast(features["mask_ids"], tf.int32),
+        "mask_weights": tf.cast(features["mask_weights"], tf.float32),
+        "next_sentence_labels": tf.cast(tf.reshape(features["next_sentence_labels"], [-1]), tf.int32),
+    }
+    return x, y
+
+
+def _with_padding_mask(instance):
+    return {**instance, "padding_mask": tf.ones_like(instance["token_ids"], tf.bool)}
+
+
+def pretraining_dataset(
+    preprocessor,
+    files=None,
+    documents=None,
+    batch_size=32,
+    masking="dynamic",
+    seed=12345,
+    short_seq_prob=0.1,
+    dupe_factor=1,
+    padding="fixed",
+    input_format="sentence_per_line",
+    errors="strict",
+    shuffle_buffer_size=10000,
+    drop_remainder=False,
+    **preprocessor_settings,
+):
+    """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
+
+    Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`, up to
+    the preprocessor's `sequence_length`), shuffles them, pads them into batches, and masks them with the
+    preprocessor's masker (`BertPretrainingPreprocessor.mask_dataset`): `"dynamic"` draws new masks every
+    epoch (reproducible under `seed`), `"static"` masks every instance once and keeps the mask across epochs.
+    Works under every Keras backend: the elements are plain dicts of tensors, which Keras converts for JAX
+    and torch.
+
+    Args:
+        preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer, the instance length
+            (`sequence_length`) and every masking setting. A `BertTokenizer` is accepted too, with the
+            preprocessor's settings as keyword arguments (`seq_length` read as `sequence_length`).
+        files: str or list of str. Text files, in a format of `documents.read_documents`. Give this or
+            `documents`.
+        documents: list. In-memory documents, each a str (split with `split_sentences`) or a list of
+            sentence strings.
+        batch_size: int. `B`. Defaults to 32.
+        masking: str. `"dynamic"` or `"static"`. Defaults to `"dynamic"`.
+        seed: int. Seed of instance creation, shuffling and masks. Defaults to 12345.
+        short_seq_prob: float. Defaults to 0.1.
+        dupe_factor: int. Passes over the documents per epoch. Defaults to 1.
+        padding: str. `"fixed"` pads to `sequence_length`; `"dynamic"` to the longest instance of the batch.
+            Defaults to `"fixed"`.
+        input_format: str. For `files`. Defaults to `"sentence_per_line"`.
+        errors: str. `"strict"` or `"replace"`, for `files`. Defaults to `"strict"`.
+        shuffle_buffer_size: int. Instances in the shuffle buffer (0 turns shuffling off). Defaults to 10000.
+        drop_remainder: bool. Drop a last partial batch. Defaults to False.
+        **preprocessor_settings: with a tokenizer only, the `BertPretrainingPreprocessor` arguments.
+
+    Returns:
+        tf.data.Dataset of `(x, y)` as in README.md ("Data formats", pretraining batches).
+
+    Example:
+    >>> from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "."])
+    >>> preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=16, max_predictions_per_seq=4)
+    >>> ds = pretraining_dataset(preprocessor, documents=["a b. C a.", "b c. A b c."], batch_size=2)
+    >>> x, y = next(iter(ds))
+    >>> x["token_ids"].shape, y["mask_ids"].shape
+    (TensorShape([2, 16]), TensorShape([2, 4]))
+    """
+    from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
+
+    preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "pretraining_dataset")
+    tokenizer, seq_length = preprocessor.tokenizer, preprocessor.sequence_length
+    if (files is None) == (documents is None):
+        raise ValueError("Give exactly one of `files` (text files) and `documents` (in-memory texts).")
+    if masking not in MASKING_MODES:
+        raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
+    if padding not in ("fixed", "dynamic"):
+        raise ValueError(f"padding must be 'fixed' or 'dynamic', got {padding!r}.")
+    sentence_documents = (
+        read_documents(files, input_format, errors) if files is not None else as_sentence_documents(documents)
+    )
+    id_documents = tokenize_documents(sentence_documents, tokenizer)
+    dataset = pretraining_instances_dataset(
+        id_documents,
+        tokenizer.cls_token_id,
+        tokenizer.sep_token_id,
+        seq_length,
+        short_seq_prob,
+        dupe_factor,
+        seed,
+    ).map(_with_padding_mask)
+    if masking == "static":
+        # Masked one instance at a time, before shuffling: instance i always gets the same seed.
+        dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)
+    if shuffle_buffer_size:
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+    width = seq_length if padding == "fixed" else None
+    padded_shapes = {key: [width] for key in ("token_ids", "segment_ids", "padding_mask")}
+    padded_shapes["next_sentence_labels"] = []
+    padding_values = {
+        "token_ids": tf.constant(tokenizer.pad_token_id, tf.int32),
+        "segment_ids": tf.constant(0, tf.int32),
+        "padding_mask": tf.constant(False),
+        "next_sentence_labels": tf.constant(0, tf.int32),
+    }
+    if masking == "static":
+        for key, value in (("mask_positions", 0), ("mask_ids", 0), ("mask_weights", 0.0)):
+            padded_shapes[key] = [preprocessor.max_predictions_per_seq]
+            padding_values[key] = tf.constant(value, tf.float32 if key == "mask_weights" else tf.int32)
+    dataset = dataset.padded_batch(
+        batch_size, padded_shapes=padded_shapes, padding_values=padding_values, drop_remainder=drop_remainder
+    )
+    if masking == "dynamic":
+        dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=True)
+    return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

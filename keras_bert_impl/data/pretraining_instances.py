@@ -1,0 +1,126 @@
+"""NSP sentence pairs from documents of token ids: the original `create_pretraining_data.py` instances.
+
+The instance algorithm is the original `create_pretraining_data.py` (Devlin et al., 2018, section 3.1 and
+appendix A.2), draw for draw with one `random.Random(seed)`:
+- documents are shuffled; `max_num_tokens = max_seq_length - 3`; per document the target length is
+  `max_num_tokens`, or with probability `short_seq_prob` `randint(2, max_num_tokens)`;
+- sentences accumulate into a chunk until the target is reached or the document ends; segment A takes
+  `randint(1, len(chunk) - 1)` sentences (all of a one-sentence chunk);
+- with probability 0.5, or always for a one-sentence chunk, B is "random next": read from a random start in
+  another document (up to 10 tries to draw a different one; a one-document corpus reuses itself, as the
+  original does) until the target is filled, and the chunk's unused sentences are put back; otherwise B is
+  the rest of the chunk;
+- the pair is truncated by `truncate_pair(..., "random_front_back", rng)`; layout `[CLS] A [SEP] B [SEP]`;
+- `dupe_factor` passes over the documents; the writer (`pretraining_tfrecords`) shuffles all instances at the
+  end, as the original.
+One deviation: the original draws its masks from the same `rng` while it builds instances; here masking is
+`MaskedLMMasker`'s own stateless randomness, so the instances do not depend on the masking settings. (The
+instances truncate pairs with the original's `rng`, "random_front_back", whatever a preprocessor's
+`truncation`, which applies to the text pairs it packs itself.)
+
+Plain Python: `pretraining_batches` streams these instances through `tf.data`, `pretraining_tfrecords`
+writes them to files.
+"""
+
+import random
+
+from keras_bert_impl.data.packing import truncate_pair
+
+
+def check_instance_settings(max_seq_length, short_seq_prob, dupe_factor):
+    if int(max_seq_length) < 5:
+        raise ValueError(f"max_seq_length must be at least 5 ([CLS] a [SEP] b [SEP]), got {max_seq_length}.")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
+    if int(dupe_factor) < 1:
+        raise ValueError(f"dupe_factor must be >= 1, got {dupe_factor}.")
+
+
+def instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng):
+    """The original `create_instances_from_document`: NSP pairs from one document.
+
+    Args:
+        documents: list of documents of id sentences (see `tokenize_documents`), non-empty.
+        document_index: int. The document to cut into pairs.
+        max_seq_length: int. Packed length including `[CLS]` and two `[SEP]`.
+        short_seq_prob: float. Probability of a shorter random target length for this document.
+        rng: random.Random. The shared random source.
+
+    Returns:
+        list of `(tokens_a, tokens_b, is_random_next)`, the segments already truncated.
+    """
+    document = documents[document_index]
+    max_num_tokens = max_seq_length - 3
+    target_seq_length = max_num_tokens
+    if rng.random() < short_seq_prob:
+        target_seq_length = rng.randint(2, max_num_tokens)
+    instances = []
+    current_chunk, current_length = [], 0
+    i = 0
+    while i < len(document):
+        segment = document[i]
+        current_chunk.append(segment)
+        current_length += len(segment)
+        if i == len(document) - 1 or current_length >= target_seq_length:
+            a_end = 1
+            if len(current_chunk) >= 2:
+                a_end = rng.randint(1, len(current_chunk) - 1)
+            tokens_a = [token for sentence in current_chunk[:a_end] for token in sentence]
+            tokens_b = []
+            if len(current_chunk) == 1 or rng.random() < 0.5:
+                is_random_next = True
+                target_b_length = target_seq_length - len(tokens_a)
+                for _ in range(10):
+                    random_document_index = rng.randint(0, len(documents) - 1)
+                    if random_document_index != document_index:
+                        break
+                random_document = documents[random_document_index]
+                random_start = rng.randint(0, len(random_document) - 1)
+                for sentence in random_document[random_start:]:
+                    tokens_b.extend(sentence)
+                    if len(tokens_b) >= target_b_length:
+                        break
+                # The chunk's sentences after A were not used: put them back for the next chunk.
+                i -= len(current_chunk) - a_end
+            else:
+                is_random_next = False
+                tokens_b = [token for sentence in current_chunk[a_end:] for token in sentence]
+            tokens_a, tokens_b = truncate_pair(tokens_a, tokens_b, max_num_tokens, "random_front_back", rng)
+            instances.append((tokens_a, tokens_b, is_random_next))
+            current_chunk, current_length = [], 0
+        i += 1
+    return instances
+
+
+def iterate_pretraining_instances(
+    documents, cls_token_id, sep_token_id, max_seq_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
+):
+    """Yield packed NSP instances in creation order (documents shuffled, `dupe_factor` passes).
+
+    Args:
+        documents: list of documents of id sentences (see `tokenize_documents`).
+        cls_token_id: int. Id of `[CLS]`.
+        sep_token_id: int. Id of `[SEP]`.
+        max_seq_length: int. Longest packed instance. Defaults to 128.
+        short_seq_prob: float. Probability of a short target length per document. Defaults to 0.1.
+        dupe_factor: int. Passes over the documents. Defaults to 1.
+        seed: int. Seed of the `random.Random` that makes every choice. Defaults to 12345 (the original's).
+
+    Yields:
+        dicts of `"token_ids"` (list of int, at most `max_seq_length`), `"segment_ids"` (list of int) and
+        `"next_sentence_labels"` (int, 0 = IsNext, 1 = random next).
+    """
+    check_instance_settings(max_seq_length, short_seq_prob, dupe_factor)
+    documents = [document for document in documents if document]
+    rng = random.Random(seed)
+    rng.shuffle(documents)
+    for _ in range(dupe_factor):
+        for document_index in range(len(documents)):
+            for tokens_a, tokens_b, is_random_next in instances_from_document(
+                documents, document_index, max_seq_length, short_seq_prob, rng
+            ):
+                yield {
+                    "token_ids": [cls_token_id, *tokens_a, sep_token_id, *tokens_b, sep_token_id],
+                    "segment_ids": [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1),
+                    "next_sentence_labels": int(is_random_next),
+                }

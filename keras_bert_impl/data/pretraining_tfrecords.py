@@ -1,0 +1,307 @@
+"""Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
+
+TensorFlow at the data edge: this module reads and writes TFRecord files. `write_pretraining_tfrecords` makes
+the original's instances (`pretraining_instances`) from text files with the packing and masking settings of
+one `preprocessing.BertPretrainingPreprocessor`; `pretraining_tfrecord_settings` records those settings beside
+the shards.
+
+TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
+padded to `max_seq_length`: `input_ids`, `input_mask`, `segment_ids` (int64 `[max_seq_length]`),
+`next_sentence_labels` (int64 `[1]`, 0 = IsNext, 1 = random next), and with static masking
+`masked_lm_positions`, `masked_lm_ids` (int64 `[max_predictions_per_seq]`), `masked_lm_weights` (float
+`[max_predictions_per_seq]`).
+"""
+
+import logging
+import random
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.data.documents import read_documents, tokenize_documents
+from keras_bert_impl.data.file_patterns import expand_paths
+from keras_bert_impl.data.masking import MASKING_MODES, mask_dataset
+from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
+from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
+from keras_bert_impl.data.pretraining_tfrecord_settings import SETTINGS_SUFFIX
+from keras_bert_impl.utils.atomic_io import atomic_path
+
+logger = logging.getLogger(__name__)
+
+_MASKING_BATCH = 256  # instances masked together when writing static masks
+
+
+def _pad_rows(rows, width, dtype=np.int64):
+    padded = np.zeros((len(rows), width), dtype)
+    for index, row in enumerate(rows):
+        padded[index, : len(row)] = row
+    return padded
+
+
+def _int64_feature(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def _float_feature(values):
+    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def _serialized_records(instances, max_seq_length, preprocessor, seed):
+    """Serialize instances, masking them (with `preprocessor`, unless None) in fixed-size groups (each group's
+    stateless seed: `[seed, group]`)."""
+    for group_index, group_start in enumerate(range(0, len(instances), _MASKING_BATCH)):
+        group = instances[group_start : group_start + _MASKING_BATCH]
+        token_ids = _pad_rows([instance["token_ids"] for instance in group], max_seq_length)
+        segment_ids = _pad_rows([instance["segment_ids"] for instance in group], max_seq_length)
+        input_mask = _pad_rows([[1] * len(instance["token_ids"]) for instance in group], max_seq_length)
+        masked = None
+        if preprocessor is not None:
+            masked = preprocessor.mask(
+                {"token_ids": tf.constant(token_ids, tf.int32), "padding_mask": tf.constant(input_mask, tf.bool)},
+                seed=tf.constant([seed, group_index], tf.int64),
+            )
+            masked = {key: value.numpy() for key, value in masked.items()}
+            token_ids = masked["token_ids"]
+        for row, instance in enumerate(group):
+            features = {
+                "input_ids": _int64_feature(token_ids[row]),
+                "input_mask": _int64_feature(input_mask[row]),
+                "segment_ids": _int64_feature(segment_ids[row]),
+                "next_sentence_labels": _int64_feature([instance["next_sentence_labels"]]),
+            }
+            if masked is not None:
+                features["masked_lm_positions"] = _int64_feature(masked["mask_positions"][row])
+                features["masked_lm_ids"] = _int64_feature(masked["mask_ids"][row])
+                features["masked_lm_weights"] = _float_feature(masked["mask_weights"][row])
+            yield tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def _write_shard_atomically(path, records):
+    """Write a TFRecord file under a temporary name in the same folder, fsync it, then rename it into place
+    (`utils.atomic_io.atomic_path`): a crash leaves the previous shard, never a truncated one."""
+    with atomic_path(path) as temporary:
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for record in records:
+                writer.write(record)
+
+
+def write_pretraining_tfrecords(
+    input_files,
+    output_prefix,
+    preprocessor,
+    num_shards=1,
+    masking="static",
+    dupe_factor=10,
+    short_seq_prob=0.1,
+    input_format="sentence_per_line",
+    errors="strict",
+    seed=12345,
+    **preprocessor_settings,
+):
+    """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
+
+    All instances are made (`dupe_factor` passes), shuffled, and dealt round-robin over the shards as the
+    original does. Each shard is written under a temporary name and renamed into place when complete.
+    `write_pretraining_settings` records the preprocessor's settings beside the shards (`keras-bert
+    create-data` does), so that training reads them back.
+
+    Args:
+        input_files: str or list of str. Text files (glob patterns allowed), in a format of
+            `documents.read_documents`.
+        output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
+        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its
+            `sequence_length` is the record length, and with static masking its masker (`mask_rate`,
+            `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks. A `BertTokenizer`
+            is accepted too, with the preprocessor's settings as keyword arguments (`max_seq_length` read as
+            `sequence_length`).
+        num_shards: int. Number of output files. Defaults to 1.
+        masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
+            unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
+        dupe_factor: int. Passes over the corpus. Defaults to 10 (the original's).
+        short_seq_prob: float. See `pretraining_instances`. Defaults to 0.1.
+        input_format: str. `"sentence_per_line"` or `"document_per_line"`. Defaults to `"sentence_per_line"`.
+        errors: str. `"strict"` or `"replace"` for bytes that are not UTF-8. Defaults to `"strict"`.
+        seed: int. Seed of instance creation, the final shuffle and the masks. Defaults to 12345.
+        **preprocessor_settings: with a tokenizer only, the `BertPretrainingPreprocessor` arguments.
+
+    Returns:
+        list of str, the shard paths written.
+    """
+    from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
+
+    preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "write_pretraining_tfrecords")
+    tokenizer, max_seq_length = preprocessor.tokenizer, preprocessor.sequence_length
+    if masking not in MASKING_MODES:
+        raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
+    if int(num_shards) < 1:
+        raise ValueError(f"num_shards must be >= 1, got {num_shards}.")
+    check_instance_settings(max_seq_length, short_seq_prob, dupe_factor)
+    documents = tokenize_documents(read_documents(input_files, input_format, errors), tokenizer)
+    if not documents:
+        raise ValueError(f"No documents with tokens in {input_files!r}.")
+    instances = list(
+        iterate_pretraining_instances(
+            documents,
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            max_seq_length,
+            short_seq_prob,
+            dupe_factor,
+            seed,
+        )
+    )
+    random.Random(seed + 1).shuffle(instances)
+    paths = [f"{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord" for index in range(num_shards)]
+    for shard_index, path in enumerate(paths):
+        shard = instances[shard_index::num_shards]
+        # Each shard masks with its own seed stream, so a shard's masks do not depend on the shard count.
+        _write_shard_atomically(
+            path,
+            _serialized_records(shard, max_seq_length, preprocessor if masking == "static" else None, seed + shard_index),
+        )
+        logger.info("Wrote %d instances to %s.", len(shard), path)
+    return paths
+
+
+def _record_features(max_seq_length, max_predictions_per_seq, static):
+    features = {
+        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+    if static:
+        features.update(
+            masked_lm_positions=tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+            masked_lm_ids=tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+            masked_lm_weights=tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+        )
+    return features
+
+
+def _check_record_layout(path, max_seq_length, max_predictions_per_seq, static):
+    """Compare the first record of `path` with the expected layout, so a mismatch is named, not a parse error."""
+    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    if first is None:
+        raise ValueError(f"{path} holds no records.")
+    feature = tf.train.Example.FromString(first.numpy()).features.feature
+    expected = {"input_ids": max_seq_length, "input_mask": max_seq_length, "segment_ids": max_seq_length}
+    if static:
+        expected.update(masked_lm_positions=max_predictions_per_seq, masked_lm_ids=max_predictions_per_seq)
+    for name, length in expected.items():
+        if name not in feature:
+            hint = " (unmasked records need `masker=` for dynamic masking)" if name.startswith("masked_lm") else ""
+            raise ValueError(f"{path}: records have no {name!r} feature{hint}.")
+        found = len(feature[name].int64_list.value)
+        if found != length:
+            raise ValueError(
+                f"{path}: feature {name!r} has length {found}, expected {length}; pass the max_seq_length / "
+                "max_predictions_per_seq the records were written with."
+            )
+
+
+def read_pretraining_tfrecords(
+    file_pattern,
+    batch_size,
+    max_seq_length=128,
+    max_predictions_per_seq=20,
+    masker=None,
+    shuffle=True,
+    shuffle_buffer_size=10000,
+    drop_remainder=True,
+    seed=12345,
+    vocabulary_size=None,
+):
+    """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`.
+
+    Args:
+        file_pattern: str or list of str. Shard paths or glob patterns.
+        batch_size: int. Batch size `B`.
+        max_seq_length: int. `T`, the records' length. Defaults to 128.
+        max_predictions_per_seq: int. `P` of statically masked records. Defaults to 20.
+        masker: MaskedLMMasker, BertPretrainingPreprocessor (its masker) or None. None reads the masks stored
+            in the records (static); a masker masks unmasked records anew every epoch (dynamic). Defaults to
+            None.
+        shuffle: bool. Shuffle shard order and records (reshuffled each epoch, reproducibly under `seed`).
+            Defaults to True.
+        shuffle_buffer_size: int. Records in the shuffle buffer. Defaults to 10000.
+        drop_remainder: bool. Drop a last partial batch. Defaults to True.
+        seed: int. Seed of the shuffles and the dynamic masks. Defaults to 12345.
+        vocabulary_size: int or None. The model's vocabulary size: every batch's `input_ids` (and
+            `masked_lm_ids`) are checked to lie in `[0, vocabulary_size)`, and iterating a batch that does not
+            raises `tf.errors.InvalidArgumentError` naming the field, the id and the limit (records written with
+            another, larger vocabulary would otherwise gather garbage embeddings). None: no check. Defaults to
+            None.
+
+    Returns:
+        tf.data.Dataset of `(x, y)`: x `{"token_ids", "segment_ids", "padding_mask", "mask_positions"}`, y
+        `{"mask_ids", "mask_weights", "next_sentence_labels"}` with the dtypes and shapes of README.md, "Data formats".
+    """
+    if vocabulary_size is not None and (not isinstance(vocabulary_size, (int, np.integer))
+                                        or isinstance(vocabulary_size, bool) or vocabulary_size < 1):
+        raise ValueError(f"vocabulary_size must be a positive integer or None, got {vocabulary_size!r}.")
+    files = [path for path in expand_paths(file_pattern) if not path.endswith(SETTINGS_SUFFIX)]
+    if not files:
+        raise ValueError(f"No TFRecord shards in {file_pattern!r}.")
+    masker = getattr(masker, "masker", masker)  # a BertPretrainingPreprocessor masks with its masker
+    _check_record_layout(files[0], max_seq_length, max_predictions_per_seq, static=masker is None)
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.interleave(
+        tf.data.TFRecordDataset, cycle_length=min(len(files), 8), num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    if shuffle:
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    features = _record_features(max_seq_length, max_predictions_per_seq, static=masker is None)
+
+    def parse(serialized):
+        record = tf.io.parse_example(serialized, features)
+        if vocabulary_size is not None:
+            checked = ["input_ids"] + (["masked_lm_ids"] if masker is None else [])
+            record = _check_token_ids(record, checked, int(vocabulary_size), file_pattern)
+        parsed = {
+            "token_ids": record["input_ids"],
+            "segment_ids": record["segment_ids"],
+            "padding_mask": tf.cast(record["input_mask"], tf.bool),
+            "next_sentence_labels": record["next_sentence_labels"],
+        }
+        if masker is None:
+            parsed.update(
+                mask_positions=record["masked_lm_positions"],
+                mask_ids=record["masked_lm_ids"],
+                mask_weights=record["masked_lm_weights"],
+            )
+        return parsed
+
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if masker is not None:
+        dataset = mask_dataset(dataset.map(_cast_token_ids), masker, seed=seed, new_masks_each_epoch=True)
+    return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _check_token_ids(record, names, vocabulary_size, file_pattern):
+    """`record` with its `names` fields checked to hold ids in `[0, vocabulary_size)` (one min and max each)."""
+    checks = []
+    for name in names:
+        ids = record[name]
+        where = f"TFRecords {file_pattern}: feature {name}"
+        checks.append(tf.debugging.assert_less(
+            tf.reduce_max(ids, name=f"largest_{name}"), tf.constant(vocabulary_size, ids.dtype, name="vocabulary_size"),
+            message=f"{where} holds a token id >= vocabulary_size {vocabulary_size} (the records were written with "
+                    f"another vocabulary; ids must be in [0, {vocabulary_size}))",
+            summarize=1,
+        ))
+        checks.append(tf.debugging.assert_non_negative(
+            tf.reduce_min(ids, name=f"smallest_{name}"),
+            message=f"{where} holds a negative token id (ids must be in [0, {vocabulary_size}))",
+            summarize=1,
+        ))
+    with tf.control_dependencies(checks):
+        return {key: tf.identity(value) if key in names else value for key, value in record.items()}
+
+
+def _cast_token_ids(features):
+    return {**features, "token_ids": tf.cast(features["token_ids"], tf.int32)}
