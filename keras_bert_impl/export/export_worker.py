@@ -5,7 +5,7 @@
 wrote with `save_pretrained` through the model class's `from_pretrained`, and exports it in-process.
 
 Example:
-    KERAS_BACKEND=tensorflow python -m keras_bert_impl.export.export_worker --model-class BertClassifier \\
+    KERAS_BACKEND="tensorflow" python -m keras_bert_impl.export.export_worker --model-class BertClassifier \\
         --model-dir /tmp/checkpoint --tokenizer-dir /tmp/checkpoint --output /tmp/exported \\
         --settings '{"max_sequence_length": 128}'
 """
