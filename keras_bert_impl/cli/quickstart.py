@@ -4,8 +4,11 @@
     keras-bert quickstart --steps-scale 0.05 --output-dir /tmp/quickstart   # a one-minute smoke test
 
 Needs no download: the text is the standard library's docstrings (keras_bert_impl.data.default_corpus) and
-the fine-tuning data is generated from them (keras_bert_impl.data.docstring_tasks). Each step runs the same
-code as the `keras-bert` subcommand it prints, so the printed commands repeat or extend any step.
+the fine-tuning data is generated from them (keras_bert_impl.data.docstring_tasks). Each step is a function
+here (`learn_vocabulary`, `pretrain`, `finetune_topic_classifier`, `finetune_question_answerer`,
+`export_models`, `serve_examples`) that calls the library as a script would: the same library functions the
+`keras-bert` subcommand named in the step runs, which adds the options (more data formats, resuming,
+model selection on dev, several devices).
 
 1. corpus + vocabulary: docstring sentences, one module per document (every tenth module held out), and a
    WordPiece vocabulary learned from the training part (`keras-bert vocab`).
@@ -28,14 +31,12 @@ downstream tasks' text.
 
 `--steps-scale` shrinks the work: it multiplies the pretraining steps and the number of fine-tuning
 training and dev examples (above 1 it lengthens pretraining only); the explicit step and epoch flags
-override the pieces. The steps run without XLA (`--jit-compile false`, `--no-jit`): on a CPU, compiling each
-new batch shape costs more than it saves in a run of minutes.
+override the pieces. The steps run without XLA (`jit_compile=False`): on a CPU, compiling each new batch shape
+costs more than it saves in a run of minutes.
 """
 
-import json
 import logging
 import os
-import shlex
 import time
 
 from keras_bert_impl.cli.arguments import add_verbose_argument, positive_int
@@ -63,6 +64,8 @@ SQUAD_LEARNING_RATE = 8e-4
 SQUAD_TRAIN_QUESTIONS = 2400  # of ~5800 generated: a random sample of contexts keeps the run short
 SQUAD_DEV_QUESTIONS = 600  # of ~1600, from the held-out modules
 BATCH_SIZE = 32
+EVAL_BATCH_SIZE = 64
+PRETRAIN_EVAL_BATCHES = 20
 SEED = 12345
 SMALLEST_TRAINING_SET = 64
 
@@ -121,22 +124,6 @@ class _Report:
         return round(time.time() - self.started, 1)
 
 
-def _run_subcommand(name, argv):
-    """Run `keras-bert <name> <argv>` in this process, after printing the command."""
-    from keras_bert_impl.cli.command_line import parse_arguments
-
-    print(f"    $ keras-bert {name} {shlex.join(argv)}", flush=True)
-    args = parse_arguments([name, *argv])
-    status = args.run(args)
-    if status not in (None, 0):
-        raise RuntimeError(f"keras-bert {name} exited with status {status}.")
-
-
-def _read_json(path):
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
 def _scaled_count(count, scale):
     return max(SMALLEST_TRAINING_SET, min(count, round(count * scale)))
 
@@ -167,6 +154,156 @@ def _question_count(squad):
     return sum(len(paragraph["qas"]) for article in squad["data"] for paragraph in article["paragraphs"])
 
 
+def learn_vocabulary(train_file, vocab_size, directory):
+    """A WordPiece vocabulary learned from `train_file`, saved in `directory` (`keras-bert vocab`).
+
+    Returns:
+        `BertTokenizer` of the saved vocabulary.
+    """
+    from keras_bert_impl.tokenization import BertTokenizer, train_wordpiece_vocabulary
+
+    tokenizer = BertTokenizer(train_wordpiece_vocabulary([train_file], vocab_size))
+    tokenizer.save_pretrained(directory)
+    print(f"    {os.path.join(directory, 'vocab.txt')}: {tokenizer.vocabulary_size()} tokens")
+    return tokenizer
+
+
+def pretrain(tokenizer, corpus, directory, preset, steps, seed, verbose):
+    """Pretrain a `preset` BERT from scratch on `corpus["train"]` (`keras-bert pretrain`'s recipe).
+
+    One Keras epoch is one of `CHECKPOINTS_PER_RUN` intervals, so the curves in `directory/metrics.jsonl` and
+    `training_curves.png` have a point per interval. The model and its vocabulary go to `directory/final`.
+
+    Returns:
+        dict: the held-out `evaluate` results (`loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`, `nsp_accuracy`)
+        on `PRETRAIN_EVAL_BATCHES` batches of `corpus["eval"]`.
+    """
+    import keras
+
+    from keras_bert_impl.cli import pretrain as pretrain_command
+    from keras_bert_impl.data import pretraining_dataset
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.pretrainer import BertPretrainer
+    from keras_bert_impl.optimization import create_optimizer
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
+    from keras_bert_impl.training.callbacks import MetricsLog, plot_training_curves, read_metrics_log
+    from keras_bert_impl.training.finetuning_outputs import save_finetuned
+
+    keras.utils.set_random_seed(seed)
+    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=PRETRAIN_SEQ_LENGTH,
+                                               max_predictions_per_seq=PRETRAIN_MAX_PREDICTIONS, seed=seed + 1)
+
+    def batches(path, data_seed):  # an endless, seeded stream of masked sentence pairs (tf.data)
+        return pretraining_dataset(preprocessor, files=[path], batch_size=PRETRAIN_BATCH_SIZE, seed=data_seed,
+                                   masking=pretrain_command.MASKING, drop_remainder=True).repeat()
+
+    model = BertPretrainer(BertBackbone.from_preset(preset, vocabulary_size=tokenizer.vocabulary_size()))
+    model.compile(optimizer=create_optimizer(
+        name=pretrain_command.OPTIMIZER, learning_rate=PRETRAIN_LEARNING_RATE, total_steps=steps,
+        warmup_fraction=PRETRAIN_WARMUP_FRACTION, weight_decay=pretrain_command.WEIGHT_DECAY), jit_compile=False)
+    interval = steps // CHECKPOINTS_PER_RUN
+    metrics_log = os.path.join(directory, "metrics.jsonl")
+    if os.path.exists(metrics_log):
+        os.remove(metrics_log)  # a fresh run: no curve of an earlier one
+    model.fit(batches(corpus["train"], seed + 1), steps_per_epoch=interval, epochs=steps // interval,
+              callbacks=[MetricsLog(metrics_log, interval)], verbose=verbose, shuffle=False)
+    results = model.evaluate(batches(corpus["eval"], seed + 100).take(PRETRAIN_EVAL_BATCHES), verbose=0,
+                             return_dict=True)
+    save_finetuned(model, os.path.join(directory, "final"), tokenizer)
+    entries = read_metrics_log(metrics_log)
+    entries[-1].update({f"val_{name}": value for name, value in results.items()})
+    plot_training_curves(entries, os.path.join(directory, "training_curves.png"), title=f"BERT pretraining ({preset})")
+    return results
+
+
+def finetune_topic_classifier(tokenizer, pretrained, train_file, dev_file, directory, epochs, seed, verbose):
+    """Fine-tune a `BertClassifier` from `pretrained` on the topic TSV files (`keras-bert finetune-classifier`).
+
+    Writes `directory/last` (the model with its vocabulary and labels), `dev_predictions.tsv` and
+    `eval_results.json`.
+
+    Returns:
+        `(model, scores)`: the fine-tuned `BertClassifier` and its dev `accuracy` (`classification_scores`).
+    """
+    import keras
+
+    from keras_bert_impl.data.classification_data import (
+        LabelVocabulary,
+        pack_classification_examples,
+        read_classification_examples,
+    )
+    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    keras.utils.set_random_seed(seed)
+    train, dev = (read_classification_examples(path, ["sentence"], "topic") for path in (train_file, dev_file))
+    labels = LabelVocabulary.from_examples(train)
+    model = finetuning.build_classifier(tokenizer, len(labels), labels=labels.labels, init_checkpoint=pretrained)
+    (train_x, train_y), (dev_x, dev_y) = (pack_classification_examples(examples, tokenizer, CLASSIFIER_SEQ_LENGTH,
+                                                                       labels) for examples in (train, dev))
+    steps_per_epoch = finetuning.batches_per_epoch(train_x, BATCH_SIZE)
+    finetuning.compile_for_finetuning(model, CLASSIFIER_LEARNING_RATE, steps_per_epoch * epochs, jit_compile=False)
+    finetuning.fit_finetuning(model, train_x, train_y, finetuning.FinetuningCheckpoint(directory, tokenizer), epochs,
+                              BATCH_SIZE, seed=seed, verbose=verbose)
+    logits = finetuning.predict_logits(model, dev_x, EVAL_BATCH_SIZE)
+    scores = finetuning.classification_scores(dev_y, logits)
+    finetuning.write_classification_predictions(os.path.join(directory, "dev_predictions.tsv"), logits, labels)
+    atomic_write_json(os.path.join(directory, finetuning.EVAL_RESULTS_FILENAME),
+                      {name: float(value) for name, value in scores.items()})
+    return model, scores
+
+
+def finetune_question_answerer(tokenizer, pretrained, squad_train, squad_dev, directory, epochs, seed, verbose):
+    """Fine-tune a `BertQuestionAnswerer` from `pretrained` on SQuAD v1.1 dicts (`keras-bert finetune-squad`).
+
+    Writes `directory/last`, the SQuAD prediction files and `eval_results.json`.
+
+    Returns:
+        `(model, results)`: the fine-tuned `BertQuestionAnswerer` and its official dev `exact_match` and `f1`.
+    """
+    import keras
+
+    from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples
+    from keras_bert_impl.training import finetuning
+
+    keras.utils.set_random_seed(seed)
+    windows = dict(max_seq_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
+                   max_query_length=SQUAD_MAX_QUERY_LENGTH)
+    model = finetuning.build_question_answerer(tokenizer, init_checkpoint=pretrained)
+    train_features = convert_examples_to_features(parse_squad_examples(squad_train, is_training=True), tokenizer,
+                                                  is_training=True, **windows)
+    dev_examples = parse_squad_examples(squad_dev)
+    dev_features = convert_examples_to_features(dev_examples, tokenizer, **windows)
+    steps_per_epoch = finetuning.batches_per_epoch(train_features.inputs(), BATCH_SIZE)
+    finetuning.compile_for_finetuning(model, SQUAD_LEARNING_RATE, steps_per_epoch * epochs, jit_compile=False)
+    finetuning.fit_finetuning(model, train_features.inputs(), train_features.labels(),
+                              finetuning.FinetuningCheckpoint(directory, tokenizer), epochs, BATCH_SIZE, seed=seed,
+                              verbose=verbose)
+    logits = finetuning.predict_logits(model, dev_features.inputs(), EVAL_BATCH_SIZE)
+    results = finetuning.evaluate_squad_predictions(dev_examples, dev_features, logits["start_logits"],
+                                                    logits["end_logits"], squad_dev, output_dir=directory)
+    return model, results
+
+
+def export_models(classifier, question_answerer, tokenizer, directory):
+    """Both fine-tuned models as SavedModels that take raw text (`keras-bert export`).
+
+    Returns:
+        dict: `classifier` and `question_answerer` -> SavedModel directory.
+    """
+    from keras_bert_impl.export import export_saved_model
+
+    saved = {"classifier": os.path.join(directory, "classifier"),
+             "question_answerer": os.path.join(directory, "question_answerer")}
+    export_saved_model(classifier, saved["classifier"], tokenizer, max_sequence_length=CLASSIFIER_SEQ_LENGTH)
+    export_saved_model(question_answerer, saved["question_answerer"], tokenizer,
+                       max_sequence_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
+                       max_query_length=SQUAD_MAX_QUERY_LENGTH)
+    for name, path in saved.items():
+        print(f"    {name}: {path}")
+    return saved
+
+
 def run(args):
     """Run the six steps; print the metrics and paths; write summary.json."""
     import keras
@@ -178,7 +315,6 @@ def run(args):
         topic_classification_examples,
         write_topic_tsv,
     )
-    from keras_bert_impl.tokenization import BertTokenizer
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     if args.steps_scale <= 0:
@@ -187,7 +323,6 @@ def run(args):
     out = os.path.abspath(args.output_dir)
     paths = {name: os.path.join(out, name) for name in
              ("corpus", "data", "pretrain", "classifier", "question_answerer", "saved_models")}
-    verbose = str(args.verbose)
     print(f"keras-bert quickstart: Keras {keras.__version__} on {keras.backend.backend()}; outputs in {out}")
 
     # 1. Corpus and vocabulary.
@@ -197,9 +332,7 @@ def run(args):
     print(f"    train.txt: {corpus['train_documents']} modules, {corpus['train_sentences']} sentences, "
           f"{corpus['train_words']} words; eval.txt: {corpus['eval_documents']} modules, "
           f"{corpus['eval_sentences']} sentences")
-    _run_subcommand("vocab", ["--input-files", corpus["train"], "--vocab-size", str(args.vocab_size),
-                              "--output-dir", paths["corpus"]])
-    tokenizer = BertTokenizer.from_pretrained(paths["corpus"])
+    tokenizer = learn_vocabulary(corpus["train"], args.vocab_size, paths["corpus"])
     report.end("vocabulary")
 
     # 2. Pretraining.
@@ -207,15 +340,7 @@ def run(args):
     steps = args.pretrain_steps or max(CHECKPOINTS_PER_RUN, round(PRETRAIN_STEPS * args.steps_scale))
     interval = max(1, steps // CHECKPOINTS_PER_RUN)
     steps = interval * max(1, steps // interval)
-    _run_subcommand("pretrain", [
-        "--input-files", corpus["train"], "--eval-files", corpus["eval"], "--vocab-file",
-        os.path.join(paths["corpus"], "vocab.txt"), "--preset", args.preset, "--seq-length", str(PRETRAIN_SEQ_LENGTH),
-        "--max-predictions-per-seq", str(PRETRAIN_MAX_PREDICTIONS), "--batch-size", str(PRETRAIN_BATCH_SIZE),
-        "--steps", str(steps), "--checkpoint-every", str(interval), "--learning-rate", str(PRETRAIN_LEARNING_RATE),
-        "--warmup-fraction", str(PRETRAIN_WARMUP_FRACTION), "--eval-steps", "20", "--seed", str(args.seed),
-        "--output-dir", paths["pretrain"], "--verbose", verbose, "--jit-compile", "false",
-    ])
-    pretrain_eval = _read_json(os.path.join(paths["pretrain"], "summary.json"))["eval"]
+    pretrain_eval = pretrain(tokenizer, corpus, paths["pretrain"], args.preset, steps, args.seed, args.verbose)
     frequent_token, frequent_share = most_frequent_token_accuracy(tokenizer, corpus["eval"])
     pretraining = {
         "steps": steps,
@@ -236,16 +361,10 @@ def run(args):
     topic_train, topic_dev = topic_classification_examples(documented, seed=args.seed)
     topic_train = topic_train[:_scaled_count(len(topic_train), args.steps_scale)]
     topic_dev = topic_dev[:_scaled_count(len(topic_dev), min(1.0, args.steps_scale))]
-    write_topic_tsv(os.path.join(paths["data"], "topics_train.tsv"), topic_train)
-    write_topic_tsv(os.path.join(paths["data"], "topics_dev.tsv"), topic_dev)
-    _run_subcommand("finetune-classifier", [
-        "--train-file", os.path.join(paths["data"], "topics_train.tsv"),
-        "--dev-file", os.path.join(paths["data"], "topics_dev.tsv"), "--text-columns", "sentence",
-        "--label-column", "topic", "--init-checkpoint", pretrained, "--max-seq-length", str(CLASSIFIER_SEQ_LENGTH),
-        "--epochs", str(args.classifier_epochs), "--batch-size", str(BATCH_SIZE),
-        "--learning-rate", str(CLASSIFIER_LEARNING_RATE), "--seed", str(args.seed),
-        "--output-dir", paths["classifier"], "--verbose", verbose, "--no-jit",
-    ])
+    classifier, topic_scores = finetune_topic_classifier(
+        tokenizer, pretrained, write_topic_tsv(os.path.join(paths["data"], "topics_train.tsv"), topic_train),
+        write_topic_tsv(os.path.join(paths["data"], "topics_dev.tsv"), topic_dev), paths["classifier"],
+        args.classifier_epochs, args.seed, args.verbose)
     topic_counts = {}
     for _, topic in topic_dev:
         topic_counts[topic] = topic_counts.get(topic, 0) + 1
@@ -253,7 +372,7 @@ def run(args):
     classification = {
         "train_examples": len(topic_train),
         "dev_examples": len(topic_dev),
-        "dev_accuracy": _read_json(os.path.join(paths["classifier"], "eval_results.json"))["accuracy"],
+        "dev_accuracy": topic_scores["accuracy"],
         "majority_baseline_accuracy": topic_counts[largest_topic] / len(topic_dev),
         "majority_topic": largest_topic,
     }
@@ -267,16 +386,10 @@ def run(args):
     squad_train = subsample_squad(squad_train, _scaled_count(SQUAD_TRAIN_QUESTIONS, args.steps_scale), args.seed)
     squad_dev = subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
     for name, squad in (("squad_train.json", squad_train), ("squad_dev.json", squad_dev)):
-        atomic_write_json(os.path.join(paths["data"], name), squad)
-    _run_subcommand("finetune-squad", [
-        "--train-file", os.path.join(paths["data"], "squad_train.json"),
-        "--dev-file", os.path.join(paths["data"], "squad_dev.json"), "--init-checkpoint", pretrained,
-        "--max-seq-length", str(SQUAD_SEQ_LENGTH), "--doc-stride", str(SQUAD_DOC_STRIDE),
-        "--max-query-length", str(SQUAD_MAX_QUERY_LENGTH), "--epochs", str(args.squad_epochs),
-        "--batch-size", str(BATCH_SIZE), "--learning-rate", str(SQUAD_LEARNING_RATE), "--seed", str(args.seed),
-        "--output-dir", paths["question_answerer"], "--verbose", verbose, "--no-jit",
-    ])
-    squad_results = _read_json(os.path.join(paths["question_answerer"], "eval_results.json"))
+        atomic_write_json(os.path.join(paths["data"], name), squad)  # for `keras-bert evaluate` and reruns
+    question_answerer, squad_results = finetune_question_answerer(
+        tokenizer, pretrained, squad_train, squad_dev, paths["question_answerer"], args.squad_epochs, args.seed,
+        args.verbose)
     baseline = first_sentence_baseline(squad_dev)
     question_answering = {
         "train_questions": _question_count(squad_train),
@@ -293,14 +406,7 @@ def run(args):
 
     # 5. Export.
     report.begin("Exporting both models as SavedModels that take raw text")
-    saved = {"classifier": os.path.join(paths["saved_models"], "classifier"),
-             "question_answerer": os.path.join(paths["saved_models"], "question_answerer")}
-    _run_subcommand("export", ["--model", os.path.join(paths["classifier"], "last"), "--output", saved["classifier"],
-                               "--max-sequence-length", str(CLASSIFIER_SEQ_LENGTH)])
-    _run_subcommand("export", ["--model", os.path.join(paths["question_answerer"], "last"),
-                               "--output", saved["question_answerer"], "--max-sequence-length", str(SQUAD_SEQ_LENGTH),
-                               "--doc-stride", str(SQUAD_DOC_STRIDE), "--max-query-length",
-                               str(SQUAD_MAX_QUERY_LENGTH)])
+    saved = export_models(classifier, question_answerer, tokenizer, paths["saved_models"])
     report.end("export")
 
     # 6. Serving.
