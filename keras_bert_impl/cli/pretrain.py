@@ -138,6 +138,9 @@ def add_arguments(parser):
     out.add_argument("--max-steps-this-run", type=positive_int, default=None,
                      help="stop after this many steps (a multiple of --checkpoint-every) and exit; run the same "
                           "command again to continue (for time-limited or preemptible jobs)")
+    out.add_argument("--allow-changed-settings", action="store_true",
+                     help="resume although the step counts differ from the run's (the schedule then ends at the "
+                          "new count); every other setting must stay as the run started")
     add_verbose_argument(out)
     out.add_argument("--export-huggingface", action="store_true", help="also write final_huggingface/")
 
@@ -232,6 +235,42 @@ def training_phases(args, tokenizer):
     return phases
 
 
+# What a resume may change with --allow-changed-settings; every other setting of `run_settings` must stay.
+CHANGEABLE_SETTINGS = ("steps",)
+
+
+def run_settings(args, phase):
+    """The settings that define `phase` of this run, stored with each of its checkpoints: a resume that
+    changes one would train a different run from the middle, so it is refused (`check_resume_settings`)."""
+    settings = dict(model=args.init_checkpoint or f"preset {args.preset}", seed=args.seed, optimizer=args.optimizer,
+                    warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay, dropout=args.dropout,
+                    dtype=args.dtype, gradient_accumulation_steps=args.gradient_accumulation_steps,
+                    checkpoint_every=args.checkpoint_every, input_format=args.input_format,
+                    dupe_factor=args.dupe_factor, cased=args.cased, masking=phase["masking"],
+                    batch_size=phase["batch_size"], steps=phase["steps"], learning_rate=phase["learning_rate"])
+    settings.update({name: value for name, value in phase["preprocessor"].settings().items() if name != "seed"})
+    return settings
+
+
+def check_resume_settings(path, state, settings, allow_changed):
+    """Raise `ValueError` naming the first setting whose value differs from the one checkpoint `path` was
+    written with (`state["run_settings"]`), both values, and the way out."""
+    from keras_bert_impl.training.callbacks import changed_settings
+
+    changed = changed_settings(state.get("run_settings"), settings)
+    refused = {name: values for name, values in changed.items()
+               if not (allow_changed and name in CHANGEABLE_SETTINGS)}
+    if refused:
+        name, (old, new) = next(iter(refused.items()))
+        more = f" (and {', '.join(list(refused)[1:])})" if len(refused) > 1 else ""
+        allowed = (" or pass --allow-changed-settings to continue with the new step count"
+                   if name in CHANGEABLE_SETTINGS else "")
+        raise ValueError(
+            f"Cannot resume {path}: it was trained with {name}={old!r}, this run asks for {name}={new!r}{more}. "
+            f"Run with the same settings to resume, choose a new --output-dir to start over{allowed}."
+        )
+
+
 def build_dataset(preprocessor, files, batch_size, seed, masking=MASKING, tfrecords=False, dupe_factor=1,
                   input_format="sentence_per_line", vocabulary_size=None):
     """An endless, deterministic stream of pretraining batches (tf.data, outside the compiled step).
@@ -288,6 +327,9 @@ def run(args):
     checkpoints = {phase["index"]: latest_training_checkpoint(os.path.join(out, "checkpoints", f"phase{phase['index']}"))
                    for phase in phases}
     resume_phase = max([index for index, found in checkpoints.items() if found], default=1)
+    settings = {phase["index"]: run_settings(args, phase) for phase in phases}
+    if checkpoints.get(resume_phase):
+        check_resume_settings(*checkpoints[resume_phase], settings[resume_phase], args.allow_changed_settings)
 
     scope, strategy, is_chief = make_distribution(args.distribution, tpu=args.tpu)
     overrides = {}
@@ -348,7 +390,7 @@ def run(args):
                 MetricsLog(os.path.join(out, "metrics.jsonl"), every, extra={"phase": index},
                            step_offset=steps_before, write=is_chief),
                 TrainingCheckpoint(checkpoint_directory, every, keep=args.keep_checkpoints,
-                                   extra_state={"phase": index}, write=is_chief),
+                                   extra_state={"phase": index, "run_settings": settings[index]}, write=is_chief),
                 keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"), update_freq=every),
             ]
             logger.info("Phase %d: length %d, batch %d, %d steps (from %d)", index, phase["preprocessor"].sequence_length,

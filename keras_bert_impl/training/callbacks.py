@@ -154,6 +154,16 @@ def _seed_states(model):
     return ordered + [state for key, state in states.items() if key not in listed]
 
 
+def changed_settings(saved, settings):
+    """`{name: (saved value, value now)}` for each of `settings` that differs from `saved` (the settings a
+    checkpoint was written with, as read back from its JSON; None for a checkpoint that recorded none, which
+    then differs in nothing). Values are compared as JSON, so a tuple equals the list it was saved as."""
+    if saved is None:
+        return {}
+    settings = json.loads(json.dumps(settings))
+    return {name: (saved.get(name), value) for name, value in settings.items() if saved.get(name) != value}
+
+
 def latest_training_checkpoint(directory):
     """`(path, state)` of the newest complete checkpoint under `directory`, or None when there is none."""
     directory = os.fspath(directory)

@@ -130,14 +130,15 @@ def restore_finetuning_state(model, checkpoint, settings):
     Raises:
         ValueError: the saved state comes from a run with other settings; the message names them.
     """
-    from keras_bert_impl.training.callbacks import latest_training_checkpoint, restore_training_checkpoint
+    from keras_bert_impl.training.callbacks import (
+        changed_settings, latest_training_checkpoint, restore_training_checkpoint,
+    )
 
     found = latest_training_checkpoint(checkpoint.training_state_directory)
     if found is None:
         return 0
     path, state = found
-    saved = state.get("settings", {})
-    different = {key: (saved.get(key), value) for key, value in settings.items() if saved.get(key) != value}
+    different = changed_settings(state.get("settings", {}), settings)
     if different:
         details = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in sorted(different.items()))
         raise ValueError(
