@@ -24,7 +24,9 @@ import zipfile
 import keras
 import numpy as np
 
-from keras_bert_impl.utils.atomic_io import atomic_directory, atomic_write, atomic_write_text
+from keras_bert_impl.utils.atomic_io import (
+    atomic_directory, atomic_write, atomic_write_text, remove_stale_temporaries, require_free_space,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +71,24 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.extra_state = dict(extra_state or {})
         self.write = write
 
+    def _remove_stale_temporaries(self):
+        """Temp folders of checkpoint writes a kill interrupted (`.step_*.tmp-*`): no later write needs them."""
+        if self.write and os.path.isdir(self.directory):
+            for path in remove_stale_temporaries(self.directory, "step_"):
+                logger.info("Removed %s, left by an interrupted checkpoint write", path)
+
+    def on_train_begin(self, logs=None):
+        self._remove_stale_temporaries()
+
+    def on_train_end(self, logs=None):
+        self._remove_stale_temporaries()
+
+    def _checkpoint_bytes(self):
+        """About what a checkpoint takes: every model and optimizer variable, plus HDF5 overhead."""
+        optimizer = getattr(self.model, "optimizer", None)
+        variables = list(self.model.weights) + list(getattr(optimizer, "variables", None) or [])
+        return int(sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize for v in variables) * 1.05) + 65536
+
     def on_epoch_end(self, epoch, logs=None):
         step = (epoch + 1) * self.steps_per_epoch
         logs = {name: _as_float(value) for name, value in (logs or {}).items()}
@@ -84,6 +104,10 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             return
         path = os.path.join(self.directory, f"step_{step:08d}")
         state = {"step": step, "epoch": epoch + 1, "logs": logs, **self.extra_state}
+        found = latest_training_checkpoint(self.directory) if os.path.isdir(self.directory) else None
+        keep = f"the last checkpoint {found[0]} is kept" if found else "no checkpoint was written yet"
+        require_free_space(self.directory, self._checkpoint_bytes(),
+                           then=f"{keep}; free some space and run the same command again to resume")
         with atomic_directory(path, markers=(WEIGHTS_FILE, STATE_FILE), what="training checkpoint") as tmp:
             self.model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
             np.savez(os.path.join(tmp, RNG_STATE_FILE), *[

@@ -8,6 +8,8 @@ worst, a `*.tmp-*` leftover that the next successful write does not depend on.
 """
 
 import contextlib
+import errno
+import glob
 import json
 import os
 import shutil
@@ -136,6 +138,52 @@ def atomic_write_json(path, obj, indent=2):
     atomic_write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
 
 
+def _human_size(size):
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+
+
+def free_space(path):
+    """Bytes free for this user on the filesystem of `path` (or of its nearest existing parent)."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return shutil.disk_usage(path).free
+
+
+def is_disk_full(error):
+    """Whether `error` reports a full disk: `OSError` ENOSPC, or a library error (h5py's `RuntimeError`) that
+    carries `errno = 28` / "No space left on device" in its text."""
+    return (isinstance(error, OSError) and error.errno == errno.ENOSPC) or (
+        isinstance(error, (OSError, RuntimeError)) and "No space left on device" in str(error))
+
+
+def disk_full_error(path, needed=None, then="free some space or write elsewhere, then run again"):
+    """A one-line `OSError` (ENOSPC) naming `path`, the space free there and, if known, the space `needed`."""
+    need = f", about {_human_size(needed)} needed" if needed is not None else ""
+    return OSError(errno.ENOSPC, f"No space left on device writing {path}: {_human_size(free_space(path))} free "
+                                 f"there{need}; {then}.")
+
+
+def require_free_space(path, needed, then="free some space or write elsewhere, then run again"):
+    """Raise `disk_full_error` before writing `needed` bytes at `path` when the filesystem has less free."""
+    if free_space(path) < needed:
+        raise disk_full_error(path, needed, then)
+
+
+def remove_stale_temporaries(directory, prefix):
+    """Delete the leftovers of interrupted `atomic_*` writes of entries named `prefix*` in `directory`
+    (`.<prefix>*.tmp-*` and `.<prefix>*.old-*`); nothing else. Returns the removed paths."""
+    pattern = os.path.join(glob.escape(os.fspath(directory)), f".{glob.escape(prefix)}*")
+    stale = [path for path in glob.glob(pattern) if ".tmp-" in os.path.basename(path)
+             or ".old-" in os.path.basename(path)]
+    for path in stale:
+        _remove(path)
+    return stale
+
+
 class OutputExistsError(FileExistsError):
     """An output path holds something that is not a previous output of the same kind; nothing was written."""
 
@@ -196,7 +244,8 @@ def atomic_directory(path, markers=(), overwrite=False, what="output directory",
     the new one renamed in, and only then is the old one deleted. If the block raises, `path` is left
     exactly as it was. An existing `path` is replaced only if it is empty or a previous output of the same
     kind (it holds one of `markers`), or with `overwrite`; otherwise `OutputExistsError` is raised before
-    anything is written (`check_replaceable`). Every file gets the umask permissions.
+    anything is written (`check_replaceable`). Every file gets the umask permissions. A full disk, however the
+    writing library reports it, becomes one `disk_full_error` line.
 
     Example:
     >>> import os
@@ -212,8 +261,10 @@ def atomic_directory(path, markers=(), overwrite=False, what="output directory",
     try:
         yield tmp_dir
         _set_umask_modes(tmp_dir)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(tmp_dir, ignore_errors=True)
+        if is_disk_full(error):
+            raise disk_full_error(path, then="the previous version is kept; free some space and run again") from None
         raise
     backup = None
     if os.path.lexists(path):
