@@ -83,6 +83,12 @@ def check_arguments(args):
         raise UsageError("training needs --train-file (or pass --epochs 0 to predict only)")
     if args.epochs == 0 and not args.dev_file:
         raise UsageError("--epochs 0 predicts: give --dev-file")
+    # A stride longer than the shortest document window ([CLS] question [SEP] ... [SEP]) would skip context.
+    window = args.max_seq_length - args.max_query_length - 3
+    if args.doc_stride > window:
+        raise UsageError(f"--doc-stride {args.doc_stride} is longer than the document part of a window ({window} = "
+                         f"--max-seq-length {args.max_seq_length} - --max-query-length {args.max_query_length} - 3), "
+                         f"which would leave parts of the context in no window; use --doc-stride {window} or less")
 
 
 def run(args):

@@ -68,6 +68,9 @@ CHECKPOINT_EVERY = 100
 KEEP_CHECKPOINTS = 2
 MASKING = "dynamic"
 SEED = 12345
+# Longest instance a new model may be built for (its position table): longer ones need attention memory that
+# grows with the square of the length and no BERT checkpoint has such a table.
+MAX_NEW_MODEL_SEQUENCE_LENGTH = 4096
 
 
 def add_arguments(parser):
@@ -324,6 +327,10 @@ def run(args):
     os.makedirs(out, exist_ok=True)
     tokenizer = pretraining_tokenizer(args)
     phases = training_phases(args, tokenizer)
+    longest = max(phase["preprocessor"].sequence_length for phase in phases)
+    if not args.init_checkpoint and longest > MAX_NEW_MODEL_SEQUENCE_LENGTH:
+        raise ValueError(f"Sequence length {longest} is above {MAX_NEW_MODEL_SEQUENCE_LENGTH}, the longest position "
+                         f"table a new model is built with; use a shorter --seq-length / --phase2-seq-length.")
     checkpoints = {phase["index"]: latest_training_checkpoint(os.path.join(out, "checkpoints", f"phase{phase['index']}"))
                    for phase in phases}
     resume_phase = max([index for index, found in checkpoints.items() if found], default=1)
@@ -341,11 +348,14 @@ def run(args):
         if args.init_checkpoint:
             model = BertPretrainer.from_pretrained(args.init_checkpoint, **overrides)
         else:
-            longest = max(phase["preprocessor"].sequence_length for phase in phases)
             backbone = BertBackbone.from_preset(
                 args.preset, vocabulary_size=tokenizer.vocabulary_size(),
                 max_sequence_length=max(512, longest), **overrides)
             model = BertPretrainer(backbone)
+    if longest > model.backbone.max_sequence_length:
+        raise ValueError(f"Sequence length {longest} exceeds the position table of {args.init_checkpoint} "
+                         f"(max_sequence_length={model.backbone.max_sequence_length}); use a shorter --seq-length "
+                         f"/ --phase2-seq-length.")
     if tokenizer.vocabulary_size() != model.backbone.vocabulary_size:
         raise ValueError(f"The vocabulary has {tokenizer.vocabulary_size()} tokens but the model "
                          f"{model.backbone.vocabulary_size}: use the checkpoint's vocab.txt.")
