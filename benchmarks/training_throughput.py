@@ -647,11 +647,15 @@ def main():
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}; threads {args.threads}; repeats {args.repeats} x "
           f"{args.chunk_seconds:g} s chunks after {args.warmup} warmup steps")
     log_dir = tempfile.mkdtemp(prefix="training_throughput_")
+    failed = []
     for workload in args.workloads.split(","):
         workers = run_workload(workload, args, log_dir)
         report(workload, workers, args)
+        failed += [f"{workload} {worker.name}" for worker in workers if worker.error]
     print(f"\nworker logs: {log_dir}; load average at the end "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if failed:  # the report above is complete for the others; the exit status says that some are missing
+        sys.exit(f"{len(failed)} worker(s) failed: {', '.join(failed)} (logs in {log_dir})")
 
 
 if __name__ == "__main__":
