@@ -21,11 +21,16 @@ repeat (median over repeats). CPU time (process CPU-seconds over all threads, pl
 printed too: tokens per CPU-second does not depend on how well either side fills the N cores.
 
 `--profile` prints where our time goes, stage by stage (each a prefix of the pipeline timed the same way, CPU
-time over all threads), with the graph node count of each stage's function, and the same for HF.
+time over all threads), with the graph node count of each stage's function, and the same for HF. Its
+general-path rows run the public `tokenize_tensor` on every line prefixed with a soft hyphen: not printable
+ASCII, so no line takes the fast path, and deleted by the tokenizer, so the ids do not change (checked).
 
-`--model-check` also times one training step of a mini-size backbone (4 layers, H=256) with a masked-LM and
-an NSP head on the pipeline's batches, and prints how many times faster the pipeline makes batches than that
-model consumes them.
+`--model-check` also times one training step of a mini-size backbone (4 layers, H=256; `--model-size`) with a
+masked-LM and an NSP head on the pipeline's batches, and prints how many times faster the pipeline makes batches
+than that model consumes them.
+
+`--smoke`: tiny sizes (256 lines, batch 32, seq 64, 1 repeat, the tiny preset and 1 timed step for
+`--model-check`), the same code path: checks that the script runs (tests/benchmarks).
 
 Corpora (`--corpus`): `docstrings` (default), the docstring paragraphs of this machine's Python standard
 library (read with `ast`, nothing is imported), one paragraph per line, 99.9% printable ASCII; `mixed`, the
@@ -50,6 +55,11 @@ SEQ_LENGTH = 128
 MAX_PREDICTIONS = 20
 REPEATS = 5
 MAX_LINES = 20000
+MODEL_SIZE = "mini"
+MODEL_STEPS = 5
+GENERAL_PATH_PREFIX = "\u00ad"  # a soft hyphen (category Cf): the profile's general-path rows (see `profile`)
+SMOKE = dict(max_lines=256, batch_size=32, seq_length=64, max_predictions=10, repeats=1, model_size="tiny",
+             model_steps=1)
 
 
 def parse_args():
@@ -63,7 +73,14 @@ def parse_args():
     parser.add_argument("--corpus", choices=("docstrings", "mixed"), default="docstrings")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--model-check", action="store_true")
-    return parser.parse_args()
+    parser.add_argument("--model-size", default=MODEL_SIZE, help="preset of the --model-check backbone")
+    parser.add_argument("--model-steps", type=int, default=MODEL_STEPS, help="timed --model-check steps")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 repeat: checks that it runs")
+    args = parser.parse_args()
+    if args.smoke:  # smaller defaults; flags given on the command line still win
+        parser.set_defaults(**SMOKE)
+        args = parser.parse_args()
+    return args
 
 
 def stdlib_docstring_lines(max_lines):
@@ -248,12 +265,17 @@ def graph_nodes(tf, function, *specs):
 def profile(tf, lines, tokenizer, hf_tokenizer, collator, args):
     """Where the time goes: each stage as a prefix of the pipeline, timed like the full one (medians)."""
     from keras_bert_impl.data.masking import mask_dataset
-    from keras_bert_impl.tokenization import bert_tokenizer
 
     tokenize, packer, masker = our_stages(tokenizer, args)
 
     def general_only(text):  # the tokenizer's steps 1-5 for every line, as for text that is not plain ASCII
-        return bert_tokenizer._tokenize_batch(text, tokenizer._wordpiece, *tokenizer._settings())
+        # Only printable-ASCII lines take the fast path (see `bert_tokenizer`), and a soft hyphen is deleted in
+        # step 2: prefixed to every line, it sends the line down the general path with the same ids.
+        return tokenize(tf.strings.join([GENERAL_PATH_PREFIX, text]))
+
+    sample = tf.constant(lines[: args.batch_size])
+    if tokenize(sample).to_list() != general_only(sample).to_list():
+        raise SystemExit("the soft-hyphen prefix changed the token ids: the general-path rows would be wrong")
 
     def prefix(*functions, mask=False):
         dataset = tf.data.Dataset.from_tensor_slices(lines).batch(args.batch_size)
@@ -335,13 +357,13 @@ def profile(tf, lines, tokenizer, hf_tokenizer, collator, args):
 
 
 def model_step_seconds(dataset, vocabulary_size, args):
-    """Median seconds of one training step of a mini-size backbone with MLM + NSP heads."""
+    """Median seconds of one training step of a `--model-size` backbone with MLM + NSP heads."""
     import keras
     import numpy as np
 
     from keras_bert_impl.models.backbone import BertBackbone
 
-    backbone = BertBackbone.from_preset("mini", vocabulary_size=vocabulary_size)
+    backbone = BertBackbone.from_preset(args.model_size, vocabulary_size=vocabulary_size)
     inputs = {
         "token_ids": keras.Input((args.seq_length,), dtype="int32", name="token_ids"),
         "segment_ids": keras.Input((args.seq_length,), dtype="int32", name="segment_ids"),
@@ -352,7 +374,8 @@ def model_step_seconds(dataset, vocabulary_size, args):
     gathered = keras.ops.take_along_axis(
         outputs["sequence_output"], keras.ops.expand_dims(inputs["mask_positions"], -1), axis=1
     )
-    mlm = keras.layers.Dense(vocabulary_size, name="mlm")(keras.layers.Dense(256, activation="gelu")(gathered))
+    transformed = keras.layers.Dense(backbone.hidden_dim, activation="gelu")(gathered)
+    mlm = keras.layers.Dense(vocabulary_size, name="mlm")(transformed)
     nsp = keras.layers.Dense(2, name="nsp")(outputs["pooled_output"])
     model = keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
     model.compile(
@@ -375,7 +398,7 @@ def model_step_seconds(dataset, vocabulary_size, args):
     sample_weight = {"mlm": batch["mask_weights"], "nsp": np.ones(len(batch["mask_ids"]), "float32")}
     model.train_on_batch(x, y, sample_weight=sample_weight)  # compile the step
     times = []
-    for _ in range(5):
+    for _ in range(args.model_steps):
         start = time.perf_counter()
         model.train_on_batch(x, y, sample_weight=sample_weight)
         times.append(time.perf_counter() - start)
@@ -452,8 +475,8 @@ def main():
         our_median = statistics.median(o[0] for o in ours)
         step, tokens = model_step_seconds(dataset, tokenizer.vocabulary_size(), args)
         pipeline_batch = tokens / our_median  # seconds for the pipeline to make that batch's tokens
-        print(f"mini model: {step * 1000:.0f} ms per training step of {args.batch_size} sequences; the pipeline "
-              f"makes such a batch in {pipeline_batch * 1000:.1f} ms: {step / pipeline_batch:.0f}x faster")
+        print(f"{args.model_size} model: {step * 1000:.0f} ms per training step of {args.batch_size} sequences; "
+              f"the pipeline makes such a batch in {pipeline_batch * 1000:.1f} ms: {step / pipeline_batch:.0f}x faster")
 
 
 if __name__ == "__main__":
