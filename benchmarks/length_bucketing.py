@@ -24,6 +24,7 @@ Reported: the padded-token fraction (padding / all token slots the model compute
 tokens per second, medians; the goal is >= 2x real tokens/s with bucketing.
 
 Run: `KERAS_BACKEND=tensorflow python benchmarks/length_bucketing.py --repeats 3`
+(`--smoke`: the tiny preset, a few dozen rows, 1 repeat, the same code path: checks that it runs.)
 """
 
 import argparse
@@ -49,8 +50,11 @@ REPEATS = 3
 QUESTION_WORDS = 16
 CONTEXT_WORDS = 115  # median of the log-normal context length (words)
 MAX_PARAGRAPHS = 20000
+VOCABULARY_SIZE = 30522  # the real uncased vocabulary's
 THREADS = 2
 SEED = 0
+SMOKE = dict(size="tiny", batch_size=4, bucket_width=64, pair_rows=16, squad_examples=8, train_rows=16, repeats=1,
+             max_paragraphs=2000)
 
 
 def parse_args():
@@ -64,14 +68,21 @@ def parse_args():
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument("--tasks", default="pairs,squad")
-    return parser.parse_args()
+    parser.add_argument("--max-paragraphs", type=int, default=MAX_PARAGRAPHS,
+                        help="stdlib docstring paragraphs the text comes from")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 repeat: checks that it runs")
+    args = parser.parse_args()
+    if args.smoke:  # smaller defaults; flags given on the command line still win
+        parser.set_defaults(**SMOKE)
+        args = parser.parse_args()
+    return args
 
 
-def paragraphs_with_sentences():
+def paragraphs_with_sentences(max_paragraphs=MAX_PARAGRAPHS):
     from benchmarks.data_pipeline import stdlib_docstring_lines
     from keras_bert_impl.data.sentence_splitting import split_sentences
 
-    return [split_sentences(line) for line in stdlib_docstring_lines(MAX_PARAGRAPHS)]
+    return [split_sentences(line) for line in stdlib_docstring_lines(max_paragraphs)]
 
 
 def pair_examples(paragraphs, count, rng):
@@ -109,7 +120,7 @@ def length_summary(padding_mask):
             f"p90 {np.percentile(lengths, 90):.0f}, max {lengths.max()} of T={padding_mask.shape[1]}")
 
 
-def build_model(task, args, vocabulary_size, max_length):
+def build_model(task, args, vocabulary_size):
     import keras
 
     from keras_bert_impl.models.backbone import BertBackbone
@@ -136,13 +147,11 @@ def padded_fraction(real_tokens, batch_shapes):
 
 
 def run_task(task, inputs, labels, args):
-    import numpy as np
-
     from keras_bert_impl.data.length_bucketing import length_bucketed_dataset, predict_with_length_buckets
 
     B, width = args.batch_size, args.bucket_width
     T = inputs["token_ids"].shape[1]
-    model = build_model(task, args, VOCABULARY_SIZE, T)
+    model = build_model(task, args, VOCABULARY_SIZE)
     real = int(inputs["padding_mask"].sum())
     train_rows = min(args.train_rows, len(labels if not isinstance(labels, dict) else inputs["token_ids"]))
     train_inputs = {key: value[:train_rows] for key, value in inputs.items()}
@@ -194,10 +203,6 @@ def run_task(task, inputs, labels, args):
         print(f"  {kind}: real tokens/s fixed {statistics.median(fixed):,.0f}, bucketed "
               f"{statistics.median(bucketed):,.0f}: {statistics.median(bucketed) / statistics.median(fixed):.2f}x "
               f"(median per-repeat ratio {paired:.2f}x)")
-    return np
-
-
-VOCABULARY_SIZE = 30522
 
 
 def main():
@@ -209,14 +214,14 @@ def main():
     import keras
     import numpy as np
 
+    from benchmarks.data_pipeline import model_directory
     from keras_bert_impl.data.classification_data import LabelVocabulary, pack_classification_examples
     from keras_bert_impl.squad.squad_features import convert_examples_to_features
     from keras_bert_impl.tokenization import BertTokenizer
-    from tests.helpers import real_checkpoint_dir
 
-    tokenizer = BertTokenizer.from_pretrained(real_checkpoint_dir())
+    tokenizer = BertTokenizer.from_pretrained(model_directory())
     rng = random.Random(SEED)
-    paragraphs = [p for p in paragraphs_with_sentences() if p]
+    paragraphs = [p for p in paragraphs_with_sentences(args.max_paragraphs) if p]
     print(f"{time.strftime('%Y-%m-%d %H:%M')}; backend {keras.backend.backend()}; {os.cpu_count()} CPUs, load "
           f"average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.size}, batch {args.batch_size}, "
           f"bucket width {args.bucket_width}; {len(paragraphs)} stdlib docstring paragraphs")
