@@ -4,13 +4,14 @@ Parts, each its own `jax.jit` function over the same variables and batch (mini, 
 slots, as `training_throughput.py`): the forward pass in training mode with the losses; forward + backward
 (`jax.value_and_grad`); the optimizer update alone (Adam or our `AdamWeightDecay`); the whole step as
 `BertPretrainer.train_on_batch` runs it. Each is also timed with dropout off (hidden and attention
-separately), which isolates the cost of the dropout masks (random bits: `jax.random` threefry, lowered
-unrolled on CPU by `keras_bert_impl.training.backend_tuning`; `--keras-dropout` sets
-`KERAS_BERT_IMPL_FAST_DROPOUT=0` for JAX's default rolled lowering, in a separate run since the lowering is
-process-wide). A part's cost is the difference of two rows; the rows are timed interleaved, medians over
+separately), which isolates the cost of the dropout masks (random bits: `jax.random`'s threefry, written out
+in `jax.numpy` by `keras_bert_impl.backend.random_bits` so XLA fuses it, the same bits; `--keras-dropout` sets
+`KERAS_BERT_IMPL_FAST_DROPOUT=0` for Keras' dropout, i.e. `jax.random`, which XLA:CPU runs as a rolled loop).
+A part's cost is the difference of two rows; the rows are timed interleaved, medians over
 `--repeats`, in process CPU time (all threads), which a shared, loaded machine disturbs far less than wall time.
 
 Run: `KERAS_BACKEND=jax python benchmarks/pretraining_step_breakdown.py --repeats 5 [--keras-dropout]`
+(`--smoke`: the tiny preset, batch 4, seq 32, one call each, the dropout 0.1/0.1 row only: checks that it runs.)
 """
 
 import argparse
@@ -30,6 +31,8 @@ SEQ_LENGTH = 128
 PREDICTIONS = 20
 REPEATS = 5
 STEPS = 2
+SMOKE = dict(size="tiny", batch_size=4, seq_length=32, predictions=4, repeats=1, steps=1)
+SMOKE_VARIANTS = ("dropout 0.1/0.1",)  # each variant compiles its own model and parts
 
 
 def parse_args():
@@ -42,8 +45,12 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--optimizer", default="adam", choices=("adam", "adam_weight_decay"))
     parser.add_argument("--keras-dropout", action="store_true",
-                        help="KERAS_BERT_IMPL_FAST_DROPOUT=0: JAX's default (rolled) threefry lowering")
+                        help="KERAS_BERT_IMPL_FAST_DROPOUT=0: Keras' dropout (jax.random, a rolled loop on CPU)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one variant: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:  # smaller defaults; flags given on the command line still win
+        parser.set_defaults(**SMOKE)
+        args = parser.parse_args()
     if args.keras_dropout:
         os.environ["KERAS_BERT_IMPL_FAST_DROPOUT"] = "0"
     return args
@@ -68,8 +75,6 @@ def parts(model, batch):
     """name -> zero-argument callable that runs that part once and blocks."""
     import jax
 
-    from keras_bert_impl.training.backend_train_steps import _jax_losses
-
     x = {k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
     y = {k: batch[k] for k in ("mask_ids", "mask_weights", "next_sentence_labels")}
     model.train_on_batch(x, y)  # builds the optimizer and the compiled step
@@ -77,10 +82,14 @@ def parts(model, batch):
     trainable = [jax.numpy.array(v.value, copy=True) for v in model.trainable_variables]
     non_trainable = [jax.numpy.array(v.value, copy=True) for v in model.non_trainable_variables]
     optimizer_values = [jax.numpy.array(v.value, copy=True) for v in model.optimizer.variables]
+    metrics_values = [jax.numpy.array(v.value, copy=True) for v in model.metrics_variables]
 
-    forward = jax.jit(lambda t, n, o, x, y: _jax_losses(model, t, n, o, x, y, True)[0])
-    value_and_grad = jax.jit(jax.value_and_grad(
-        lambda t, n, o, x, y: _jax_losses(model, t, n, o, x, y, True), argnums=0, has_aux=True))
+    def losses(t, n, o, x, y):  # Keras' JAX trainer: stateless forward + compute_loss (+ loss scaling)
+        return model.compute_loss_and_updates(t, n, metrics_values, x, y, None, training=True,
+                                              optimizer_variables=o)
+
+    forward = jax.jit(lambda t, n, o, x, y: losses(t, n, o, x, y)[0])
+    value_and_grad = jax.jit(jax.value_and_grad(losses, argnums=0, has_aux=True))
     gradients = value_and_grad(trainable, non_trainable, optimizer_values, x, y)[1]
     update = jax.jit(lambda o, g, t: model.optimizer.stateless_apply(o, g, t))
 
@@ -108,6 +117,8 @@ def main():
     batch = random_batch(args)
     variants = {"dropout 0.1/0.1": (0.1, 0.1), "hidden 0.1, attention 0": (0.1, 0.0),
                 "hidden 0, attention 0.1": (0.0, 0.1), "no dropout": (0.0, 0.0)}
+    if args.smoke:
+        variants = {name: variants[name] for name in SMOKE_VARIANTS}
     timers = {}
     for variant, rates in variants.items():
         for name, fn in parts(build(args, *rates), batch).items():
