@@ -7,8 +7,10 @@ For scale it also runs the same weights with the tanh-approximate GELU (what ker
 checkpoint) and the round trip ours -> Hugging Face files -> `transformers`.
 
 Run under each backend:  KERAS_BACKEND=jax python benchmarks/checkpoint_parity.py
+(`--smoke`, as for every benchmark, runs it unchanged: one batch of five sentences is already small.)
 """
 
+import argparse
 import tempfile
 
 import keras
@@ -69,7 +71,10 @@ def differences(a, b, mask):
     return float(np.abs(a[0] - b[0])[real].max()), float(np.abs(a[1] - b[1]).max())
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="accepted for the CI smoke test: the run is already small")
+    parser.parse_args(argv)
     directory = checkpoint_dir()
     ids, types, mask = encode(transformers.BertTokenizerFast.from_pretrained(directory))
     expected = reference(transformers.BertModel.from_pretrained(directory).eval(), ids, types, mask)

