@@ -26,9 +26,35 @@ def non_negative_int(text):
     return value
 
 
+def _finite_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def positive_float(text):
+    """argparse type: a finite float > 0 (learning rates): NaN or inf would train steps before failing."""
+    value = _finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def non_negative_float(text):
+    """argparse type: a finite float >= 0 (weight decay)."""
+    value = _finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 def fraction(text):
     """argparse type: a float in [0, 1]."""
-    value = float(text)
+    value = _finite_float(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
@@ -123,11 +149,11 @@ def add_finetuning_training_arguments(parser, *, epochs, batch_size, eval_batch_
     train.add_argument("--epochs", type=epochs_type, default=epochs_default, help=f"{epochs_help} (default: %(default)s)")
     train.add_argument("--batch-size", type=positive_int, default=batch_size, help="(default: %(default)s)")
     train.add_argument("--eval-batch-size", type=positive_int, default=eval_batch_size, help="(default: %(default)s)")
-    train.add_argument("--learning-rate", type=float, default=learning_rate, help="peak learning rate "
+    train.add_argument("--learning-rate", type=positive_float, default=learning_rate, help="peak learning rate "
                        "(default: %(default)s)")
     train.add_argument("--warmup-fraction", type=fraction, default=warmup_fraction,
                        help="share of the updates with linear warmup (default: %(default)s)")
-    train.add_argument("--weight-decay", type=float, default=weight_decay, help="(default: %(default)s)")
+    train.add_argument("--weight-decay", type=non_negative_float, default=weight_decay, help="(default: %(default)s)")
     train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --max-seq-length")
     train.add_argument("--bucket-width", type=positive_int, default=bucket_width,
                        help="length-bucket granularity in tokens (default: %(default)s)")

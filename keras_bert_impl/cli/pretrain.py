@@ -46,7 +46,9 @@ from keras_bert_impl.cli.arguments import (
     add_verbose_argument,
     fraction,
     masking_settings,
+    non_negative_float,
     non_negative_int,
+    positive_float,
     positive_int,
 )
 
@@ -100,20 +102,20 @@ def add_arguments(parser):
     model.add_argument("--preset", default=PRESET, help="model size from scratch: tiny, mini, small, medium, base, "
                        "large (default: %(default)s)")
     model.add_argument("--init-checkpoint", help="start from this checkpoint (any path from_pretrained reads)")
-    model.add_argument("--dropout", type=float, default=None, help="override hidden + attention dropout")
+    model.add_argument("--dropout", type=fraction, default=None, help="override hidden + attention dropout")
     model.add_argument("--dtype", default=None, help="e.g. mixed_bfloat16; mixed_float16 adds loss scaling")
     train = parser.add_argument_group("training")
     train.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE, help="global batch size "
                        "(default: %(default)s)")
     train.add_argument("--steps", type=positive_int, default=STEPS, help="phase-1 optimizer steps "
                        "(default: %(default)s)")
-    train.add_argument("--learning-rate", type=float, default=LEARNING_RATE, help="peak learning rate "
+    train.add_argument("--learning-rate", type=positive_float, default=LEARNING_RATE, help="peak learning rate "
                        "(default: %(default)s)")
     train.add_argument("--warmup-fraction", type=fraction, default=WARMUP_FRACTION,
                        help="share of the steps with linear warmup (default: %(default)s)")
     train.add_argument("--optimizer", default=OPTIMIZER, help="adamw_original (the paper's), lamb (large batches) "
                        "or keras_adamw (default: %(default)s)")
-    train.add_argument("--weight-decay", type=float, default=WEIGHT_DECAY, help="decoupled weight decay "
+    train.add_argument("--weight-decay", type=non_negative_float, default=WEIGHT_DECAY, help="decoupled weight decay "
                        "(default: %(default)s)")
     train.add_argument("--gradient-accumulation-steps", type=positive_int, default=1,
                        help="batches summed per optimizer update (default: 1)")
@@ -124,7 +126,7 @@ def add_arguments(parser):
     train.add_argument("--phase2-max-predictions-per-seq", type=positive_int, default=PHASE2_MAX_PREDICTIONS_PER_SEQ,
                        help="masked-LM slots in phase 2 (default: %(default)s)")
     train.add_argument("--phase2-batch-size", type=positive_int, default=None, help="defaults to --batch-size")
-    train.add_argument("--phase2-learning-rate", type=float, default=None, help="defaults to --learning-rate")
+    train.add_argument("--phase2-learning-rate", type=positive_float, default=None, help="defaults to --learning-rate")
     train.add_argument("--jit-compile", default="auto", choices=("auto", "true", "false"),
                        help="compile the step with XLA (default: auto)")
     train.add_argument("--distribution", default="none",
