@@ -14,7 +14,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
-from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.task import AUTO, BertTask
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config
 
 logger = logging.getLogger(__name__)
@@ -109,6 +109,10 @@ class BertPretrainer(BertTask):
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
+        preprocessor: `BertPretrainingPreprocessor` or None. With one, `fit` / `evaluate` / `predict` take raw
+            texts or `(first_texts, second_texts)` pairs (and next-sentence labels as `y`), packed and masked
+            in tf.data with the preprocessor's settings; without one, the inputs and targets below. Defaults
+            to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`, and
@@ -132,7 +136,9 @@ class BertPretrainer(BertTask):
     ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
     """
 
-    def __init__(self, backbone, **kwargs):
+    default_preprocessor_class = "BertPretrainingPreprocessor"
+
+    def __init__(self, backbone, preprocessor=None, **kwargs):
         inputs = dict(backbone.input)
         mask_positions = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
         # The backbone's last block computes only the rows the heads read: [CLS] and the masked positions.
@@ -156,6 +162,7 @@ class BertPretrainer(BertTask):
         }
         super().__init__(inputs={**inputs, "mask_positions": mask_positions}, outputs=outputs, **kwargs)
         self.backbone = backbone
+        self.preprocessor = preprocessor
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
         # Tracked by Keras, so `model.metrics` lists them after its own `loss` tracker (see METRIC_NAMES).
@@ -231,7 +238,7 @@ class BertPretrainer(BertTask):
     # -- config and checkpoints -------------------------------------------------------------------------
 
     @classmethod
-    def from_pretrained(cls, path, **overrides):
+    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, **overrides):
         """Build a pretrainer from any checkpoint `checkpoints.read_checkpoint` reads.
 
         Hugging Face `BertForPreTraining` (`cls.predictions.*`, `cls.seq_relationship`), original BERT
@@ -241,6 +248,12 @@ class BertPretrainer(BertTask):
 
         Args:
             path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            preprocessor: "auto", a `BertPretrainingPreprocessor`, or None. "auto" attaches the one saved with
+                the model (its masking settings included), else a `BertPretrainingPreprocessor` with the
+                original recipe on the checkpoint's `vocab.txt` and casing (none when the directory has no
+                vocabulary or TensorFlow is not installed). Defaults to "auto".
+            sequence_length: int or None. The preprocessor's packing length; None keeps the saved one, else
+                `min(128, max_sequence_length)`. Defaults to None.
             **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
         """
         from keras_bert_impl.checkpoints import backbone_config, load_weights, native, read_checkpoint
@@ -250,7 +263,8 @@ class BertPretrainer(BertTask):
 
         fmt, config, tensors, extra = read_checkpoint(path)
         backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        model = cls(backbone)
+        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
+        model = cls(backbone, preprocessor=preprocessor)
         head_paths = [variable.path for variable in model.weights if variable.path.split("/")[0] in (
             model.masked_lm_head.name, model.next_sentence_head.name)]
         if fmt == "native" and extra.get("class_name") == cls.__name__:
@@ -272,6 +286,31 @@ class BertPretrainer(BertTask):
         logger.info("Loaded BertPretrainer from %s (%s): %s", path, fmt, report.summary())
         model.load_report = report
         return model
+
+    @classmethod
+    def from_preset(cls, name, vocabulary=None, sequence_length=None, lowercase=True, **backbone_overrides):
+        """A randomly initialised pretrainer of a published size (`models.presets.PRESETS`: "tiny" ... "large").
+
+        Args:
+            name: str. The preset.
+            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
+                backbone is sized to it and a `BertPretrainingPreprocessor` on it (the original masking recipe;
+                pass your own with `BertPretrainer(backbone, preprocessor=...)` for other settings) is
+                attached. None: no preprocessor, the published 30,522-token size. Defaults to None.
+            sequence_length: int or None. The preprocessor's length. Defaults to `min(128, max_sequence_length)`.
+            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
+            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
+
+        Example:
+        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat"]
+        >>> model = BertPretrainer.from_preset("tiny", vocabulary=vocabulary, sequence_length=16)
+        >>> model.compile(optimizer="adam")
+        >>> history = model.fit((["the cat sat"], ["on the mat"]), [0], epochs=1, verbose=0)
+        >>> sorted(history.history)
+        ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
+        """
+        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
+        return cls(backbone, preprocessor=preprocessor)
 
     def save_huggingface(self, path):
         """Write a Hugging Face `BertForPreTraining` directory (`transformers` loads it), atomically."""
