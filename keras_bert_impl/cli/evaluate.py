@@ -35,6 +35,9 @@ def add_arguments(parser):
                        help="evaluation script to use (default: auto, from the dataset file)")
     squad.add_argument("--na-prob-thresh", type=float, default=1.0,
                        help="v2.0: predict no answer where null odds exceed this (default: %(default)s)")
+    squad.add_argument("--skip-unscorable-questions", action="store_true",
+                       help="leave out questions that repeat an id or lack 'answers' without is_impossible (counted "
+                       "in the scores as skipped_unscorable_questions) instead of refusing the file")
     classification = parser.add_argument_group("classification")
     classification.add_argument("--gold-file", help="the labeled TSV, CSV or JSONL file the predictions are for")
     classification.add_argument("--task", help="GLUE task name: its file layout and official metrics")
@@ -119,7 +122,8 @@ def run(args):
 
         version_2 = {"auto": None, "1.1": False, "2.0": True}[args.version]
         results = evaluate_squad_files(args.squad_file, args.predictions, na_prob_path=args.null_odds,
-                                       version_2=version_2, na_prob_thresh=args.na_prob_thresh)
+                                       version_2=version_2, na_prob_thresh=args.na_prob_thresh,
+                                       skip_unscorable=args.skip_unscorable_questions)
     else:
         results = classification_scores(args)
     # NumPy scalars -> plain numbers for JSON.

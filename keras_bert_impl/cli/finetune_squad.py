@@ -54,6 +54,9 @@ def add_arguments(parser):
     data = parser.add_argument_group("data")
     data.add_argument("--train-file", help="SQuAD JSON with answers (omit with --epochs 0)")
     data.add_argument("--dev-file", help="SQuAD JSON to predict and evaluate (after every epoch and at the end)")
+    data.add_argument("--skip-unscorable-questions", action="store_true",
+                      help="leave out --dev-file questions that repeat an id or lack 'answers' without is_impossible "
+                      "(the number left out is printed) instead of refusing the file")
     data.add_argument("--version-2", action="store_true", help="SQuAD v2.0: questions may have no answer")
     data.add_argument("--max-seq-length", type=positive_int, default=MAX_SEQ_LENGTH,
                       help="tokens per window: [CLS] question [SEP] document part [SEP] (default: %(default)s)")
@@ -95,7 +98,12 @@ def run(args):
     """Fine-tune, predict and evaluate as `args` say; return 0."""
     import keras
 
-    from keras_bert_impl.squad import convert_examples_to_features, read_squad_examples
+    from keras_bert_impl.squad import (
+        convert_examples_to_features,
+        parse_squad_examples,
+        read_squad_examples,
+        scorable_squad_json,
+    )
     from keras_bert_impl.squad.squad_reader import load_squad_json
     from keras_bert_impl.training import finetuning
 
@@ -109,8 +117,12 @@ def run(args):
 
     dev = None
     if args.dev_file:
-        dev_json = load_squad_json(args.dev_file)
-        dev_examples = read_squad_examples(args.dev_file)
+        dev_json, skipped = scorable_squad_json(load_squad_json(args.dev_file), args.dev_file,
+                                                skip_unscorable=args.skip_unscorable_questions)
+        if skipped:
+            print(f"skipped {skipped} questions of {args.dev_file} that cannot be scored (a repeated id, or no "
+                  f"'answers' without is_impossible)")
+        dev_examples = parse_squad_examples(dev_json, source=args.dev_file)
         dev_features = convert_examples_to_features(dev_examples, tokenizer, **windows)
         dev = (dev_json, dev_examples, dev_features)
 

@@ -27,4 +27,5 @@ from keras_bert_impl.squad.squad_reader import (
     SquadFormatError,
     parse_squad_examples,
     read_squad_examples,
+    scorable_squad_json,
 )

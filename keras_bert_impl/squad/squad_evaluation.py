@@ -26,7 +26,7 @@ import logging
 import re
 import string
 
-from keras_bert_impl.squad.squad_reader import SquadFormatError, load_squad_json
+from keras_bert_impl.squad.squad_reader import SquadFormatError, load_squad_json, scorable_squad_json
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,12 @@ def _articles(dataset):
 
 
 def _questions(dataset):
-    """(qas_id, gold answer texts) for every question of the dataset, in file order."""
+    """(qas_id, gold answer texts) for every question of the dataset, in file order.
+
+    Raises `SquadFormatError` for a repeated id or a question without `answers` that is not `is_impossible`
+    (`scorable_squad_json`): scoring them would merge questions or count them as unanswerable.
+    """
+    scorable_squad_json(_articles(dataset), source="the SQuAD dataset")
     for article in _articles(dataset):
         for paragraph in article["paragraphs"]:
             for question in paragraph["qas"]:
@@ -265,7 +270,7 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
 
 
 def evaluate_squad_files(dataset_path, predictions_path, na_prob_path=None, version_2=None,
-                         na_prob_thresh=1.0):
+                         na_prob_thresh=1.0, skip_unscorable=False):
     """Evaluates predictions.json (and null_odds.json) against a SQuAD file, like the official scripts.
 
     Args:
@@ -275,11 +280,20 @@ def evaluate_squad_files(dataset_path, predictions_path, na_prob_path=None, vers
         version_2: bool or None. Use v2.0 evaluation; None picks v2.0 if the file's `version` starts
             with "v2" or any question has `is_impossible`. Defaults to None.
         na_prob_thresh: float. v2.0 no-answer threshold. Defaults to 1.0.
+        skip_unscorable: bool. Leave out questions that repeat an id or lack `answers` without `is_impossible`
+            (`scorable_squad_json`) instead of raising. Defaults to False.
 
     Returns:
-        dict, as `evaluate_v1` or `evaluate_v2`.
+        dict, as `evaluate_v1` or `evaluate_v2`; with `skipped_unscorable_questions` when some were left out.
     """
-    dataset = load_squad_json(dataset_path)
+    dataset, skipped = scorable_squad_json(load_squad_json(dataset_path), dataset_path, skip_unscorable)
+    result = _evaluate_dataset(dataset, predictions_path, na_prob_path, version_2, na_prob_thresh)
+    if skipped:
+        result["skipped_unscorable_questions"] = skipped
+    return result
+
+
+def _evaluate_dataset(dataset, predictions_path, na_prob_path, version_2, na_prob_thresh):
     predictions = _load_json_object(predictions_path)
     if version_2 is None:
         version_2 = str(dataset.get("version", "")).startswith("v2") or any(

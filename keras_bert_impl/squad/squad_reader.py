@@ -15,6 +15,9 @@ Bad input:
   index (`data[0].paragraphs[3].qas[1]`) and the field.
 - For training, a question whose first answer does not match the context at `answer_start` is skipped with
   a `logging` warning; `SquadExamples.skipped` lists every skip and why.
+- Outside training, two questions with the same id raise `SquadFormatError` (predictions are keyed by id).
+- For scoring, `scorable_squad_json` also refuses a question without `answers` that is not marked
+  `is_impossible` (it would be scored as unanswerable); `skip_unscorable=True` drops such questions instead.
 """
 
 import collections.abc
@@ -179,6 +182,7 @@ def parse_squad_examples(squad_json, is_training=False, source="<squad json>"):
     version = squad_json.get("version", "")
     version = version if isinstance(version, str) else str(version)
     examples, skipped = [], []
+    first_location = {}
     for article_index, article in enumerate(articles):
         article_location = f"data[{article_index}]"
         title = _field(article, "title", str, source, article_location, default="")
@@ -190,6 +194,11 @@ def parse_squad_examples(squad_json, is_training=False, source="<squad json>"):
             for question_index, question in enumerate(questions):
                 location = f"{paragraph_location}.qas[{question_index}]"
                 example = _parse_question(question, context, title, is_training, source, location)
+                if not is_training:
+                    if example.qas_id in first_location:
+                        raise SquadFormatError(_unscorable_message(
+                            source, location, example.qas_id, _duplicate_id_problem(first_location[example.qas_id])))
+                    first_location[example.qas_id] = location
                 reason = None
                 if is_training and not example.is_impossible:
                     reason = _answer_mismatch(context, example.answers[0])
@@ -236,6 +245,76 @@ def _parse_question(question, context, title, is_training, source, location):
         # v2.0 training files keep `plausible_answers` aside; an impossible question's label is [CLS].
         answers = []
     return SquadExample(qas_id, question_text, context, tuple(answers), is_impossible, title)
+
+
+SKIP_UNSCORABLE_FLAG = "--skip-unscorable-questions"
+
+
+def _duplicate_id_problem(first_location):
+    return (f"repeats the field 'id' of {first_location}, so their predictions would be merged; give every question "
+            f"its own id")
+
+
+_MISSING_ANSWERS_PROBLEM = ("is missing the field 'answers' and is not marked is_impossible, so it would be scored as "
+                            "unanswerable; add its gold answers (or \"is_impossible\": true)")
+
+
+def _unscorable_message(source, location, qas_id, problem, count=1):
+    others = f" ({count} such questions in the file)" if count > 1 else ""
+    return (f"{source}: {location} (id {qas_id!r}) {problem}, or pass {SKIP_UNSCORABLE_FLAG} to leave such questions "
+            f"out of an evaluation{others}.")
+
+
+def scorable_squad_json(squad_json, source="<squad json>", skip_unscorable=False):
+    """Checks that every question of a SQuAD file with gold answers can be scored.
+
+    A question cannot be scored if it repeats the id of an earlier question (the predictions, keyed by id, would
+    merge) or has no `answers` field without being marked `is_impossible` (it would silently count as
+    unanswerable).
+
+    Args:
+        squad_json: dict or list. The parsed file, or its `data` list of articles.
+        source: str. Name used in error messages. Defaults to "<squad json>".
+        skip_unscorable: bool. Drop such questions (keeping the first of repeated ids) instead of raising.
+            Defaults to False.
+
+    Returns:
+        (squad_json, dropped): the data (a filtered copy when questions were dropped) and the number dropped.
+
+    Raises:
+        SquadFormatError: naming the first unscorable question, its id and field, unless `skip_unscorable`.
+
+    Example:
+    >>> data = {"data": [{"paragraphs": [{"context": "c", "qas": [{"id": "a", "question": "q", "answers": []},
+    ...                                                          {"id": "a", "question": "q", "answers": []}]}]}]}
+    >>> scorable_squad_json(data, skip_unscorable=True)[1]
+    1
+    """
+    articles = squad_json if isinstance(squad_json, list) else _field(squad_json, "data", list, source, "the top level")
+    first_location, problems, kept_articles = {}, [], []
+    for article_index, article in enumerate(articles):
+        paragraphs = _field(article, "paragraphs", list, source, f"data[{article_index}]")
+        kept_paragraphs = []
+        for paragraph_index, paragraph in enumerate(paragraphs):
+            paragraph_location = f"data[{article_index}].paragraphs[{paragraph_index}]"
+            kept_questions = []
+            for question_index, question in enumerate(_field(paragraph, "qas", list, source, paragraph_location)):
+                location = f"{paragraph_location}.qas[{question_index}]"
+                qas_id = _field(question, "id", str, source, location)
+                if qas_id in first_location:
+                    problems.append((location, qas_id, _duplicate_id_problem(first_location[qas_id])))
+                elif "answers" not in question and not question.get("is_impossible", False):
+                    problems.append((location, qas_id, _MISSING_ANSWERS_PROBLEM))
+                else:
+                    first_location[qas_id] = location
+                    kept_questions.append(question)
+            kept_paragraphs.append({**paragraph, "qas": kept_questions})
+        kept_articles.append({**article, "paragraphs": kept_paragraphs})
+    if not problems:
+        return squad_json, 0
+    if not skip_unscorable:
+        raise SquadFormatError(_unscorable_message(source, *problems[0], count=len(problems)))
+    return (kept_articles if isinstance(squad_json, list) else {**squad_json, "data": kept_articles}), len(problems)
 
 
 def load_squad_json(path):
