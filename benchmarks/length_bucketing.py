@@ -234,7 +234,7 @@ def main():
         run_task("pairs", inputs, labels, args)
     if "squad" in tasks:
         features = convert_examples_to_features(squad_examples(paragraphs, args.squad_examples, rng), tokenizer,
-                                                max_seq_length=384, doc_stride=128, max_query_length=64)
+                                                sequence_length=384, doc_stride=128, max_query_length=64)
         inputs = features.inputs()
         labels = {key: np.zeros(len(features), "int32") for key in ("start_positions", "end_positions")}
         print(f"\n== SQuAD-like question + paragraph, T=384: {args.squad_examples} questions -> "

@@ -89,7 +89,7 @@ def main(argv=None):
         # graph packs texts to the preprocessor's length, as the Keras model's predict does.
         model = BertClassifier.from_pretrained(args.classifier)
         path = export_saved_model(model, os.path.join(args.output_dir, "classifier"), model.preprocessor.tokenizer,
-                                  max_sequence_length=model.preprocessor.sequence_length)
+                                  sequence_length=model.preprocessor.sequence_length)
         served = tf.saved_model.load(path)
         print(f"\nExported {args.classifier} -> {path}; signatures {sorted(served.signatures)}")
 

@@ -104,7 +104,7 @@ def main(argv=None):
 
     # 3. Windows: [CLS] question [SEP] part of the context [SEP]; training windows carry the answer's token
     # span ((0, 0), the [CLS] token, where the answer is outside the window).
-    windows = dict(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+    windows = dict(sequence_length=args.max_seq_length, doc_stride=args.doc_stride,
                    max_query_length=args.max_query_length)
     train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **windows)
     dev_features = convert_examples_to_features(dev_examples, tokenizer, **windows)

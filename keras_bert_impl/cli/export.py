@@ -64,7 +64,7 @@ def run(args):
     if options and type(model).__name__ != "BertQuestionAnswerer":
         raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "
                          f"({', '.join(sorted(options))}) apply only to question answerers.")
-    path = export_saved_model(model, output, tokenizer, max_sequence_length=args.max_sequence_length,
+    path = export_saved_model(model, output, tokenizer, sequence_length=args.max_sequence_length,
                               overwrite=args.overwrite, **options)
     print(f"Exported {type(model).__name__} to {path}")
     return 0

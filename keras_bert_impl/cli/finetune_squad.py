@@ -112,7 +112,7 @@ def run(args):
     tokenizer = finetuning.load_tokenizer(args.vocab, args.init_checkpoint, lowercase=False if args.cased else None)
     model = finetuning.build_question_answerer(tokenizer, init_checkpoint=args.init_checkpoint, preset=args.preset,
                                                max_sequence_length=max(512, args.max_seq_length))
-    windows = dict(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+    windows = dict(sequence_length=args.max_seq_length, doc_stride=args.doc_stride,
                    max_query_length=args.max_query_length)
 
     dev = None

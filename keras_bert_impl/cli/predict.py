@@ -119,7 +119,7 @@ def answer(args, model, tokenizer):
                 context = handle.read()
         examples = [SquadExample("question", args.question, context, ())]
     length = min(args.max_seq_length or 384, model.backbone.max_sequence_length)
-    features = convert_examples_to_features(examples, tokenizer, max_seq_length=length, doc_stride=args.doc_stride,
+    features = convert_examples_to_features(examples, tokenizer, sequence_length=length, doc_stride=args.doc_stride,
                                             max_query_length=min(args.max_query_length, length - 4))
     logits = predict_logits(model, features.inputs(), args.batch_size)
     decoded = decode_squad_predictions(

@@ -267,7 +267,7 @@ def finetune_question_answerer(tokenizer, pretrained, squad_train, squad_dev, di
     from keras_bert_impl.training import finetuning
 
     keras.utils.set_random_seed(seed)
-    windows = dict(max_seq_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
+    windows = dict(sequence_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
                    max_query_length=SQUAD_MAX_QUERY_LENGTH)
     model = finetuning.build_question_answerer(tokenizer, init_checkpoint=pretrained)
     train_features = convert_examples_to_features(parse_squad_examples(squad_train, is_training=True), tokenizer,
@@ -295,9 +295,9 @@ def export_models(classifier, question_answerer, tokenizer, directory):
 
     saved = {"classifier": os.path.join(directory, "classifier"),
              "question_answerer": os.path.join(directory, "question_answerer")}
-    export_saved_model(classifier, saved["classifier"], tokenizer, max_sequence_length=CLASSIFIER_SEQ_LENGTH)
+    export_saved_model(classifier, saved["classifier"], tokenizer, sequence_length=CLASSIFIER_SEQ_LENGTH)
     export_saved_model(question_answerer, saved["question_answerer"], tokenizer,
-                       max_sequence_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
+                       sequence_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
                        max_query_length=SQUAD_MAX_QUERY_LENGTH)
     for name, path in saved.items():
         print(f"    {name}: {path}")

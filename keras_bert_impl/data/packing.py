@@ -7,7 +7,8 @@ Python lists and returns NumPy arrays.
 Layout (Devlin et al., 2018, section 3): `[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1, padding
 (id `pad_token_id`, segment 0) has `padding_mask` False.
 
-Truncation when `len(A) + len(B)` exceeds the room (`seq_length - 3` for pairs, `seq_length - 2` alone):
+Truncation when `len(A) + len(B)` exceeds the room (`sequence_length - 3` for pairs, `sequence_length - 2`
+alone):
 - `"longest_first"` (`run_classifier.py`): repeatedly drop the last token of the longer segment (of B on a
   tie).
 - `"random_front_back"` (`create_pretraining_data.py`): the same choice of segment, but each removed token
@@ -21,6 +22,8 @@ Truncation when `len(A) + len(B)` exceeds the room (`seq_length - 3` for pairs, 
 import keras
 import numpy as np
 import tensorflow as tf
+
+from keras_bert_impl.utils.renamed_arguments import take_renamed_argument
 
 TRUNCATION_RULES = ("longest_first", "random_front_back")
 PADDING_MODES = ("fixed", "dynamic")
@@ -91,13 +94,14 @@ class SegmentPacker(keras.layers.Layer):
     """Pack one or two id segments into `token_ids`, `segment_ids`, `padding_mask`, truncating as needed.
 
     Args:
-        seq_length: int. Output length `T` with `padding="fixed"`, and the limit on the packed length.
+        sequence_length: int. Output length `T` with `padding="fixed"`, and the limit on the packed length.
+            (`seq_length`, its old name, is still read, with a `DeprecationWarning`, e.g. from saved configs.)
         cls_token_id: int. Id of `[CLS]`.
         sep_token_id: int. Id of `[SEP]`.
         pad_token_id: int. Id used for padding. Defaults to 0.
         truncation: str. `"longest_first"` or `"random_front_back"` (see the module docstring). Defaults to
             `"longest_first"`.
-        padding: str. `"fixed"` pads every row to `seq_length`; `"dynamic"` pads to the longest packed row of
+        padding: str. `"fixed"` pads every row to `sequence_length`; `"dynamic"` pads to the longest packed row of
             the call (the batch). Defaults to `"fixed"`.
         seed: int. Key of the `"random_front_back"` coins. Defaults to 0.
 
@@ -111,7 +115,7 @@ class SegmentPacker(keras.layers.Layer):
         `pack`.
 
     Example:
-    >>> packer = SegmentPacker(seq_length=8, cls_token_id=1, sep_token_id=2)
+    >>> packer = SegmentPacker(sequence_length=8, cls_token_id=1, sep_token_id=2)
     >>> packer.pack([5, 6, 7], [8, 9])["token_ids"].tolist()
     [1, 5, 6, 7, 2, 8, 9, 2]
     >>> packer(tf.ragged.constant([[5, 6, 7, 10, 11]]), tf.ragged.constant([[8, 9]]))["token_ids"].numpy().tolist()
@@ -120,23 +124,26 @@ class SegmentPacker(keras.layers.Layer):
 
     def __init__(
         self,
-        seq_length,
-        cls_token_id,
-        sep_token_id,
+        sequence_length=None,
+        cls_token_id=None,
+        sep_token_id=None,
         pad_token_id=0,
         truncation="longest_first",
         padding="fixed",
         seed=0,
         **kwargs,
     ):
+        sequence_length = take_renamed_argument(kwargs, "seq_length", "sequence_length", sequence_length, "SegmentPacker")
         super().__init__(**kwargs)
+        if sequence_length is None or cls_token_id is None or sep_token_id is None:
+            raise TypeError("SegmentPacker needs sequence_length, cls_token_id and sep_token_id.")
         if truncation not in TRUNCATION_RULES:
             raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
         if padding not in PADDING_MODES:
             raise ValueError(f"padding must be one of {PADDING_MODES}, got {padding!r}.")
-        if int(seq_length) < 3:
-            raise ValueError(f"seq_length must be at least 3 ([CLS] x [SEP]), got {seq_length}.")
-        self.seq_length = int(seq_length)
+        if int(sequence_length) < 3:
+            raise ValueError(f"sequence_length must be at least 3 ([CLS] x [SEP]), got {sequence_length}.")
+        self.sequence_length = int(sequence_length)
         self.cls_token_id = cls_token_id
         self.sep_token_id = sep_token_id
         self.pad_token_id = pad_token_id
@@ -146,9 +153,9 @@ class SegmentPacker(keras.layers.Layer):
         self.built = True
 
     def _room(self, has_second):
-        room = self.seq_length - (3 if has_second else 2)
+        room = self.sequence_length - (3 if has_second else 2)
         if room < (2 if has_second else 1):
-            raise ValueError(f"seq_length={self.seq_length} leaves no room for both segments of a pair.")
+            raise ValueError(f"sequence_length={self.sequence_length} leaves no room for both segments of a pair.")
         return room
 
     def pack(self, first, second=None):
@@ -208,7 +215,7 @@ class SegmentPacker(keras.layers.Layer):
         # Every output position j reads [CLS], a kept token of A, [SEP], a kept token of B, [SEP] or padding:
         # one gather from both segments' flat values and a padding slot instead of ragged concatenation.
         packed_length = kept_a + kept_b + 3 if has_second else kept_a + 2  # (B,)
-        width = self.seq_length if self.padding == "fixed" else tf.reduce_max(tf.concat([packed_length, [0]], 0))
+        width = self.sequence_length if self.padding == "fixed" else tf.reduce_max(tf.concat([packed_length, [0]], 0))
         j = tf.range(tf.cast(width, tf.int64), dtype=tf.int64)[tf.newaxis]  # (1, T)
         kept_a = kept_a[:, tf.newaxis]  # (B, 1)
         in_a = (j >= 1) & (j <= kept_a)
@@ -259,7 +266,7 @@ class SegmentPacker(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            seq_length=self.seq_length,
+            sequence_length=self.sequence_length,
             cls_token_id=self.cls_token_id,
             sep_token_id=self.sep_token_id,
             pad_token_id=self.pad_token_id,

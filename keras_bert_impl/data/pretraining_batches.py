@@ -11,6 +11,7 @@ import tensorflow as tf
 from keras_bert_impl.data.documents import as_sentence_documents, read_documents, tokenize_documents
 from keras_bert_impl.data.masking import MASKING_MODES
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
+from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 
 _INSTANCE_SIGNATURE = {
@@ -20,10 +21,12 @@ _INSTANCE_SIGNATURE = {
 }
 
 
+@renamed_arguments(max_seq_length="sequence_length")
 def pretraining_instances_dataset(
-    documents, cls_token_id, sep_token_id, max_seq_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
+    documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
 ):
-    """A streaming `tf.data.Dataset` of unmasked NSP instances (see `iterate_pretraining_instances`).
+    """A streaming `tf.data.Dataset` of unmasked NSP instances (see `iterate_pretraining_instances`, whose
+    arguments it takes).
 
     The id documents stay in memory (random-next segments are drawn from any document); the instances are
     made lazily, the same ones on every pass over the dataset.
@@ -32,14 +35,14 @@ def pretraining_instances_dataset(
         tf.data.Dataset of dicts: `"token_ids"` int32 `(None,)`, `"segment_ids"` int32 `(None,)`,
         `"next_sentence_labels"` int32 `()`.
     """
-    check_instance_settings(max_seq_length, short_seq_prob, dupe_factor)
+    check_instance_settings(sequence_length, short_seq_prob, dupe_factor)
     documents = [document for document in documents if document]
     if not documents:
         raise ValueError("No documents with tokens: the input is empty after dropping empty lines and documents.")
 
     def generate():
         yield from iterate_pretraining_instances(
-            documents, cls_token_id, sep_token_id, max_seq_length, short_seq_prob, dupe_factor, seed
+            documents, cls_token_id, sep_token_id, sequence_length, short_seq_prob, dupe_factor, seed
         )
 
     return tf.data.Dataset.from_generator(generate, output_signature=_INSTANCE_SIGNATURE)
@@ -93,7 +96,7 @@ def pretraining_dataset(
     Args:
         preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer, the instance length
             (`sequence_length`) and every masking setting. A `BertTokenizer` is accepted too, with the
-            preprocessor's settings as keyword arguments (`seq_length` read as `sequence_length`).
+            preprocessor's settings as keyword arguments.
         files: str or list of str. Text files, in a format of `documents.read_documents`. Give this or
             `documents`.
         documents: list. In-memory documents, each a str (split with `split_sentences`) or a list of
@@ -127,7 +130,7 @@ def pretraining_dataset(
     from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
 
     preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "pretraining_dataset")
-    tokenizer, seq_length = preprocessor.tokenizer, preprocessor.sequence_length
+    tokenizer, sequence_length = preprocessor.tokenizer, preprocessor.sequence_length
     if (files is None) == (documents is None):
         raise ValueError("Give exactly one of `files` (text files) and `documents` (in-memory texts).")
     if masking not in MASKING_MODES:
@@ -142,7 +145,7 @@ def pretraining_dataset(
         id_documents,
         tokenizer.cls_token_id,
         tokenizer.sep_token_id,
-        seq_length,
+        sequence_length,
         short_seq_prob,
         dupe_factor,
         seed,
@@ -152,7 +155,7 @@ def pretraining_dataset(
         dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)
     if shuffle_buffer_size:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
-    width = seq_length if padding == "fixed" else None
+    width = sequence_length if padding == "fixed" else None
     padded_shapes = {key: [width] for key in ("token_ids", "segment_ids", "padding_mask")}
     padded_shapes["next_sentence_labels"] = []
     padding_values = {

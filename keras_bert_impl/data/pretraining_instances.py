@@ -2,7 +2,7 @@
 
 The instance algorithm is the original `create_pretraining_data.py` (Devlin et al., 2018, section 3.1 and
 appendix A.2), draw for draw with one `random.Random(seed)`:
-- documents are shuffled; `max_num_tokens = max_seq_length - 3`; per document the target length is
+- documents are shuffled; `max_num_tokens = sequence_length - 3`; per document the target length is
   `max_num_tokens`, or with probability `short_seq_prob` `randint(2, max_num_tokens)`;
 - sentences accumulate into a chunk until the target is reached or the document ends; segment A takes
   `randint(1, len(chunk) - 1)` sentences (all of a one-sentence chunk);
@@ -25,24 +25,26 @@ writes them to files.
 import random
 
 from keras_bert_impl.data.packing import truncate_pair
+from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 
-def check_instance_settings(max_seq_length, short_seq_prob, dupe_factor):
-    if int(max_seq_length) < 5:
-        raise ValueError(f"max_seq_length must be at least 5 ([CLS] a [SEP] b [SEP]), got {max_seq_length}.")
+def check_instance_settings(sequence_length, short_seq_prob, dupe_factor):
+    if int(sequence_length) < 5:
+        raise ValueError(f"sequence_length must be at least 5 ([CLS] a [SEP] b [SEP]), got {sequence_length}.")
     if not 0.0 <= short_seq_prob <= 1.0:
         raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
     if int(dupe_factor) < 1:
         raise ValueError(f"dupe_factor must be >= 1, got {dupe_factor}.")
 
 
-def instances_from_document(documents, document_index, max_seq_length, short_seq_prob, rng):
+@renamed_arguments(max_seq_length="sequence_length")
+def instances_from_document(documents, document_index, sequence_length, short_seq_prob, rng):
     """The original `create_instances_from_document`: NSP pairs from one document.
 
     Args:
         documents: list of documents of id sentences (see `tokenize_documents`), non-empty.
         document_index: int. The document to cut into pairs.
-        max_seq_length: int. Packed length including `[CLS]` and two `[SEP]`.
+        sequence_length: int. Packed length including `[CLS]` and two `[SEP]`.
         short_seq_prob: float. Probability of a shorter random target length for this document.
         rng: random.Random. The shared random source.
 
@@ -50,7 +52,7 @@ def instances_from_document(documents, document_index, max_seq_length, short_seq
         list of `(tokens_a, tokens_b, is_random_next)`, the segments already truncated.
     """
     document = documents[document_index]
-    max_num_tokens = max_seq_length - 3
+    max_num_tokens = sequence_length - 3
     target_seq_length = max_num_tokens
     if rng.random() < short_seq_prob:
         target_seq_length = rng.randint(2, max_num_tokens)
@@ -92,8 +94,9 @@ def instances_from_document(documents, document_index, max_seq_length, short_seq
     return instances
 
 
+@renamed_arguments(max_seq_length="sequence_length")
 def iterate_pretraining_instances(
-    documents, cls_token_id, sep_token_id, max_seq_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
+    documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
 ):
     """Yield packed NSP instances in creation order (documents shuffled, `dupe_factor` passes).
 
@@ -101,23 +104,24 @@ def iterate_pretraining_instances(
         documents: list of documents of id sentences (see `tokenize_documents`).
         cls_token_id: int. Id of `[CLS]`.
         sep_token_id: int. Id of `[SEP]`.
-        max_seq_length: int. Longest packed instance. Defaults to 128.
+        sequence_length: int. Longest packed instance (`max_seq_length`, its old name, still works, deprecated).
+            Defaults to 128.
         short_seq_prob: float. Probability of a short target length per document. Defaults to 0.1.
         dupe_factor: int. Passes over the documents. Defaults to 1.
         seed: int. Seed of the `random.Random` that makes every choice. Defaults to 12345 (the original's).
 
     Yields:
-        dicts of `"token_ids"` (list of int, at most `max_seq_length`), `"segment_ids"` (list of int) and
+        dicts of `"token_ids"` (list of int, at most `sequence_length`), `"segment_ids"` (list of int) and
         `"next_sentence_labels"` (int, 0 = IsNext, 1 = random next).
     """
-    check_instance_settings(max_seq_length, short_seq_prob, dupe_factor)
+    check_instance_settings(sequence_length, short_seq_prob, dupe_factor)
     documents = [document for document in documents if document]
     rng = random.Random(seed)
     rng.shuffle(documents)
     for _ in range(dupe_factor):
         for document_index in range(len(documents)):
             for tokens_a, tokens_b, is_random_next in instances_from_document(
-                documents, document_index, max_seq_length, short_seq_prob, rng
+                documents, document_index, sequence_length, short_seq_prob, rng
             ):
                 yield {
                     "token_ids": [cls_token_id, *tokens_a, sep_token_id, *tokens_b, sep_token_id],

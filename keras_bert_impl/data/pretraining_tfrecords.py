@@ -6,7 +6,7 @@ one `preprocessing.BertPretrainingPreprocessor`; `pretraining_tfrecord_settings`
 the shards.
 
 TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
-padded to `max_seq_length`: `input_ids`, `input_mask`, `segment_ids` (int64 `[max_seq_length]`),
+padded to `sequence_length`: `input_ids`, `input_mask`, `segment_ids` (int64 `[sequence_length]`),
 `next_sentence_labels` (int64 `[1]`, 0 = IsNext, 1 = random next), and with static masking
 `masked_lm_positions`, `masked_lm_ids` (int64 `[max_predictions_per_seq]`), `masked_lm_weights` (float
 `[max_predictions_per_seq]`).
@@ -25,6 +25,7 @@ from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 from keras_bert_impl.data.pretraining_tfrecord_settings import SETTINGS_SUFFIX
 from keras_bert_impl.utils.atomic_io import atomic_path
+from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +47,14 @@ def _float_feature(values):
     return tf.train.Feature(float_list=tf.train.FloatList(value=values))
 
 
-def _serialized_records(instances, max_seq_length, preprocessor, seed):
+def _serialized_records(instances, sequence_length, preprocessor, seed):
     """Serialize instances, masking them (with `preprocessor`, unless None) in fixed-size groups (each group's
     stateless seed: `[seed, group]`)."""
     for group_index, group_start in enumerate(range(0, len(instances), _MASKING_BATCH)):
         group = instances[group_start : group_start + _MASKING_BATCH]
-        token_ids = _pad_rows([instance["token_ids"] for instance in group], max_seq_length)
-        segment_ids = _pad_rows([instance["segment_ids"] for instance in group], max_seq_length)
-        input_mask = _pad_rows([[1] * len(instance["token_ids"]) for instance in group], max_seq_length)
+        token_ids = _pad_rows([instance["token_ids"] for instance in group], sequence_length)
+        segment_ids = _pad_rows([instance["segment_ids"] for instance in group], sequence_length)
+        input_mask = _pad_rows([[1] * len(instance["token_ids"]) for instance in group], sequence_length)
         masked = None
         if preprocessor is not None:
             masked = preprocessor.mask(
@@ -112,8 +113,7 @@ def write_pretraining_tfrecords(
         preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its
             `sequence_length` is the record length, and with static masking its masker (`mask_rate`,
             `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks. A `BertTokenizer`
-            is accepted too, with the preprocessor's settings as keyword arguments (`max_seq_length` read as
-            `sequence_length`).
+            is accepted too, with the preprocessor's settings as keyword arguments.
         num_shards: int. Number of output files. Defaults to 1.
         masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
             unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
@@ -130,12 +130,12 @@ def write_pretraining_tfrecords(
     from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
 
     preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "write_pretraining_tfrecords")
-    tokenizer, max_seq_length = preprocessor.tokenizer, preprocessor.sequence_length
+    tokenizer, sequence_length = preprocessor.tokenizer, preprocessor.sequence_length
     if masking not in MASKING_MODES:
         raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
     if int(num_shards) < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}.")
-    check_instance_settings(max_seq_length, short_seq_prob, dupe_factor)
+    check_instance_settings(sequence_length, short_seq_prob, dupe_factor)
     documents = tokenize_documents(read_documents(input_files, input_format, errors), tokenizer)
     if not documents:
         raise ValueError(f"No documents with tokens in {input_files!r}.")
@@ -144,7 +144,7 @@ def write_pretraining_tfrecords(
             documents,
             tokenizer.cls_token_id,
             tokenizer.sep_token_id,
-            max_seq_length,
+            sequence_length,
             short_seq_prob,
             dupe_factor,
             seed,
@@ -157,17 +157,19 @@ def write_pretraining_tfrecords(
         # Each shard masks with its own seed stream, so a shard's masks do not depend on the shard count.
         _write_shard_atomically(
             path,
-            _serialized_records(shard, max_seq_length, preprocessor if masking == "static" else None, seed + shard_index),
+            _serialized_records(
+                shard, sequence_length, preprocessor if masking == "static" else None, seed + shard_index
+            ),
         )
         logger.info("Wrote %d instances to %s.", len(shard), path)
     return paths
 
 
-def _record_features(max_seq_length, max_predictions_per_seq, static):
+def _record_features(sequence_length, max_predictions_per_seq, static):
     features = {
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "input_ids": tf.io.FixedLenFeature([sequence_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([sequence_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([sequence_length], tf.int64),
         "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
     }
     if static:
@@ -179,13 +181,13 @@ def _record_features(max_seq_length, max_predictions_per_seq, static):
     return features
 
 
-def _check_record_layout(path, max_seq_length, max_predictions_per_seq, static):
+def _check_record_layout(path, sequence_length, max_predictions_per_seq, static):
     """Compare the first record of `path` with the expected layout, so a mismatch is named, not a parse error."""
     first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     if first is None:
         raise ValueError(f"{path} holds no records.")
     feature = tf.train.Example.FromString(first.numpy()).features.feature
-    expected = {"input_ids": max_seq_length, "input_mask": max_seq_length, "segment_ids": max_seq_length}
+    expected = {"input_ids": sequence_length, "input_mask": sequence_length, "segment_ids": sequence_length}
     if static:
         expected.update(masked_lm_positions=max_predictions_per_seq, masked_lm_ids=max_predictions_per_seq)
     for name, length in expected.items():
@@ -195,15 +197,16 @@ def _check_record_layout(path, max_seq_length, max_predictions_per_seq, static):
         found = len(feature[name].int64_list.value)
         if found != length:
             raise ValueError(
-                f"{path}: feature {name!r} has length {found}, expected {length}; pass the max_seq_length / "
+                f"{path}: feature {name!r} has length {found}, expected {length}; pass the sequence_length / "
                 "max_predictions_per_seq the records were written with."
             )
 
 
+@renamed_arguments(max_seq_length="sequence_length")
 def read_pretraining_tfrecords(
     file_pattern,
     batch_size,
-    max_seq_length=128,
+    sequence_length=128,
     max_predictions_per_seq=20,
     masker=None,
     shuffle=True,
@@ -217,7 +220,8 @@ def read_pretraining_tfrecords(
     Args:
         file_pattern: str or list of str. Shard paths or glob patterns.
         batch_size: int. Batch size `B`.
-        max_seq_length: int. `T`, the records' length. Defaults to 128.
+        sequence_length: int. `T`, the records' length (`max_seq_length`, its old name, still works,
+            deprecated). Defaults to 128.
         max_predictions_per_seq: int. `P` of statically masked records. Defaults to 20.
         masker: MaskedLMMasker, BertPretrainingPreprocessor (its masker) or None. None reads the masks stored
             in the records (static); a masker masks unmasked records anew every epoch (dynamic). Defaults to
@@ -244,7 +248,7 @@ def read_pretraining_tfrecords(
     if not files:
         raise ValueError(f"No TFRecord shards in {file_pattern!r}.")
     masker = getattr(masker, "masker", masker)  # a BertPretrainingPreprocessor masks with its masker
-    _check_record_layout(files[0], max_seq_length, max_predictions_per_seq, static=masker is None)
+    _check_record_layout(files[0], sequence_length, max_predictions_per_seq, static=masker is None)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if shuffle:
         dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
@@ -255,7 +259,7 @@ def read_pretraining_tfrecords(
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    features = _record_features(max_seq_length, max_predictions_per_seq, static=masker is None)
+    features = _record_features(sequence_length, max_predictions_per_seq, static=masker is None)
 
     def parse(serialized):
         record = tf.io.parse_example(serialized, features)

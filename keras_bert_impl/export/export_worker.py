@@ -7,7 +7,7 @@ wrote with `save_pretrained` through the model class's `from_pretrained`, and ex
 Example:
     KERAS_BACKEND="tensorflow" python -m keras_bert_impl.export.export_worker --model-class BertClassifier \\
         --model-dir /tmp/checkpoint --tokenizer-dir /tmp/checkpoint --output /tmp/exported \\
-        --settings '{"max_sequence_length": 128}'
+        --settings '{"sequence_length": 128}'
 """
 
 import argparse
@@ -23,7 +23,7 @@ def _parse_args(argv):
     parser.add_argument("--tokenizer-dir", default=None, help="Directory written by BertTokenizer.save_pretrained.")
     parser.add_argument("--output", required=True, help="SavedModel directory to write (atomically).")
     parser.add_argument("--overwrite", action="store_true", help="Replace --output whatever it holds.")
-    parser.add_argument("--settings", required=True, help="JSON export settings (max_sequence_length, QA options).")
+    parser.add_argument("--settings", required=True, help="JSON export settings (sequence_length, QA options).")
     return parser.parse_args(argv)
 
 
@@ -44,8 +44,8 @@ def main(argv=None):
     model = model_class.from_pretrained(args.model_dir)
     tokenizer = BertTokenizer.from_pretrained(args.tokenizer_dir) if args.tokenizer_dir else None
     settings = json.loads(args.settings)
-    max_sequence_length = settings.pop("max_sequence_length")
-    export_saved_model(model, args.output, tokenizer, max_sequence_length=max_sequence_length,
+    sequence_length = settings.pop("sequence_length")
+    export_saved_model(model, args.output, tokenizer, sequence_length=sequence_length,
                        overwrite=args.overwrite, **settings)
     return 0
 

@@ -21,13 +21,14 @@ import keras
 
 from keras_bert_impl.models.registry import TASK_CLASSES, task_kind
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
+from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_EXPORT_ROOT = "saved_models"
 EXPORT_CONFIG_FILENAME = "export_config.json"
 QA_DEFAULTS = dict(
-    max_sequence_length=384,
+    sequence_length=384,
     doc_stride=128,
     max_query_length=64,
     max_answer_length=30,
@@ -58,7 +59,7 @@ def _backbone_of(model):
     return model if type(model).__name__ == "BertBackbone" else model.backbone
 
 
-def _export_settings(model, kind, tokenizer, max_sequence_length, options):
+def _export_settings(model, kind, tokenizer, sequence_length, options):
     """Check and complete the export settings; every inconsistency is an ExportError before writing."""
     backbone = _backbone_of(model)
     unknown = sorted(set(options) - set(QA_DEFAULTS))
@@ -66,27 +67,27 @@ def _export_settings(model, kind, tokenizer, max_sequence_length, options):
         raise TypeError(f"export_saved_model got unknown options {unknown}; known: {sorted(QA_DEFAULTS)}.")
     if options and kind != "question_answerer":
         raise ExportError(f"Options {sorted(options)} apply only to BertQuestionAnswerer exports, not {kind}.")
-    if max_sequence_length is None:
-        default = QA_DEFAULTS["max_sequence_length"] if kind == "question_answerer" else backbone.max_sequence_length
-        max_sequence_length = min(default, backbone.max_sequence_length)
-    max_sequence_length = int(max_sequence_length)
-    if not 3 <= max_sequence_length <= backbone.max_sequence_length:
+    if sequence_length is None:
+        default = QA_DEFAULTS["sequence_length"] if kind == "question_answerer" else backbone.max_sequence_length
+        sequence_length = min(default, backbone.max_sequence_length)
+    sequence_length = int(sequence_length)
+    if not 3 <= sequence_length <= backbone.max_sequence_length:
         raise ExportError(
-            f"max_sequence_length must be in [3, {backbone.max_sequence_length}] (the model's position table), "
-            f"got {max_sequence_length}."
+            f"sequence_length must be in [3, {backbone.max_sequence_length}] (the model's position table, "
+            f"max_sequence_length), got {sequence_length}."
         )
-    settings = {"max_sequence_length": max_sequence_length}
+    settings = {"sequence_length": sequence_length}
     if kind == "question_answerer":
         for key, value in QA_DEFAULTS.items():
-            if key != "max_sequence_length":
+            if key != "sequence_length":
                 settings[key] = options.get(key, value)
         for key in ("doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
             if int(settings[key]) < 1:
                 raise ExportError(f"{key} must be at least 1, got {settings[key]}.")
             settings[key] = int(settings[key])
-        if max_sequence_length - settings["max_query_length"] - 3 < 1:
+        if sequence_length - settings["max_query_length"] - 3 < 1:
             raise ExportError(
-                f"max_sequence_length ({max_sequence_length}) must exceed max_query_length "
+                f"sequence_length ({sequence_length}) must exceed max_query_length "
                 f"({settings['max_query_length']}) + 3 so that every window holds a context token."
             )
         settings["version_2_with_negative"] = bool(settings["version_2_with_negative"])
@@ -99,7 +100,8 @@ def _export_settings(model, kind, tokenizer, max_sequence_length, options):
     return settings
 
 
-def export_saved_model(model, path=None, tokenizer=None, *, max_sequence_length=None, overwrite=False, **options):
+@renamed_arguments(max_sequence_length="sequence_length")
+def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None, overwrite=False, **options):
     """Export a BERT model as a TensorFlow SavedModel with numeric and (with a tokenizer) raw-text signatures.
 
     Works from every Keras backend (see the module docstring). The SavedModel needs only `tensorflow` and
@@ -118,9 +120,9 @@ def export_saved_model(model, path=None, tokenizer=None, *, max_sequence_length=
             the working directory. Defaults to None.
         tokenizer: `BertTokenizer` or None. Adds the text signatures (not for `BertPretrainer`, which is
             numeric-only) and the vocabulary asset. Defaults to None.
-        max_sequence_length: int or None. Longest packed text sequence (longer texts are truncated, or
-            windowed for QA). None: the model's `max_sequence_length`, for QA `min(384, that)`. Defaults to
-            None.
+        sequence_length: int or None. Longest packed text sequence (longer texts are truncated, or
+            windowed for QA); `max_sequence_length`, its old name, still works, deprecated. None: the
+            model's `max_sequence_length` (its position table), for QA `min(384, that)`. Defaults to None.
         overwrite: bool. Replace `path` even if it is a file or a folder that is not a SavedModel. Defaults
             to False.
         **options: QA only: `doc_stride` (128), `max_query_length` (64), `max_answer_length` (30),
@@ -146,7 +148,7 @@ def export_saved_model(model, path=None, tokenizer=None, *, max_sequence_length=
     TensorShape([1])
     """
     class_name, kind = _model_kind(model)
-    settings = _export_settings(model, kind, tokenizer, max_sequence_length, options)
+    settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
     check_replaceable(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel", "pass --overwrite to replace it")
     _export_for_backend(model, class_name, kind, tokenizer, settings, path, overwrite)

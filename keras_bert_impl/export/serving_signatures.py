@@ -14,7 +14,7 @@ Signatures (B batch, T tokens, H hidden width, C classes, P masked slots, V voca
 - `BertBackbone` with a tokenizer: `serve_text(text)` and `serve_text_pair(text, text_pair)`, tf.string
   `(B,)`, -> `sequence_output` float32 `(B, T, H)`, `pooled_output` float32 `(B, H)` and the
   `padding_mask` int32 `(B, T)` of the packed batch (T = the longest packed row, at most
-  `max_sequence_length`).
+  `sequence_length`).
 - `BertClassifier` with a tokenizer: `serve_text(text)` and `serve_text_pair(text, text_pair)` ->
   `probabilities` float32 `(B, C)`, `label_id` int32 `(B,)`, `label` tf.string `(B,)`, and `logits`
   float32 `(B, C)`; regression models (`num_classes=1`) return `score` float32 `(B,)` instead.
@@ -93,9 +93,9 @@ def _assert_same_batch_size(first, second, first_name, second_name):
     )
 
 
-def _text_packer(tokenizer, max_sequence_length):
+def _text_packer(tokenizer, sequence_length):
     return SegmentPacker(
-        seq_length=max_sequence_length,
+        sequence_length=sequence_length,
         cls_token_id=tokenizer.cls_token_id,
         sep_token_id=tokenizer.sep_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -112,7 +112,7 @@ def build_serving_module(model, kind, tokenizer, settings):
             or `BertQuestionAnswerer`).
         kind: str. "backbone", "pretrainer", "classifier" or "question_answerer".
         tokenizer: `BertTokenizer` or None (numeric signature only).
-        settings: dict. `max_sequence_length`, and for QA `doc_stride`, `max_query_length`,
+        settings: dict. `sequence_length`, and for QA `doc_stride`, `max_query_length`,
             `max_answer_length`, `n_best_size`, `version_2_with_negative`, `null_score_diff_threshold`.
 
     Returns:
@@ -145,7 +145,7 @@ def build_serving_module(model, kind, tokenizer, settings):
     signatures[SERVE_TOKEN_IDS] = serve_token_ids.get_concrete_function()
 
     if tokenizer is not None and kind in ("backbone", "classifier"):
-        packer = _text_packer(tokenizer, settings["max_sequence_length"])
+        packer = _text_packer(tokenizer, settings["sequence_length"])
 
         def packed_outputs(text, text_pair):
             second = None if text_pair is None else tokenizer.tokenize_tensor(text_pair)
@@ -179,15 +179,15 @@ def build_serving_module(model, kind, tokenizer, settings):
 def _question_answering_function(run_model, tokenizer, settings):
     """`serve_text(question, context)`: the windowing and decoding of `export.squad_span_graph`, which give
     the answers `squad.decode_squad_predictions` gives (same n-best, length, null-threshold and tie rules)."""
-    max_sequence_length = settings["max_sequence_length"]
-    packer = squad_span_graph.window_packer(tokenizer, max_sequence_length)
+    sequence_length = settings["sequence_length"]
+    packer = squad_span_graph.window_packer(tokenizer, sequence_length)
 
     @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
     def serve_text(question, context):
         with tf.control_dependencies([_assert_same_batch_size(question, context, "question", "context")]):
             context = tf.identity(context)
         features = squad_span_graph.windowed_features(
-            tokenizer, packer, question, context, max_sequence_length, settings["doc_stride"],
+            tokenizer, packer, question, context, sequence_length, settings["doc_stride"],
             settings["max_query_length"],
         )
         outputs = run_model(features["inputs"])

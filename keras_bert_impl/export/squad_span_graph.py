@@ -5,10 +5,10 @@ is the in-graph counterpart of `squad.squad_features` (windows, max context) and
 (span selection), following `run_squad.py`:
 
 - The question is cut to `max_query_length` tokens; the context is split into windows of
-  `max_tokens_for_doc = max_sequence_length - len(question) - 3` tokens whose starts are
+  `max_tokens_for_doc = sequence_length - len(question) - 3` tokens whose starts are
   `min(max_tokens_for_doc, doc_stride)` apart (the original's "step" stride), the last window ending at the
   last context token. Every window is one feature `[CLS] question [SEP] window [SEP]`, padded to
-  `max_sequence_length` like the original's features.
+  `sequence_length` like the original's features.
 - A context token is "at max context" in the first window with the largest
   `min(left, right) + 0.01 * window length`.
 - Per feature, only the `n_best_size` highest start and end logits are candidates (ties: lower index
@@ -23,7 +23,7 @@ is the in-graph counterpart of `squad.squad_features` (windows, max context) and
   answer is the offline one (pinned on the SQuAD sample by `tests/export/test_squad_span_graph.py`); only
   the n-best list (and its softmax probabilities) is not built: `score` is the summed logit.
 
-Shape legend: B examples, F features (windows, all examples together), T `max_sequence_length`,
+Shape legend: B examples, F features (windows, all examples together), T `sequence_length`,
 A `max_answer_length`, N context tokens of all examples together.
 """
 
@@ -39,13 +39,13 @@ def repair_utf8(text):
     )
 
 
-def squad_windows(question_ids, context_ids, max_sequence_length, doc_stride, max_query_length):
+def squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length):
     """Cut each example's context tokens into overlapping windows, as `squad.document_windows` ("step").
 
     Args:
         question_ids: int RaggedTensor `(B, None)`. Question token ids.
         context_ids: int RaggedTensor `(B, None)`. Context token ids.
-        max_sequence_length: int. T, the packed length.
+        sequence_length: int. T, the packed length.
         doc_stride: int. Distance between window starts.
         max_query_length: int. Questions are cut to this many tokens.
 
@@ -58,7 +58,7 @@ def squad_windows(question_ids, context_ids, max_sequence_length, doc_stride, ma
     question_ids = question_ids[:, :max_query_length]
     question_length = question_ids.row_lengths()  # (B,)
     num_tokens = context_ids.row_lengths()  # (B,)
-    max_tokens_for_doc = max_sequence_length - question_length - 3  # (B,) >= 1, checked at export
+    max_tokens_for_doc = sequence_length - question_length - 3  # (B,) >= 1, checked at export
     step = tf.minimum(max_tokens_for_doc, doc_stride)
     excess = tf.maximum(num_tokens - max_tokens_for_doc, 0)
     num_windows = 1 + (excess + step - 1) // step  # (B,); one empty window for an empty context
@@ -97,11 +97,11 @@ def squad_windows(question_ids, context_ids, max_sequence_length, doc_stride, ma
     }
 
 
-def window_packer(tokenizer, max_sequence_length):
+def window_packer(tokenizer, sequence_length):
     """The `SegmentPacker` of SQuAD features: `[CLS] question [SEP] window [SEP]` padded to
-    `max_sequence_length` (the original's features: padded positions take part in the top-n choice)."""
+    `sequence_length` (the original's features: padded positions take part in the top-n choice)."""
     return SegmentPacker(
-        seq_length=max_sequence_length,
+        sequence_length=sequence_length,
         cls_token_id=tokenizer.cls_token_id,
         sep_token_id=tokenizer.sep_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -109,7 +109,7 @@ def window_packer(tokenizer, max_sequence_length):
     )
 
 
-def windowed_features(tokenizer, packer, question, context, max_sequence_length, doc_stride, max_query_length):
+def windowed_features(tokenizer, packer, question, context, sequence_length, doc_stride, max_query_length):
     """Raw `(question, context)` batches -> the packed window features and what decoding needs.
 
     The one in-graph SQuAD featurization: the exported `serve_text` signature and
@@ -118,10 +118,10 @@ def windowed_features(tokenizer, packer, question, context, max_sequence_length,
 
     Args:
         tokenizer: `BertTokenizer`.
-        packer: `SegmentPacker` from `window_packer(tokenizer, max_sequence_length)`.
+        packer: `SegmentPacker` from `window_packer(tokenizer, sequence_length)`.
         question: tf.string `(B,)`.
         context: tf.string `(B,)`.
-        max_sequence_length: int. T.
+        sequence_length: int. T.
         doc_stride: int. Distance between window starts.
         max_query_length: int. Questions are cut to this many tokens.
 
@@ -133,7 +133,7 @@ def windowed_features(tokenizer, packer, question, context, max_sequence_length,
     context = repair_utf8(context)
     question_ids = tokenizer.tokenize_tensor(question)
     context_ids, context_starts, context_ends = tokenizer.tokenize_with_offsets_tensor(context)
-    windows = squad_windows(question_ids, context_ids, max_sequence_length, doc_stride, max_query_length)
+    windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length)
     window_ids = tf.gather(context_ids.flat_values, windows["window_index"])  # (F, None)
     inputs = packer(windows["question_ids"], window_ids)  # (F, T) each; windows always fit
     return {

@@ -17,6 +17,7 @@ from keras_bert_impl.data.masking import COUNTING_RULES, REPLACEMENT_UNITS, Mask
 from keras_bert_impl.data.packing import TRUNCATION_RULES, SegmentPacker
 from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
 from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
+from keras_bert_impl.utils.renamed_arguments import take_renamed_argument
 
 # The settings a BertPretrainingPreprocessor owns besides its tokenizer, with their defaults (the original
 # `create_pretraining_data.py` recipe at length 128).
@@ -267,8 +268,8 @@ class BertPretrainingPreprocessor(Preprocessor):
         return config
 
 
-# Names the pretraining functions used to take for what is now a `BertPretrainingPreprocessor` setting.
-_SETTING_ALIASES = {"seq_length": "sequence_length", "max_seq_length": "sequence_length"}
+# Deprecated names the pretraining functions used to take for what is now a `BertPretrainingPreprocessor` setting.
+_RENAMED_SETTINGS = {"seq_length": "sequence_length", "max_seq_length": "sequence_length"}
 
 
 def as_pretraining_preprocessor(preprocessor, settings=None, caller="pretraining data"):
@@ -278,8 +279,9 @@ def as_pretraining_preprocessor(preprocessor, settings=None, caller="pretraining
         preprocessor: a `BertPretrainingPreprocessor` (used as is), or a `BertTokenizer`: a preprocessor on it
             with `settings` (and defaults for the rest) is built.
         settings: dict or None. `BertPretrainingPreprocessor` arguments (`sequence_length`, `mask_rate`,
-            `max_predictions_per_seq`, ...; `seq_length` / `max_seq_length` are read as `sequence_length`). Only
-            with a tokenizer: a preprocessor already owns its settings. Defaults to None.
+            `max_predictions_per_seq`, ...; the deprecated `seq_length` / `max_seq_length` are read as
+            `sequence_length`, with a `DeprecationWarning`). Only with a tokenizer: a preprocessor already
+            owns its settings. Defaults to None.
         caller: str. Names the function in error messages.
 
     Returns:
@@ -298,9 +300,8 @@ def as_pretraining_preprocessor(preprocessor, settings=None, caller="pretraining
             f"{caller} takes a BertPretrainingPreprocessor (or a BertTokenizer and its settings), got "
             f"{type(preprocessor).__name__}."
         )
-    for old, new in _SETTING_ALIASES.items():
-        if old in settings:
-            if new in settings:
-                raise TypeError(f"{caller}: give {new} or {old}, not both.")
-            settings[new] = settings.pop(old)
+    for old, new in _RENAMED_SETTINGS.items():
+        value = take_renamed_argument(settings, old, new, settings.get(new), caller, stacklevel=4)
+        if value is not None:
+            settings[new] = value
     return BertPretrainingPreprocessor(preprocessor, **settings)

@@ -208,7 +208,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         examples = [SquadExample(str(index), question, context, ())
                     for index, (question, context) in enumerate(zip(questions, contexts))]
         features = convert_examples_to_features(
-            examples, self.tokenizer, max_seq_length=self.sequence_length, doc_stride=self.doc_stride,
+            examples, self.tokenizer, sequence_length=self.sequence_length, doc_stride=self.doc_stride,
             max_query_length=self.max_query_length,
         )
         return examples, features

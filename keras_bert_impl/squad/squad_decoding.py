@@ -171,7 +171,7 @@ def decode_squad_predictions(
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "?",
     ...                            "in", "france", "."])
     >>> examples = [SquadExample("q", "Where is Paris?", "Paris is in France.", ())]
-    >>> features = convert_examples_to_features(examples, tokenizer, max_seq_length=12, max_query_length=4)
+    >>> features = convert_examples_to_features(examples, tokenizer, sequence_length=12, max_query_length=4)
     >>> start_logits, end_logits = np.zeros((1, 12)), np.zeros((1, 12))
     >>> start_logits[0, 9] = end_logits[0, 9] = 5.0  # [CLS] where is paris ? [SEP] paris is in >france< . [SEP]
     >>> decode_squad_predictions(examples, features, start_logits, end_logits).predictions

@@ -3,7 +3,7 @@
 Each example becomes one or more features `[CLS] question [SEP] document window [SEP]`:
 
 - The question is cut to `max_query_length` tokens (an over-long question is truncated, never an error).
-- The document (context) is tokenized once; windows hold `max_tokens_for_doc = max_seq_length -
+- The document (context) is tokenized once; windows hold `max_tokens_for_doc = sequence_length -
   len(question) - 3` tokens. With `stride_semantics="step"` (the original) the next window starts
   `min(window length, doc_stride)` tokens after the previous one; with `"overlap"` (Hugging Face's tokenizer
   `stride`) consecutive windows share `doc_stride` tokens, i.e. the step is `max_tokens_for_doc -
@@ -28,6 +28,8 @@ import dataclasses
 import logging
 
 import numpy as np
+
+from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +167,7 @@ def answer_token_span(token_starts, token_ends, answer_start, answer_end):
 class SquadFeatures:
     """Packed SQuAD features (one row per document window) plus what decoding needs.
 
-    `F` features, `T` = max_seq_length.
+    `F` features, `T` = sequence_length.
 
     Args:
         token_ids: int32 `(F, T)`. `[CLS] question [SEP] window [SEP]`, then padding.
@@ -236,26 +238,27 @@ class SquadFeatures:
         return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
-def _validate_lengths(max_seq_length, max_query_length, doc_stride, stride_semantics):
-    # The longest question leaves max_seq_length - max_query_length - 3 document tokens per window.
-    min_doc_tokens = max_seq_length - max_query_length - 3
+def _validate_lengths(sequence_length, max_query_length, doc_stride, stride_semantics):
+    # The longest question leaves sequence_length - max_query_length - 3 document tokens per window.
+    min_doc_tokens = sequence_length - max_query_length - 3
     if min_doc_tokens < 1:
         raise ValueError(
-            f"max_seq_length ({max_seq_length}) must exceed max_query_length ({max_query_length}) + 3 so "
+            f"sequence_length ({sequence_length}) must exceed max_query_length ({max_query_length}) + 3 so "
             f"that a window holds at least one document token."
         )
     if stride_semantics == "overlap" and doc_stride >= min_doc_tokens:
         raise ValueError(
             f"With stride_semantics='overlap', doc_stride ({doc_stride}) must be smaller than "
-            f"max_seq_length - max_query_length - 3 = {min_doc_tokens} (the smallest window)."
+            f"sequence_length - max_query_length - 3 = {min_doc_tokens} (the smallest window)."
         )
     document_windows(1, min_doc_tokens, doc_stride, stride_semantics)
 
 
+@renamed_arguments(max_seq_length="sequence_length")
 def convert_examples_to_features(
     examples,
     tokenizer,
-    max_seq_length=384,
+    sequence_length=384,
     doc_stride=128,
     max_query_length=64,
     is_training=False,
@@ -267,7 +270,8 @@ def convert_examples_to_features(
         examples: sequence of `SquadExample` (e.g. from `read_squad_examples`).
         tokenizer: `keras_bert_impl.tokenization.BertTokenizer` or anything with `tokenize(list[str])`,
             `tokenize_with_offsets(list[str])`, `cls_token_id`, `sep_token_id` and `pad_token_id`.
-        max_seq_length: int. T, the packed length. Defaults to 384.
+        sequence_length: int. T, the packed length (`max_seq_length`, its old name, still works, deprecated).
+            Defaults to 384.
         doc_stride: int. Window stride; see `stride_semantics`. Defaults to 128.
         max_query_length: int. Questions are truncated to this many tokens. Defaults to 64.
         is_training: bool. Compute `start_positions` / `end_positions` from the first answer. Defaults to
@@ -285,12 +289,12 @@ def convert_examples_to_features(
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "paris", "?",
     ...                            "is", "in", "france", "."])
     >>> example = SquadExample("q", "Where is Paris?", "Paris is in France.", (SquadAnswer("France", 12),))
-    >>> features = convert_examples_to_features([example], tokenizer, max_seq_length=10, doc_stride=2,
+    >>> features = convert_examples_to_features([example], tokenizer, sequence_length=10, doc_stride=2,
     ...                                         max_query_length=4, is_training=True)
     >>> features.start_positions.tolist(), features.end_positions.tolist()
     ([0, 7], [0, 7])
     """
-    _validate_lengths(max_seq_length, max_query_length, doc_stride, stride_semantics)
+    _validate_lengths(sequence_length, max_query_length, doc_stride, stride_semantics)
     examples = list(examples)
     question_ids = tokenizer.tokenize([example.question_text for example in examples])
     document_tokens = tokenizer.tokenize_with_offsets([example.context_text for example in examples])
@@ -318,7 +322,7 @@ def convert_examples_to_features(
                     answer.text,
                 )
                 continue
-        max_tokens_for_doc = max_seq_length - len(query) - 3
+        max_tokens_for_doc = sequence_length - len(query) - 3
         windows = document_windows(len(doc_ids), max_tokens_for_doc, doc_stride, stride_semantics)
         best_window = best_window_per_token(windows, len(doc_ids))
         doc_offset = len(query) + 2
@@ -342,12 +346,12 @@ def convert_examples_to_features(
             )
     if skipped:
         logger.warning("Skipped %d training examples whose answer covers no token.", len(skipped))
-    return _pack_rows(rows, max_seq_length, cls_id, sep_id, pad_id, skipped)
+    return _pack_rows(rows, sequence_length, cls_id, sep_id, pad_id, skipped)
 
 
-def _pack_rows(rows, max_seq_length, cls_id, sep_id, pad_id, skipped):
+def _pack_rows(rows, sequence_length, cls_id, sep_id, pad_id, skipped):
     num_features = len(rows)
-    shape = (num_features, max_seq_length)
+    shape = (num_features, sequence_length)
     token_ids = np.full(shape, pad_id, dtype=np.int32)
     segment_ids = np.zeros(shape, dtype=np.int32)
     padding_mask = np.zeros(shape, dtype=bool)

@@ -30,7 +30,7 @@ def test_create_data_writes_readable_masked_shards(capsys, tmp_path):
     assert status == 0
     shards = sorted(str(path) for path in (tmp_path / "data").glob("train-*-of-00002.tfrecord"))
     assert len(shards) == 2 and all(shard in out for shard in shards)
-    x, y = next(iter(read_pretraining_tfrecords(shards, batch_size=4, max_seq_length=24, max_predictions_per_seq=4)))
+    x, y = next(iter(read_pretraining_tfrecords(shards, batch_size=4, sequence_length=24, max_predictions_per_seq=4)))
     assert x["token_ids"].shape == (4, 24) and y["mask_ids"].shape == (4, 4)
     assert float(y["mask_weights"].numpy().sum()) > 0
 

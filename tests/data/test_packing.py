@@ -13,7 +13,7 @@ CLS, SEP, PAD = 101, 102, 0
 
 
 def _packer(**kwargs):
-    settings = dict(seq_length=10, cls_token_id=CLS, sep_token_id=SEP, pad_token_id=PAD)
+    settings = dict(sequence_length=10, cls_token_id=CLS, sep_token_id=SEP, pad_token_id=PAD)
     settings.update(kwargs)
     return SegmentPacker(**settings)
 
@@ -38,17 +38,17 @@ def test_single_segment_and_dynamic_padding():
 
 
 def test_longest_first_trims_the_longer_side_from_the_end():
-    out = _packer(seq_length=9).pack([1, 2, 3, 4, 5, 6], [7, 8, 9])  # room 6
+    out = _packer(sequence_length=9).pack([1, 2, 3, 4, 5, 6], [7, 8, 9])  # room 6
     np.testing.assert_array_equal(out["token_ids"], [CLS, 1, 2, 3, SEP, 7, 8, 9, SEP])
     # On a tie the second segment loses the token (run_classifier's rule).
-    out = _packer(seq_length=8).pack([1, 2, 3], [4, 5, 6])  # room 5
+    out = _packer(sequence_length=8).pack([1, 2, 3], [4, 5, 6])  # room 5
     np.testing.assert_array_equal(out["token_ids"], [CLS, 1, 2, 3, SEP, 4, 5, SEP])
 
 
 def test_longest_first_matches_the_token_by_token_loop():
     rng = np.random.default_rng(0)
     firsts, seconds = _random_segments(rng, 300, 20), _random_segments(rng, 300, 20)
-    packer = _packer(seq_length=16)
+    packer = _packer(sequence_length=16)
     out = packer.pack(firsts, seconds)
     for row, (a, b) in enumerate(zip(firsts, seconds)):
         a, b = truncate_pair(a, b, 13)
@@ -61,7 +61,7 @@ def test_random_front_back_keeps_a_slice_of_each_side_with_front_and_back_remova
     rng = np.random.default_rng(1)
     firsts = [list(range(1, 1 + int(n))) for n in rng.integers(5, 30, 400)]
     seconds = [list(range(200, 200 + int(n))) for n in rng.integers(5, 30, 400)]
-    packer = _packer(seq_length=20, truncation="random_front_back", seed=3)
+    packer = _packer(sequence_length=20, truncation="random_front_back", seed=3)
     out = packer.pack(firsts, seconds)
     fronts = backs = 0
     for row, (a, b) in enumerate(zip(firsts, seconds)):
@@ -94,7 +94,7 @@ def test_truncate_pair_with_rng_is_the_original_loop():
 
 
 def test_over_long_and_empty_inputs_never_fail():
-    packer = _packer(seq_length=12, truncation="random_front_back")
+    packer = _packer(sequence_length=12, truncation="random_front_back")
     out = packer.pack([list(range(1, 10_001)), []], [list(range(1, 5_001)), []])
     assert out["token_ids"].shape == (2, 12)
     assert out["padding_mask"][0].all()
@@ -107,7 +107,7 @@ def test_bad_settings_raise_clear_errors():
     with pytest.raises(ValueError, match="padding"):
         _packer(padding="none")
     with pytest.raises(ValueError, match="no room"):
-        _packer(seq_length=4).pack([1], [2])
+        _packer(sequence_length=4).pack([1], [2])
     with pytest.raises(ValueError, match="rows"):
         _packer().pack([[1], [2]], [[3]])
 
@@ -120,7 +120,7 @@ def test_get_config_round_trip():
 def test_random_front_back_coins_are_pinned():
     # The counter-based coins of `random_front_back` (module docstring); a changed hash changes every
     # packed pretraining pair, so the exact result is pinned.
-    packer = _packer(seq_length=12, truncation="random_front_back", seed=4)
+    packer = _packer(sequence_length=12, truncation="random_front_back", seed=4)
     out = packer.pack([list(range(1, 15)), list(range(30, 36))], [list(range(50, 56)), list(range(60, 75))])
     assert out["token_ids"].tolist() == [
         [CLS, 3, 4, 5, 6, 7, SEP, 51, 52, 53, 54, SEP],
@@ -164,7 +164,7 @@ def test_real_mrpc_pairs_pack_as_the_original_loop_in_tf_data_and_eagerly(trunca
 def test_packer_in_dataset_map_on_ragged_ids():
     rng = np.random.default_rng(3)
     firsts, seconds = _random_segments(rng, 40, 30), _random_segments(rng, 40, 30)
-    packer = _packer(seq_length=24, truncation="random_front_back", seed=1)
+    packer = _packer(sequence_length=24, truncation="random_front_back", seed=1)
     dataset = tf.data.Dataset.from_tensor_slices(
         (tf.ragged.constant(firsts, dtype=tf.int32), tf.ragged.constant(seconds, dtype=tf.int32))
     )
@@ -182,7 +182,7 @@ def test_packer_in_dataset_map_on_ragged_ids():
 def test_special_ids_other_than_zero_and_unbatched_rows(pairs):
     rng = np.random.default_rng(6)
     firsts, seconds = _random_segments(rng, 60, 30), _random_segments(rng, 60, 30)
-    packer = SegmentPacker(seq_length=20, cls_token_id=7, sep_token_id=8, pad_token_id=9, padding="dynamic")
+    packer = SegmentPacker(sequence_length=20, cls_token_id=7, sep_token_id=8, pad_token_id=9, padding="dynamic")
     expected = packer.pack(firsts, seconds if pairs else None)
     actual = packer(tf.ragged.constant(firsts, dtype=tf.int64), tf.ragged.constant(seconds) if pairs else None)
     for key in expected:
@@ -192,3 +192,21 @@ def test_special_ids_other_than_zero_and_unbatched_rows(pairs):
         reference = packer.pack(firsts[row], seconds[row] if pairs else None)
         for key in reference:
             np.testing.assert_array_equal(single[key].numpy(), reference[key])
+
+
+def test_config_saved_with_the_old_seq_length_key_still_loads():
+    """`seq_length` was the packer's name for `sequence_length`: configs saved with it load, with a warning."""
+    packer = _packer(truncation="random_front_back", seed=3)
+    config = packer.get_config()
+    assert config["sequence_length"] == 10 and "seq_length" not in config
+    old_config = {("seq_length" if key == "sequence_length" else key): value for key, value in config.items()}
+    with pytest.warns(DeprecationWarning, match="`seq_length` is deprecated; pass `sequence_length`"):
+        restored = SegmentPacker.from_config(old_config)
+    assert restored.get_config() == config
+    with pytest.warns(DeprecationWarning, match="pass `sequence_length`"):
+        keyword = SegmentPacker(seq_length=10, cls_token_id=CLS, sep_token_id=SEP, pad_token_id=PAD)
+    np.testing.assert_array_equal(keyword.pack([1, 2, 3], [4, 5])["token_ids"], _packer().pack([1, 2, 3], [4, 5])["token_ids"])
+    with pytest.raises(TypeError, match="both `sequence_length` and its deprecated name `seq_length`"):
+        SegmentPacker(sequence_length=10, seq_length=10, cls_token_id=CLS, sep_token_id=SEP)
+    with pytest.raises(TypeError, match="needs sequence_length, cls_token_id and sep_token_id"):
+        SegmentPacker(cls_token_id=CLS, sep_token_id=SEP)

@@ -108,7 +108,7 @@ def test_tokenize_documents_drops_sentences_and_documents_without_tokens():
 
 def test_instances_follow_the_layout_and_length_limits():
     documents, origin = _id_corpus(40, (1, 12), (1, 30))
-    instances = list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=32, dupe_factor=2, seed=1))
+    instances = list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=32, dupe_factor=2, seed=1))
     assert instances
     for instance in instances:
         tokens_a, tokens_b, segments, first_sep = _split_instance(instance)
@@ -125,7 +125,7 @@ def test_instances_follow_the_layout_and_length_limits():
 
 def test_random_next_comes_from_another_document_and_labels_are_balanced():
     documents, origin = _id_corpus(300, (20, 40), (5, 15))
-    instances = list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=64, seed=2))
+    instances = list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=64, seed=2))
     labels = np.array([instance["next_sentence_labels"] for instance in instances])
     assert len(labels) > 2000
     # Random next with probability 0.5, and always for one-sentence chunks (a document's last sentence left
@@ -164,13 +164,13 @@ def test_same_seed_same_instances():
 def test_one_sentence_documents_long_sentences_and_a_single_document():
     long_sentence = list(range(10, 5010))
     documents = [[long_sentence], [[7, 8]], [[9]]]
-    instances = list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=16, seed=0))
+    instances = list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=16, seed=0))
     assert instances and all(len(instance["token_ids"]) <= 16 for instance in instances)
     assert all(instance["next_sentence_labels"] == 1 for instance in instances)  # one-sentence chunks
-    alone = list(iterate_pretraining_instances([[[5, 6]]], CLS, SEP, max_seq_length=8, seed=0))
+    alone = list(iterate_pretraining_instances([[[5, 6]]], CLS, SEP, sequence_length=8, seed=0))
     assert len(alone) == 1 and alone[0]["token_ids"] == [CLS, 5, 6, SEP, 5, 6, SEP]
-    with pytest.raises(ValueError, match="max_seq_length"):
-        list(iterate_pretraining_instances(documents, CLS, SEP, max_seq_length=4))
+    with pytest.raises(ValueError, match="sequence_length"):
+        list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=4))
 
 
 @tensorflow_only
@@ -180,12 +180,12 @@ def test_static_tfrecords_round_trip(tmp_path):
     tokenizer = _tokenizer()
     prefix = str(tmp_path / "out" / "train")
     paths = write_pretraining_tfrecords(
-        str(corpus), prefix, tokenizer, max_seq_length=32, max_predictions_per_seq=5, num_shards=3, dupe_factor=2
+        str(corpus), prefix, tokenizer, sequence_length=32, max_predictions_per_seq=5, num_shards=3, dupe_factor=2
     )
     assert paths == [f"{prefix}-0000{i}-of-00003.tfrecord" for i in range(3)]
     assert sorted(os.listdir(tmp_path / "out")) == sorted(os.path.basename(p) for p in paths)  # no temporaries
     again = write_pretraining_tfrecords(
-        str(corpus), str(tmp_path / "again"), tokenizer, max_seq_length=32, max_predictions_per_seq=5, num_shards=3,
+        str(corpus), str(tmp_path / "again"), tokenizer, sequence_length=32, max_predictions_per_seq=5, num_shards=3,
         dupe_factor=2,
     )
     for path, other in zip(paths, again):
@@ -215,7 +215,7 @@ def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
     tokenizer = _tokenizer()
     prefix = str(tmp_path / "dyn")
     write_pretraining_tfrecords(
-        str(corpus), prefix, tokenizer, max_seq_length=32, masking="dynamic", dupe_factor=1,
+        str(corpus), prefix, tokenizer, sequence_length=32, masking="dynamic", dupe_factor=1,
         input_format="document_per_line",
     )
     with pytest.raises(ValueError, match="no 'masked_lm_positions' feature"):
@@ -294,7 +294,7 @@ def test_pretraining_dataset_structure_and_determinism(masking):
 
     def epochs(seed):
         dataset = pretraining_dataset(
-            tokenizer, documents=_text_documents(50), seq_length=24, batch_size=8, max_predictions_per_seq=4,
+            tokenizer, documents=_text_documents(50), sequence_length=24, batch_size=8, max_predictions_per_seq=4,
             masking=masking, seed=seed,
         )
         return [list(dataset.as_numpy_iterator()) for _ in range(2)]
@@ -331,7 +331,7 @@ def test_pretraining_dataset_structure_and_determinism(masking):
 def test_pretraining_dataset_feeds_fit_on_every_backend():
     tokenizer = _tokenizer()
     dataset = pretraining_dataset(
-        tokenizer, documents=_text_documents(30), seq_length=16, batch_size=4, max_predictions_per_seq=3
+        tokenizer, documents=_text_documents(30), sequence_length=16, batch_size=4, max_predictions_per_seq=3
     )
     seq_length, predictions, vocabulary_size = 16, 3, len(VOCABULARY)
 

@@ -18,7 +18,7 @@ TINY = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_s
             initializer_range=0.5)
 TEST_VOCABULARY = VOCABULARY + ["cafe", "##s"]
 CLASSIFIER_LENGTH = 16
-QA_SETTINGS = dict(max_sequence_length=24, doc_stride=5, max_query_length=6, max_answer_length=6, n_best_size=6)
+QA_SETTINGS = dict(sequence_length=24, doc_stride=5, max_query_length=6, max_answer_length=6, n_best_size=6)
 TOLERANCE = dict(rtol=1e-5, atol=1e-5)
 CLIENT = os.path.join(os.path.dirname(__file__), "saved_model_client.py")
 
@@ -100,7 +100,7 @@ def exports(tmp_path_factory):
         elif name == "pretrainer":
             paths[name] = export_saved_model(model, root / name)
         else:
-            paths[name] = export_saved_model(model, root / name, tokenizer, max_sequence_length=CLASSIFIER_LENGTH)
+            paths[name] = export_saved_model(model, root / name, tokenizer, sequence_length=CLASSIFIER_LENGTH)
     return {"root": root, "tokenizer": tokenizer, "models": models, "paths": paths}
 
 
@@ -256,7 +256,7 @@ def _python_answers(model, tokenizer, questions, contexts, **settings):
 
     examples = [SquadExample(str(i), q, c, ()) for i, (q, c) in enumerate(zip(questions, contexts))]
     features = convert_examples_to_features(
-        examples, tokenizer, max_seq_length=settings["max_sequence_length"], doc_stride=settings["doc_stride"],
+        examples, tokenizer, sequence_length=settings["sequence_length"], doc_stride=settings["doc_stride"],
         max_query_length=settings["max_query_length"])
     logits = model(features.inputs())
     start, end = to_numpy(logits["start_logits"]), to_numpy(logits["end_logits"])
@@ -339,7 +339,7 @@ def test_text_pairs_of_unequal_batch_sizes_fail_with_a_clear_error(exports, mode
     from keras_bert_impl.export.serving_signatures import build_serving_module
 
     settings = ({**QA_SETTINGS, "version_2_with_negative": False} if model_name == "question_answerer"
-                else {"max_sequence_length": CLASSIFIER_LENGTH})
+                else {"sequence_length": CLASSIFIER_LENGTH})
     kind = "question_answerer" if model_name == "question_answerer" else "classifier"
     _, signatures = build_serving_module(exports["models"][model_name], kind, exports["tokenizer"], settings)
     signature = signatures["serve_text_pair" if kind == "classifier" else "serve_text"]
@@ -418,7 +418,10 @@ def test_unexportable_inputs_raise_clear_errors(tmp_path):
     with pytest.raises(ExportError, match="tokenizer has 45 tokens"):
         export_saved_model(small, tmp_path / "x", _tokenizer(tmp_path))
     with pytest.raises(ExportError, match="position table"):
-        export_saved_model(small, tmp_path / "x", max_sequence_length=64)
+        export_saved_model(small, tmp_path / "x", sequence_length=64)
+    with pytest.warns(DeprecationWarning, match="`max_sequence_length` is deprecated; pass `sequence_length`"):
+        with pytest.raises(ExportError, match="position table"):
+            export_saved_model(small, tmp_path / "x", max_sequence_length=64)
     with pytest.raises(ExportError, match="apply only to BertQuestionAnswerer"):
         export_saved_model(small, tmp_path / "x", doc_stride=8)
     with pytest.raises(TypeError, match="unknown options"):
@@ -436,7 +439,7 @@ def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch)
     monkeypatch.setattr(saved_model_export, "WORKER_MODULE", "no_such_bert_export_worker")
     with pytest.raises(ExportError, match=r"worker failed \(exit code 1\)(.|\n)*no_such_bert_export_worker"):
         saved_model_export._export_in_tensorflow_subprocess(
-            model, "BertBackbone", None, {"max_sequence_length": 8}, str(tmp_path / "out"))
+            model, "BertBackbone", None, {"sequence_length": 8}, str(tmp_path / "out"))
 
     def broken_save(path):
         raise OSError("read-only file system")
@@ -444,7 +447,7 @@ def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch)
     monkeypatch.setattr(model, "save_pretrained", broken_save)
     with pytest.raises(ExportError, match="saving it for the TensorFlow export worker failed"):
         saved_model_export._export_in_tensorflow_subprocess(
-            model, "BertBackbone", None, {"max_sequence_length": 8}, str(tmp_path / "out"))
+            model, "BertBackbone", None, {"sequence_length": 8}, str(tmp_path / "out"))
     assert os.listdir(tmp_path) == []
 
 
@@ -460,7 +463,7 @@ def test_export_from_jax_or_torch_through_the_tensorflow_worker(tmp_path):
 
     tokenizer = _tokenizer(tmp_path)
     model = BertClassifier(_backbone(), 2, labels=["no", "yes"])
-    path = export_saved_model(model, tmp_path / "exported", tokenizer, max_sequence_length=CLASSIFIER_LENGTH)
+    path = export_saved_model(model, tmp_path / "exported", tokenizer, sequence_length=CLASSIFIER_LENGTH)
     served = tf.saved_model.load(path)
     outputs = served.signatures["serve_text_pair"](text=tf.constant(TEXTS), text_pair=tf.constant(PAIRS))
     expected = _softmax(to_numpy(model(_packed(tokenizer, TEXTS, PAIRS))))
@@ -468,5 +471,5 @@ def test_export_from_jax_or_torch_through_the_tensorflow_worker(tmp_path):
     assert outputs["label"].numpy().tolist() == [[b"no", b"yes"][i] for i in expected.argmax(-1)]
     with open(os.path.join(path, "assets", "export_config.json"), encoding="utf-8") as handle:
         config = json.load(handle)
-    assert config["settings"] == {"max_sequence_length": CLASSIFIER_LENGTH}
+    assert config["settings"] == {"sequence_length": CLASSIFIER_LENGTH}
     assert sorted(os.listdir(tmp_path)) == ["exported", "vocab.txt"]

@@ -11,24 +11,24 @@ from keras_bert_impl.squad.squad_features import best_window_per_token, document
 
 
 @pytest.mark.tensorflow_only
-@pytest.mark.parametrize("max_sequence_length,doc_stride,max_query_length", [(16, 3, 4), (12, 20, 5), (10, 1, 2)])
-def test_windows_and_max_context_match_python(max_sequence_length, doc_stride, max_query_length):
+@pytest.mark.parametrize("sequence_length,doc_stride,max_query_length", [(16, 3, 4), (12, 20, 5), (10, 1, 2)])
+def test_windows_and_max_context_match_python(sequence_length, doc_stride, max_query_length):
     import tensorflow as tf
 
     from keras_bert_impl.export.squad_span_graph import squad_windows
 
-    rng = np.random.default_rng(max_sequence_length)
+    rng = np.random.default_rng(sequence_length)
     question_lengths = [0, 1, 3, 7, 2, 4]
     context_lengths = [0, 30, 5, 40, 13, 27]  # example 1 has even-length windows: max-context ties
     questions = [list(rng.integers(5, 50, n)) for n in question_lengths]
     contexts = [list(rng.integers(5, 50, n)) for n in context_lengths]
     windows = squad_windows(tf.ragged.constant(questions, tf.int32, ragged_rank=1, row_splits_dtype=tf.int64),
                             tf.ragged.constant(contexts, tf.int32, ragged_rank=1, row_splits_dtype=tf.int64),
-                            max_sequence_length, doc_stride, max_query_length)
+                            sequence_length, doc_stride, max_query_length)
 
     expected_rows = []
     for example, (question, context) in enumerate(zip(questions, contexts)):
-        max_tokens_for_doc = max_sequence_length - min(len(question), max_query_length) - 3
+        max_tokens_for_doc = sequence_length - min(len(question), max_query_length) - 3
         python_windows = document_windows(len(context), max_tokens_for_doc, doc_stride)
         best = best_window_per_token(python_windows, len(context))
         for index, window in enumerate(python_windows):
@@ -44,7 +44,7 @@ def test_windows_and_max_context_match_python(max_sequence_length, doc_stride, m
         first = context_starts[example] + start
         assert window_index[row] == list(range(first, first + length))
     assert windows["is_max_context"].to_list() == [r[4] for r in expected_rows]
-    if doc_stride < max_sequence_length - max_query_length - 3:
+    if doc_stride < sequence_length - max_query_length - 3:
         # Windows overlap: some tokens are at max context in one of their windows only.
         assert any(not all(r[4]) for r in expected_rows)
 
@@ -74,7 +74,7 @@ def test_best_spans_match_python_decoding_on_random_logits():
     from tests.training.finetuning_test_utils import tokenizer as make_tokenizer
 
     tokenizer = make_tokenizer()
-    settings = dict(max_seq_length=14, doc_stride=2, max_query_length=3)
+    settings = dict(sequence_length=14, doc_stride=2, max_query_length=3)
     questions = ["where is the cat ?", "who", "", "what did the dog do ?"]
     contexts = ["the cat sat in paris today . the dog ran far away .", "the mat", "",
                 "a red house , a blue tree and the old city river walked home today ."]
@@ -82,13 +82,13 @@ def test_best_spans_match_python_decoding_on_random_logits():
     features = convert_examples_to_features(examples, tokenizer, **settings)
     context_ids, context_starts, context_ends = tokenizer.tokenize_with_offsets_tensor(tf.constant(contexts))
     windows = squad_windows(tokenizer.tokenize_tensor(tf.constant(questions)), context_ids,
-                            settings["max_seq_length"], settings["doc_stride"], settings["max_query_length"])
+                            settings["sequence_length"], settings["doc_stride"], settings["max_query_length"])
     assert windows["example_index"].numpy().tolist() == features.example_index.tolist()
     decode = tf.function(lambda start, end: decode_best_spans(
         start, end, windows, context_starts, context_ends, n_best_size=3, max_answer_length=4))
     rng = np.random.default_rng(0)
     for _ in range(10):
-        start, end = rng.normal(size=(2, len(features), settings["max_seq_length"])).astype("float32")
+        start, end = rng.normal(size=(2, len(features), settings["sequence_length"])).astype("float32")
         decoded = decode_squad_predictions(examples, features, start, end, n_best_size=3, max_answer_length=4)
         best = decode(tf.constant(start), tf.constant(end))
         answers, _, _ = byte_span_to_answer(tf.constant(contexts), best["byte_start"], best["byte_end"])
@@ -114,7 +114,7 @@ def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
     tokenizer = make_tokenizer()
     question, context = "where ?", "the cat sat on the mat today"  # [CLS] where ? [SEP] the cat sat ...
     examples = [SquadExample("q", question, context, ())]
-    features = convert_examples_to_features(examples, tokenizer, max_seq_length=16, max_query_length=4)
+    features = convert_examples_to_features(examples, tokenizer, sequence_length=16, max_query_length=4)
     start, end = np.zeros((2, 1, 16), "float32")
     start[0, 5], end[0, 6] = 0.0, 2.0  # "cat sat": start 0 + end 2
     start[0, 7], end[0, 7] = 2.0, 0.0  # "on": start 2 + end 0, the same sum, the higher start logit
@@ -137,7 +137,7 @@ def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
 
 SQUAD_SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "squad",
                             "squad-v2.0-dev-sample.json")
-SAMPLE_SETTINGS = dict(max_sequence_length=128, doc_stride=48, max_query_length=32)
+SAMPLE_SETTINGS = dict(sequence_length=128, doc_stride=48, max_query_length=32)
 GRAPH_CHUNK = 400  # examples per graph call: the (F, T, max_answer_length) pair scores stay small
 
 
@@ -170,9 +170,9 @@ def squad_sample():
     examples = list(read_squad_examples(SQUAD_SAMPLE))
     tokenizer = BertTokenizer(_sample_vocabulary(examples))
     features = convert_examples_to_features(
-        examples, tokenizer, max_seq_length=SAMPLE_SETTINGS["max_sequence_length"],
+        examples, tokenizer, sequence_length=SAMPLE_SETTINGS["sequence_length"],
         doc_stride=SAMPLE_SETTINGS["doc_stride"], max_query_length=SAMPLE_SETTINGS["max_query_length"])
-    packer = squad_span_graph.window_packer(tokenizer, SAMPLE_SETTINGS["max_sequence_length"])
+    packer = squad_span_graph.window_packer(tokenizer, SAMPLE_SETTINGS["sequence_length"])
     chunks = []
     for begin in range(0, len(examples), GRAPH_CHUNK):
         chunk = examples[begin:begin + GRAPH_CHUNK]

@@ -9,6 +9,7 @@ from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.data.pretraining_batches import pretraining_dataset
 from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
+from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 
 WORDS = [f"word{i}" for i in range(40)]
@@ -132,7 +133,7 @@ def test_pretraining_dataset_takes_its_settings_from_the_preprocessor(masking):
     made = pretraining_dataset(preprocessor, documents=documents, batch_size=4, masking=masking, seed=1)
     # The tokenizer shorthand builds the same preprocessor from keyword settings.
     shorthand = pretraining_dataset(preprocessor.tokenizer, documents=documents, batch_size=4, masking=masking, seed=1,
-                                    seq_length=24, max_predictions_per_seq=6, mask_rate=0.3, whole_word_masking=True)
+                                    sequence_length=24, max_predictions_per_seq=6, mask_rate=0.3, whole_word_masking=True)
     for (x1, y1), (x2, y2) in zip(made, shorthand):
         assert x1["token_ids"].shape == (4, 24) and x1["mask_positions"].shape == (4, 6)
         for key in x1:
@@ -143,3 +144,13 @@ def test_pretraining_dataset_takes_its_settings_from_the_preprocessor(masking):
         pretraining_dataset(preprocessor, documents=documents, mask_rate=0.2)
     with pytest.raises(TypeError, match="write_pretraining_tfrecords takes a BertPretrainingPreprocessor"):
         write_pretraining_tfrecords("corpus.txt", "out", "vocab.txt")
+
+
+@pytest.mark.parametrize("old_name", ["seq_length", "max_seq_length"])
+def test_old_length_names_of_the_tokenizer_shorthand_still_work_with_a_warning(old_name):
+    tokenizer = _preprocessor().tokenizer
+    with pytest.warns(DeprecationWarning, match=f"`{old_name}` is deprecated; pass `sequence_length`"):
+        preprocessor = as_pretraining_preprocessor(tokenizer, {old_name: 24}, "pretraining_dataset")
+    assert preprocessor.sequence_length == 24
+    with pytest.raises(TypeError, match=f"both `sequence_length` and its deprecated name `{old_name}`"):
+        as_pretraining_preprocessor(tokenizer, {old_name: 24, "sequence_length": 24}, "pretraining_dataset")

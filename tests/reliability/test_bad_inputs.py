@@ -190,7 +190,7 @@ def test_row05_sequence_longer_than_the_position_table():
 def test_row05_packer_never_exceeds_its_length():
     from keras_bert_impl.data.packing import SegmentPacker
 
-    packer = SegmentPacker(seq_length=8, cls_token_id=2, sep_token_id=3)
+    packer = SegmentPacker(sequence_length=8, cls_token_id=2, sep_token_id=3)
     packed = packer.pack([list(range(10, 40))], [list(range(40, 60))])
     assert np.shape(packed["token_ids"]) == (1, 8)
 
@@ -227,7 +227,7 @@ def test_row07_empty_or_non_utf8_corpus(tmp_path, content, message):
 
     (tmp_path / "corpus.txt").write_bytes(content)
     with pytest.raises(ValueError, match=message):
-        dataset = pretraining_dataset(tokenizer(), files=[str(tmp_path / "corpus.txt")], seq_length=16,
+        dataset = pretraining_dataset(tokenizer(), files=[str(tmp_path / "corpus.txt")], sequence_length=16,
                                       batch_size=2, max_predictions_per_seq=3, seed=0)
         next(iter(dataset))
 
@@ -237,7 +237,7 @@ def test_row07_missing_corpus_file(tmp_path):
     from keras_bert_impl.data import pretraining_dataset
 
     with pytest.raises(FileNotFoundError, match="No input file matches .*nothing-here"):
-        pretraining_dataset(tokenizer(), files=[str(tmp_path / "nothing-here*.txt")], seq_length=16, batch_size=2,
+        pretraining_dataset(tokenizer(), files=[str(tmp_path / "nothing-here*.txt")], sequence_length=16, batch_size=2,
                             max_predictions_per_seq=3, seed=0)
 
 

@@ -96,7 +96,7 @@ def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
 
     corpus, vocab = write_corpus(tmp_path)
     tokenizer = BertTokenizer(str(vocab))
-    settings = dict(max_seq_length=24, max_predictions_per_seq=4, num_shards=2, dupe_factor=1, seed=1)
+    settings = dict(sequence_length=24, max_predictions_per_seq=4, num_shards=2, dupe_factor=1, seed=1)
     output = tmp_path / "shards" / "train"
     pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), tokenizer, **settings)
     shards = sorted((tmp_path / "shards").iterdir())

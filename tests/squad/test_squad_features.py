@@ -30,8 +30,8 @@ def answer(text, context=CONTEXT):
 
 def test_window_layout_matches_hand_computed_features(tokenizer):
     example = SquadExample("q", "what is t1", CONTEXT, (answer("t5 t6"),))
-    # 3 question tokens; max_seq_length 10 leaves 10 - 3 - 3 = 4 document tokens per window; step 2.
-    features = convert_examples_to_features([example], tokenizer, max_seq_length=10, doc_stride=2, max_query_length=4)
+    # 3 question tokens; sequence_length 10 leaves 10 - 3 - 3 = 4 document tokens per window; step 2.
+    features = convert_examples_to_features([example], tokenizer, sequence_length=10, doc_stride=2, max_query_length=4)
     assert len(features) == 4
     assert features.window_start.tolist() == [0, 2, 4, 6]
     assert features.token_ids[1].tolist() == ids(tokenizer, "[CLS] what is t1 [SEP] t2 t3 t4 t5 [SEP]")
@@ -54,7 +54,7 @@ def test_window_layout_matches_hand_computed_features(tokenizer):
 def test_training_labels_tightest_span_in_window_else_cls(tokenizer):
     example = SquadExample("q", "what is t1", CONTEXT, (answer("t5 t6"),))
     features = convert_examples_to_features(
-        [example], tokenizer, max_seq_length=10, doc_stride=2, max_query_length=4, is_training=True
+        [example], tokenizer, sequence_length=10, doc_stride=2, max_query_length=4, is_training=True
     )
     # Document tokens 5..6 lie wholly only in the third window (tokens 4..7), at positions 6..7.
     assert features.start_positions.tolist() == [0, 0, 6, 0]
@@ -68,7 +68,7 @@ def test_answer_at_window_boundaries(tokenizer):
     features = convert_examples_to_features(
         [first_window_last_token, second_window_first_token],
         tokenizer,
-        max_seq_length=8,  # 1 question token -> 4 document tokens per window
+        sequence_length=8,  # 1 question token -> 4 document tokens per window
         doc_stride=2,
         max_query_length=4,
         is_training=True,
@@ -92,7 +92,7 @@ def test_sub_word_and_punctuation_answers(tokenizer):
         SquadExample("punct", "when", context, (SquadAnswer("t1.", 10),)),
     ]
     features = convert_examples_to_features(
-        examples, tokenizer, max_seq_length=16, max_query_length=4, is_training=True
+        examples, tokenizer, sequence_length=16, max_query_length=4, is_training=True
     )
     # [CLS] when [SEP] t0 1990 ##s , t1 . [SEP]
     assert features.token_ids[0, :10].tolist() == ids(tokenizer, "[CLS] when [SEP] t0 1990 ##s , t1 . [SEP]")
@@ -103,7 +103,7 @@ def test_sub_word_and_punctuation_answers(tokenizer):
 def test_impossible_questions_label_cls(tokenizer):
     example = SquadExample("q", "what", CONTEXT, (), is_impossible=True)
     features = convert_examples_to_features(
-        [example], tokenizer, max_seq_length=8, doc_stride=2, max_query_length=4, is_training=True
+        [example], tokenizer, sequence_length=8, doc_stride=2, max_query_length=4, is_training=True
     )
     assert len(features) == 4
     assert not features.start_positions.any() and not features.end_positions.any()
@@ -113,7 +113,7 @@ def test_long_question_is_truncated(tokenizer):
     long_question = " ".join(f"t{i % 20}" for i in range(30))
     example = SquadExample("q", long_question, CONTEXT, (answer("t9"),))
     features = convert_examples_to_features(
-        [example], tokenizer, max_seq_length=12, doc_stride=3, max_query_length=4, is_training=True
+        [example], tokenizer, sequence_length=12, doc_stride=3, max_query_length=4, is_training=True
     )
     # 4 question tokens -> 12 - 4 - 3 = 5 document tokens per window: windows (0, 5), (3, 5), (6, 4).
     assert features.token_ids[0, :6].tolist() == ids(tokenizer, "[CLS] t0 t1 t2 t3 [SEP]")
@@ -124,7 +124,7 @@ def test_long_question_is_truncated(tokenizer):
 
 def test_empty_context_gets_one_feature(tokenizer):
     examples = [SquadExample("e", "what", "", ()), SquadExample("w", "what", "  \n ", ())]
-    features = convert_examples_to_features(examples, tokenizer, max_seq_length=8, max_query_length=4)
+    features = convert_examples_to_features(examples, tokenizer, sequence_length=8, max_query_length=4)
     assert features.example_index.tolist() == [0, 1]
     assert features.token_ids[0, :4].tolist() == ids(tokenizer, "[CLS] what [SEP] [SEP]")
     assert features.padding_mask[0].tolist() == [True] * 4 + [False] * 4
@@ -133,7 +133,7 @@ def test_empty_context_gets_one_feature(tokenizer):
 
 def test_padding(tokenizer):
     example = SquadExample("q", "what", "t0 t1", ())
-    features = convert_examples_to_features([example], tokenizer, max_seq_length=9, max_query_length=4)
+    features = convert_examples_to_features([example], tokenizer, sequence_length=9, max_query_length=4)
     assert features.token_ids[0].tolist() == ids(tokenizer, "[CLS] what [SEP] t0 t1 [SEP]") + [0, 0, 0]
     assert features.segment_ids[0].tolist() == [0, 0, 0, 1, 1, 1, 0, 0, 0]
     assert features.padding_mask[0].tolist() == [True] * 6 + [False] * 3
@@ -144,7 +144,7 @@ def test_answer_covering_no_token_is_skipped_in_training(tokenizer, caplog):
     example = SquadExample("zw", "what", context, (SquadAnswer("\u200b", 3),))
     with caplog.at_level(logging.WARNING):
         features = convert_examples_to_features(
-            [example], tokenizer, max_seq_length=8, max_query_length=4, is_training=True
+            [example], tokenizer, sequence_length=8, max_query_length=4, is_training=True
         )
     assert len(features) == 0 and features.skipped_example_indices == [0]
     assert "covers no token" in caplog.text
@@ -153,7 +153,7 @@ def test_answer_covering_no_token_is_skipped_in_training(tokenizer, caplog):
 def test_overlap_semantics(tokenizer):
     example = SquadExample("q", "what is t1", CONTEXT, ())
     features = convert_examples_to_features(
-        [example], tokenizer, max_seq_length=10, doc_stride=1, max_query_length=3, stride_semantics="overlap"
+        [example], tokenizer, sequence_length=10, doc_stride=1, max_query_length=3, stride_semantics="overlap"
     )
     assert features.window_start.tolist() == [0, 3, 6]
 
@@ -161,10 +161,10 @@ def test_overlap_semantics(tokenizer):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(max_seq_length=10, max_query_length=7), r"max_seq_length \(10\) must exceed max_query_length \(7\) \+ 3"),
-        (dict(max_seq_length=10, max_query_length=3, doc_stride=4, stride_semantics="overlap"), "smaller than"),
-        (dict(max_seq_length=10, max_query_length=3, doc_stride=0), "doc_stride must be at least 1"),
-        (dict(max_seq_length=10, max_query_length=3, stride_semantics="hf"), "stride_semantics must be one of"),
+        (dict(sequence_length=10, max_query_length=7), r"sequence_length \(10\) must exceed max_query_length \(7\) \+ 3"),
+        (dict(sequence_length=10, max_query_length=3, doc_stride=4, stride_semantics="overlap"), "smaller than"),
+        (dict(sequence_length=10, max_query_length=3, doc_stride=0), "doc_stride must be at least 1"),
+        (dict(sequence_length=10, max_query_length=3, stride_semantics="hf"), "stride_semantics must be one of"),
     ],
 )
 def test_invalid_lengths_are_clear_errors(tokenizer, kwargs, message):
@@ -175,7 +175,7 @@ def test_invalid_lengths_are_clear_errors(tokenizer, kwargs, message):
 def test_to_dataset_batches_inputs_and_labels(tokenizer):
     example = SquadExample("q", "what is t1", CONTEXT, (answer("t5 t6"),))
     features = convert_examples_to_features(
-        [example], tokenizer, max_seq_length=10, doc_stride=2, max_query_length=4, is_training=True
+        [example], tokenizer, sequence_length=10, doc_stride=2, max_query_length=4, is_training=True
     )
     x, y = next(iter(features.to_dataset(batch_size=3)))
     assert {k: (v.shape, v.dtype.name) for k, v in x.items()} == {
@@ -192,4 +192,15 @@ def test_to_dataset_batches_inputs_and_labels(tokenizer):
 def test_training_example_without_answer_start_is_a_clear_error(tokenizer):
     example = SquadExample("q", "what", CONTEXT, (SquadAnswer("t1", None),))
     with pytest.raises(ValueError, match="Training example 'q' needs an answer with answer_start"):
-        convert_examples_to_features([example], tokenizer, max_seq_length=8, max_query_length=4, is_training=True)
+        convert_examples_to_features([example], tokenizer, sequence_length=8, max_query_length=4, is_training=True)
+
+
+def test_old_max_seq_length_keyword_still_works_with_a_warning(tokenizer):
+    example = SquadExample("q", "what is t1", CONTEXT, (answer("t5 t6"),))
+    settings = dict(doc_stride=2, max_query_length=4)
+    with pytest.warns(DeprecationWarning, match="`max_seq_length` is deprecated; pass `sequence_length`"):
+        old = convert_examples_to_features([example], tokenizer, max_seq_length=10, **settings)
+    new = convert_examples_to_features([example], tokenizer, sequence_length=10, **settings)
+    np.testing.assert_array_equal(old.token_ids, new.token_ids)
+    with pytest.raises(TypeError, match="both `sequence_length` and its deprecated name `max_seq_length`"):
+        convert_examples_to_features([example], tokenizer, sequence_length=10, max_seq_length=10, **settings)

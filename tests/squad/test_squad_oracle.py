@@ -1,6 +1,6 @@
 """Oracle test: gold spans turned into logits must decode back to the gold answers (exact match 100).
 
-A SQuAD-format file is written with long contexts (several windows at a small max_seq_length), accents,
+A SQuAD-format file is written with long contexts (several windows at a small sequence_length), accents,
 punctuation, answers on window boundaries, an over-long question, an empty context and impossible
 questions; it goes through the whole pipeline with the real BertTokenizer: read -> features -> logits
 built from the training labels -> decode -> official-semantics evaluation.
@@ -120,7 +120,7 @@ def oracle_logits(features, rng):
 def test_gold_logits_decode_to_gold_answers(tmp_path, rng, version_2, stride_semantics):
     tokenizer = real_tokenizer()
     data, path = build_file(tmp_path, version_2)
-    settings = dict(max_seq_length=MAX_SEQ_LENGTH, doc_stride=DOC_STRIDE if stride_semantics == "step" else 14,
+    settings = dict(sequence_length=MAX_SEQ_LENGTH, doc_stride=DOC_STRIDE if stride_semantics == "step" else 14,
                     max_query_length=MAX_QUERY_LENGTH, stride_semantics=stride_semantics)
     examples = read_squad_examples(path)
     training_examples = read_squad_examples(path, is_training=True)

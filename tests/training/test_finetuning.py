@@ -143,7 +143,7 @@ def test_squad_evaluation_of_gold_logits_scores_100(tmp_path, version_2):
 
     path = write_squad_json(tmp_path / "dev.json", 4, seed=0, version_2=version_2)
     examples = read_squad_examples(path, is_training=True)
-    features = convert_examples_to_features(examples, tokenizer(), max_seq_length=32, doc_stride=8,
+    features = convert_examples_to_features(examples, tokenizer(), sequence_length=32, doc_stride=8,
                                             max_query_length=8, is_training=True)
     start, end = oracle_logits(features)
     results = evaluate_squad_predictions(examples, features, start, end, load_squad_json(path),
