@@ -55,9 +55,11 @@ def pretrained_dir(tmp_path_factory, corpus):
     and --vocab take."""
     from keras_bert_impl import BertBackbone, BertTokenizer, train_wordpiece_vocabulary
 
+    # The vocabulary is learned elsewhere first: save_pretrained writes only into an empty (or its own) folder.
+    vocabulary = os.path.join(str(tmp_path_factory.mktemp("vocabulary")), "vocab.txt")
+    train_wordpiece_vocabulary(corpus["train"], 400, output_path=vocabulary)
+    tokenizer = BertTokenizer(vocabulary)
     directory = str(tmp_path_factory.mktemp("tiny_bert"))
-    train_wordpiece_vocabulary(corpus["train"], 400, output_path=os.path.join(directory, "vocab.txt"))
-    tokenizer = BertTokenizer(os.path.join(directory, "vocab.txt"))
     BertBackbone.from_preset("tiny", vocabulary_size=tokenizer.vocabulary_size(), max_sequence_length=128,
                              num_layers=1).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
