@@ -324,6 +324,9 @@ def run(args):
         read_metrics_log, restore_training_checkpoint,
     )
 
+    # The strategy first: MultiWorkerMirroredStrategy configures collective ops, and logical devices must be
+    # set, before anything (the tokenizer's tf.data / tf.lookup, the seed) initialises TensorFlow's runtime.
+    scope, strategy, is_chief = make_distribution(args.distribution, tpu=args.tpu)
     keras.utils.set_random_seed(args.seed)
     out = os.path.abspath(args.output_dir)
     os.makedirs(out, exist_ok=True)
@@ -340,7 +343,6 @@ def run(args):
     if checkpoints.get(resume_phase):
         check_resume_settings(*checkpoints[resume_phase], settings[resume_phase], args.allow_changed_settings)
 
-    scope, strategy, is_chief = make_distribution(args.distribution, tpu=args.tpu)
     overrides = {}
     if args.dropout is not None:
         overrides.update(dropout=args.dropout, attention_dropout=args.dropout)
@@ -382,7 +384,8 @@ def run(args):
         start_step = 0
         if checkpoints.get(index):
             path, state = checkpoints[index]
-            restore_training_checkpoint(model, path)
+            with scope:  # restoring builds the optimizer's slots, which belong in the strategy's scope
+                restore_training_checkpoint(model, path)
             start_step = state["step"]
             logger.info("Resuming phase %d at step %d from %s", index, start_step, path)
         # Checkpoints, logs and the data position count batches; an accumulated update takes several.

@@ -75,7 +75,28 @@ def make_distribution(name, tpu="", devices=None):
         strategy = tf.distribute.TPUStrategy(resolver)
         is_chief = True
     logger.info("%s with %d replicas in sync", type(strategy).__name__, strategy.num_replicas_in_sync)
-    return strategy.scope(), strategy, is_chief
+    return StrategyScope(strategy), strategy, is_chief
+
+
+class StrategyScope:
+    """A `with` block that may be entered any number of times: each entry opens a fresh `strategy.scope()`.
+
+    The object one `strategy.scope()` call returns is a single-use context manager (a second `with` on it
+    fails); callers such as `keras-bert pretrain` enter the scope once to build the model and again for each
+    phase's optimizer.
+    """
+
+    def __init__(self, strategy):
+        self.strategy = strategy
+        self._entered = []
+
+    def __enter__(self):
+        scope = self.strategy.scope()
+        self._entered.append(scope)
+        return scope.__enter__()
+
+    def __exit__(self, *exception):
+        return self._entered.pop().__exit__(*exception)
 
 
 def for_tf_distribute(dataset):

@@ -133,3 +133,40 @@ def test_pretrain_refuses_a_flag_that_conflicts_with_the_recorded_settings(tmp_p
     assert message.format(settings=directory / "data" / "train.settings.json") in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out" / "checkpoints").exists()
+
+
+
+def run_pretrain_process(directory, output, devices, *extra):
+    """`keras-bert pretrain` in a fresh process with `devices` logical CPUs: its log (stderr)."""
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    argv = [
+        "pretrain", "--input-files", str(directory / "corpus.txt"), "--vocab-file", str(directory / "vocab.txt"),
+        "--preset", "tiny", "--seq-length", "24", "--max-predictions-per-seq", "4", "--batch-size", "4",
+        "--learning-rate", "1e-3", "--warmup-fraction", "0.25", "--checkpoint-every", "2", "--dropout", "0",
+        "--output-dir", str(output), "--verbose", "0", *extra,
+    ]
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="3")
+    completed = subprocess.run([sys.executable, os.path.join(repo, "tests", "cli", "pretrain_worker.py"),
+                                str(devices), *argv], env=env, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stderr
+
+
+def test_mirrored_on_two_cpu_devices_trains_and_resumes_from_the_command_line(tmp_path):
+    write_corpus(tmp_path)
+    steps = ("--steps", "4", "--distribution", "mirrored")
+    log = run_pretrain_process(tmp_path, tmp_path / "straight", 2, *steps)
+    assert "MirroredStrategy with 2 replicas in sync" in log
+    log = run_pretrain_process(tmp_path, tmp_path / "resumed", 2, *steps, "--max-steps-this-run", "2")
+    assert "Stopped at step 2 of phase 1" in log and not (tmp_path / "resumed" / "final").exists()
+    log = run_pretrain_process(tmp_path, tmp_path / "resumed", 2, *steps)
+    assert "Resuming phase 1 at step 2" in log and "MirroredStrategy with 2 replicas in sync" in log
+
+    straight, resumed = final_weights(tmp_path / "straight"), final_weights(tmp_path / "resumed")
+    assert sorted(straight) == sorted(resumed)
+    for name in straight:
+        np.testing.assert_allclose(resumed[name], straight[name], atol=1e-6, err_msg=name)
+    assert json.loads((tmp_path / "straight" / "summary.json").read_text())["final_step"] == 4
