@@ -139,6 +139,10 @@ def run(args):
         train_examples = read_squad_examples(args.train_file, is_training=True)
         if train_examples.skipped:
             print(f"skipped {len(train_examples.skipped)} training questions whose answer does not match the context")
+        if not len(train_examples):
+            raise ValueError(f"{args.train_file} has no training questions ({len(train_examples.skipped)} skipped); "
+                             f"give a SQuAD file whose data[].paragraphs[].qas[] hold answered questions, or "
+                             f"--epochs 0 to predict only.")
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **windows)
         steps_per_epoch = finetuning.batches_per_epoch(train_features.inputs(), args.batch_size, bucketing,
                                                        args.bucket_width)

@@ -52,6 +52,8 @@ def check_arguments(args):
     if classify == answer:
         raise UsageError("give texts to classify (--text / --input-file) or questions to answer "
                          "(--question with --context / --context-file, or --squad-file)")
+    if args.context == "":
+        raise UsageError("--context is empty: give the text the answer is taken from (or --context-file)")
     if answer and not args.squad_file and not (args.question and (args.context or args.context_file)):
         raise UsageError("--question needs --context or --context-file (or use --squad-file)")
 
@@ -59,8 +61,13 @@ def check_arguments(args):
 def _texts(args):
     texts = list(args.text or [])
     if args.input_file:
-        with open(args.input_file, encoding="utf-8") as handle:
-            texts.extend(line.rstrip("\n") for line in handle if line.strip())
+        from keras_bert_impl.data.classification_data import not_utf8_error
+
+        try:
+            with open(args.input_file, encoding="utf-8") as handle:
+                texts.extend(line.rstrip("\n") for line in handle if line.strip())
+        except UnicodeDecodeError:
+            raise not_utf8_error(args.input_file) from None
     if not texts:
         raise ValueError(f"No texts to classify in {args.input_file}.")
     return texts

@@ -317,7 +317,7 @@ def run(args):
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.pretrainer import BertPretrainer
     from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
+    from keras_bert_impl.utils.atomic_io import atomic_write_json, ensure_directory
     from keras_bert_impl.training.distribution import for_tf_distribute, make_distribution
     from keras_bert_impl.training.callbacks import (
         MetricsLog, NonFiniteLossGuard, TrainingCheckpoint, latest_training_checkpoint, plot_training_curves,
@@ -328,8 +328,7 @@ def run(args):
     # set, before anything (the tokenizer's tf.data / tf.lookup, the seed) initialises TensorFlow's runtime.
     scope, strategy, is_chief = make_distribution(args.distribution, tpu=args.tpu)
     keras.utils.set_random_seed(args.seed)
-    out = os.path.abspath(args.output_dir)
-    os.makedirs(out, exist_ok=True)
+    out = ensure_directory(args.output_dir)
     tokenizer = pretraining_tokenizer(args)
     phases = training_phases(args, tokenizer)
     longest = max(phase["preprocessor"].sequence_length for phase in phases)

@@ -130,7 +130,7 @@ def _class_label(value, location, column):
     )
 
 
-def _not_utf8_error(path):
+def not_utf8_error(path):
     """A `ClassificationDataError` naming the first line of `path` that is not valid UTF-8 and its bytes."""
     with open(path, "rb") as handle:
         for line_number, raw in enumerate(handle, start=1):
@@ -152,7 +152,7 @@ def _utf8_lines(read):
         try:
             yield from read(path, *args)
         except UnicodeDecodeError:
-            raise _not_utf8_error(path) from None
+            raise not_utf8_error(path) from None
 
     wrapped.__doc__ = read.__doc__
     return wrapped
@@ -292,6 +292,10 @@ def read_classification_examples(
         if label is not None:
             label = (_regression_label if regression else _class_label)(label, location, label_column)
         examples.append(ClassificationExample(texts, label, path, line))
+    if not examples:
+        header = " or has only its header row" if has_header and file_format != "jsonl" else ""
+        raise ClassificationDataError(f"{path} has no examples (it is empty{header}); give a file with at least one "
+                                      f"row.")
     return examples
 
 

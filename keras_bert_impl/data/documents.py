@@ -23,8 +23,7 @@ def _decoded_lines(path, errors):
                 bad = raw[error.start : error.end]
                 raise ValueError(
                     f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
-                    "UTF-8. Convert the file to UTF-8, or pass errors='replace' to substitute U+FFFD (which the "
-                    "tokenizer then drops)."
+                    "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
                 ) from None
 
 

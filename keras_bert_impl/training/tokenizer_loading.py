@@ -1,5 +1,6 @@
 """The `BertTokenizer` of a run: from a `vocab.txt` (or its directory) or from the initial checkpoint's directory."""
 
+import glob
 import os
 
 
@@ -20,6 +21,9 @@ def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
     overrides = {} if lowercase is None else {"lowercase": lowercase}
     source = vocab
     if source is None and checkpoint is not None:
+        if not os.path.exists(checkpoint) and not glob.glob(glob.escape(checkpoint) + ".*"):
+            raise FileNotFoundError(f"{checkpoint} does not exist (no such folder, file or TF checkpoint prefix); "
+                                    f"check the --init-checkpoint path.")
         source = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(os.path.abspath(checkpoint))
     if source is None:
         raise ValueError("No vocabulary: pass a vocab.txt (or its directory), or a checkpoint directory holding one.")

@@ -59,6 +59,12 @@ def _ensure_parent(path):
     return parent
 
 
+def ensure_directory(path):
+    """Create the directory `path` (and its parents); a file in the way or a read-only folder raises one line
+    naming it (`NotADirectoryError` / `PermissionError`). Returns the absolute path."""
+    return _ensure_parent(os.path.join(path, "_"))
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode="wb", encoding=None):
     """Open a temporary file that replaces `path` only when the `with` block succeeds.

@@ -1,0 +1,81 @@
+"""Issue #16 item 10: messages that did not say what is wrong, where and what to do now do, in one line."""
+
+import json
+
+import pytest
+
+from keras_bert_impl.data.documents import read_documents
+from tests.cli.cli_test_utils import run_cli, write_corpus
+from tests.cli.test_convert import tiny_classifier_dir  # noqa: F401 (a fixture)
+from tests.training.finetuning_test_utils import write_tiny_checkpoint
+
+
+def _one_line_error(status, err, *parts):
+    lines = err.strip().splitlines()
+    assert status == 1 and len(lines) == 1, err
+    for part in parts:
+        assert part in lines[0], lines[0]
+
+
+def test_squad_training_file_without_questions_names_the_file(tmp_path, capsys):
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps({"data": []}))
+    status, _, err = run_cli(capsys, "finetune-squad", "--train-file", train, "--init-checkpoint",
+                             write_tiny_checkpoint(tmp_path / "checkpoint"), "--output-dir", tmp_path / "run",
+                             "--max-seq-length", 64, "--doc-stride", 32, "--max-query-length", 16)
+    _one_line_error(status, err, f"{train} has no training questions (0 skipped)", "or --epochs 0")
+    assert "total_steps" not in err
+
+
+@pytest.mark.parametrize("content", ["", "sentence\tlabel\n"])
+def test_classification_file_without_rows_names_the_file(tmp_path, capsys, content):
+    train = tmp_path / "train.tsv"
+    train.write_text(content)
+    status, _, err = run_cli(capsys, "finetune-classifier", "--train-file", train, "--text-column", "sentence",
+                             "--label-column", "label", "--init-checkpoint", write_tiny_checkpoint(tmp_path / "c"),
+                             "--output-dir", tmp_path / "run")
+    _one_line_error(status, err, f"{train} has no examples (it is empty or has only its header row)",
+                    "give a file with at least one row")
+
+
+def test_predict_input_file_that_is_not_utf8_names_file_and_line(tmp_path, capsys, tiny_classifier_dir):  # noqa: F811
+    texts = tmp_path / "texts.txt"
+    texts.write_bytes(b"the cat sat.\n\xd7\xff binary\n")
+    status, _, err = run_cli(capsys, "predict", "--model", tiny_classifier_dir, "--input-file", texts)
+    _one_line_error(status, err, f"{texts}, line 2: bytes b'\\xd7' at byte 0", "Convert the file to UTF-8")
+
+
+def test_missing_init_checkpoint_is_named(tmp_path, capsys):
+    write_corpus(tmp_path)
+    (tmp_path / "bad").mkdir()
+    missing = tmp_path / "bad" / "nope"
+    status, _, err = run_cli(capsys, "finetune-classifier", "--train-file", tmp_path / "corpus.txt",
+                             "--text-column", "0", "--label-column", "1", "--file-format", "tsv", "--no-header",
+                             "--init-checkpoint", missing, "--output-dir", tmp_path / "run")
+    _one_line_error(status, err, f"{missing} does not exist", "check the --init-checkpoint path")
+    assert "No vocab.txt" not in err
+
+
+def test_empty_context_says_it_is_empty(capsys, tmp_path):
+    status, _, err = run_cli(capsys, "predict", "--model", tmp_path, "--question", "who?", "--context", "")
+    assert status == 2 and "--context is empty: give the text the answer is taken from" in err
+
+
+@pytest.mark.tensorflow_only
+def test_pretrain_output_dir_that_is_a_file_is_named(tmp_path, capsys):
+    write_corpus(tmp_path)
+    blocker = tmp_path / "run"
+    blocker.write_text("keep me")
+    status, _, err = run_cli(capsys, "pretrain", "--input-files", tmp_path / "corpus.txt", "--vocab-file",
+                             tmp_path / "vocab.txt", "--preset", "tiny", "--output-dir", blocker)
+    _one_line_error(status, err, f"{str(blocker)!r} is a file, not a directory; choose another output path")
+    assert blocker.read_text() == "keep me"
+
+
+def test_corpus_encoding_error_gives_only_advice_the_user_can_follow(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"caf\xe9 au lait.\n")
+    with pytest.raises(ValueError) as error:
+        list(read_documents(str(corpus)))
+    assert f"{corpus}, line 1: bytes b'\\xe9' at byte 3" in str(error.value)
+    assert "errors=" not in str(error.value) and "iconv" in str(error.value)
