@@ -55,14 +55,19 @@ def truncate_pair(first, second, max_tokens, truncation="longest_first", rng=Non
         raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
     if truncation == "random_front_back" and rng is None:
         raise ValueError("truncation='random_front_back' needs `rng` (a random.Random).")
-    first, second = list(first), list(second or [])
-    while len(first) + len(second) > max_tokens:
-        longer = first if len(first) > len(second) else second
-        if truncation == "random_front_back" and rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
-    return first, second
+    second = second or []
+    # The original removes one token at a time (`del tokens[0]` is linear: quadratic on a long segment). Only the
+    # number of front and back removals per segment matters, so count them in the same order, with the same coin
+    # per removal, and slice once.
+    kept = [len(first), len(second)]
+    front = [0, 0]
+    random_front_back = truncation == "random_front_back"
+    while kept[0] + kept[1] > max_tokens:
+        longer = 0 if kept[0] > kept[1] else 1
+        kept[longer] -= 1
+        if random_front_back and rng.random() < 0.5:
+            front[longer] += 1
+    return (list(first[front[0] : front[0] + kept[0]]), list(second[front[1] : front[1] + kept[1]]))
 
 
 def _kept_lengths(length_a, length_b, max_tokens):
