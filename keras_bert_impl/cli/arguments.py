@@ -154,7 +154,7 @@ def add_finetuning_training_arguments(parser, *, epochs, batch_size, eval_batch_
     train.add_argument("--warmup-fraction", type=fraction, default=warmup_fraction,
                        help="share of the updates with linear warmup (default: %(default)s)")
     train.add_argument("--weight-decay", type=non_negative_float, default=weight_decay, help="(default: %(default)s)")
-    train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --max-seq-length")
+    train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --sequence-length")
     train.add_argument("--bucket-width", type=positive_int, default=bucket_width,
                        help="length-bucket granularity in tokens (default: %(default)s)")
     train.add_argument("--no-jit", action="store_true", help="run the step without XLA")

@@ -1,14 +1,14 @@
 """Write pretraining instances (NSP sentence pairs, optionally masked) to TFRecord shards.
 
     keras-bert create-data --input-files 'corpus/*.txt' --vocab my_vocab --output-prefix data/train \\
-        --max-seq-length 128 --max-predictions-per-seq 20 --dupe-factor 10
+        --sequence-length 128 --max-predictions-per-seq 20 --dupe-factor 10
 
 The `create_pretraining_data.py` equivalent (keras_bert_impl.data.pretraining_tfrecords): documents are shuffled,
 split into sentence pairs (half of them with a random second segment), truncated, shuffled again and dealt
 over `--num-shards` files `<prefix>-00000-of-0000N.tfrecord` with the original's feature names, so
 `run_pretraining.py` reads them too. `--masking static` writes one mask per instance and pass
 (`--dupe-factor` passes); `dynamic` writes unmasked instances that `keras-bert pretrain --input-tfrecords`
-masks anew every epoch. The packing and masking settings (`--max-seq-length` and every masking flag) are
+masks anew every epoch. The packing and masking settings (`--sequence-length` and every masking flag) are
 written beside the shards in `<prefix>.settings.json`; `keras-bert pretrain --input-tfrecords` reads them
 back, so pretraining masks (or reads the masks) exactly as asked here.
 """
@@ -34,8 +34,8 @@ def add_arguments(parser):
                         "else lowercase)")
     parser.add_argument("--output-prefix", required=True, help="shard path prefix, e.g. data/train")
     parser.add_argument("--num-shards", type=positive_int, default=1, help="(default: %(default)s)")
-    parser.add_argument("--max-seq-length", type=positive_int, default=128, help="tokens per instance "
-                        "(default: %(default)s)")
+    parser.add_argument("--sequence-length", "--max-seq-length", type=positive_int, default=128,
+                        help="tokens per instance (default: %(default)s)")
     parser.add_argument("--dupe-factor", type=positive_int, default=10,
                         help="passes over the corpus, each with its own masks (default: %(default)s)")
     parser.add_argument("--short-seq-prob", type=fraction, default=0.1,
@@ -48,7 +48,7 @@ def build_preprocessor(args, tokenizer):
     """The `BertPretrainingPreprocessor` the flags describe: the record length and every masking setting."""
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 
-    return BertPretrainingPreprocessor(tokenizer, sequence_length=args.max_seq_length, seed=args.seed,
+    return BertPretrainingPreprocessor(tokenizer, sequence_length=args.sequence_length, seed=args.seed,
                                        **masking_settings(args))
 
 

@@ -1,7 +1,7 @@
 """Export a saved model directory as a TensorFlow SavedModel that serves raw text.
 
     keras-bert export --model runs/mrpc/best --output saved_models/mrpc
-    keras-bert export --model runs/squad/best --output saved_models/squad --max-sequence-length 384
+    keras-bert export --model runs/squad/best --output saved_models/squad --sequence-length 384
 
 The model class comes from the directory (`cli.model_directories`) and the tokenizer from the `vocab.txt`
 beside it. The SavedModel (`keras_bert_impl.export.export_saved_model`) has the signatures `serve_text`
@@ -32,7 +32,7 @@ def add_arguments(parser):
                         "saved_models/<model directory name>)")
     parser.add_argument("--model-class", default="auto", choices=MODEL_CLASS_CHOICES,
                         help="model to build (default: auto, the checkpoint's own)")
-    parser.add_argument("--max-sequence-length", type=positive_int,
+    parser.add_argument("--sequence-length", "--max-sequence-length", type=positive_int,
                         help="longest packed input; longer texts are truncated, QA contexts windowed (default: the "
                              "model's position table, for QA min(384, that))")
     parser.add_argument("--overwrite", action="store_true",
@@ -64,7 +64,7 @@ def run(args):
     if options and type(model).__name__ != "BertQuestionAnswerer":
         raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "
                          f"({', '.join(sorted(options))}) apply only to question answerers.")
-    path = export_saved_model(model, output, tokenizer, sequence_length=args.max_sequence_length,
+    path = export_saved_model(model, output, tokenizer, sequence_length=args.sequence_length,
                               overwrite=args.overwrite, **options)
     print(f"Exported {type(model).__name__} to {path}")
     return 0

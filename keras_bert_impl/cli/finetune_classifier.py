@@ -17,7 +17,7 @@ and, with `--test-file`, `test_predictions.tsv`.
 
 The step runs under `jit_compile=True` (XLA on TensorFlow and JAX). Rows are bucketed by length
 (`--bucket-width`) so that batches carry little padding; `--no-length-bucketing` pads every batch to
-`--max-seq-length`. The learning rate warms up linearly over `--warmup-fraction` of the updates, then decays
+`--sequence-length`. The learning rate warms up linearly over `--warmup-fraction` of the updates, then decays
 linearly to 0 (`AdamWeightDecay`, the original optimizer).
 """
 
@@ -32,7 +32,7 @@ from keras_bert_impl.cli.arguments import (
 )
 
 # -- defaults (run_classifier.py's where one exists) ---------------------------------------------------------
-MAX_SEQ_LENGTH = 128
+SEQUENCE_LENGTH = 128
 BATCH_SIZE = 32
 EVAL_BATCH_SIZE = 64
 LEARNING_RATE = 2e-5  # the paper picks from {5e-5, 3e-5, 2e-5}
@@ -57,7 +57,7 @@ def add_arguments(parser):
     data.add_argument("--file-format", choices=("tsv", "csv", "jsonl"), help="default: the file extension")
     data.add_argument("--no-header", action="store_true", help="TSV/CSV without a header row (columns by index)")
     data.add_argument("--regression", action="store_true", help="float labels, one output, MSE (--task stsb sets it)")
-    data.add_argument("--max-seq-length", type=positive_int, default=MAX_SEQ_LENGTH,
+    data.add_argument("--sequence-length", "--max-seq-length", type=positive_int, default=SEQUENCE_LENGTH,
                       help="tokens per packed example, longer texts are truncated (default: %(default)s)")
     model = add_finetuning_model_arguments(parser)
     model.add_argument("--classifier-dropout", type=float, help="dropout before the head (default: the "
@@ -110,11 +110,11 @@ def run(args):
         labels = LabelVocabulary(layout_labels) if layout_labels else LabelVocabulary.from_examples(train)
     model = finetuning.build_classifier(
         tokenizer, 1 if args.regression else len(labels), labels=labels.labels if labels else None,
-        init_checkpoint=args.init_checkpoint, preset=args.preset, max_sequence_length=max(512, args.max_seq_length),
+        init_checkpoint=args.init_checkpoint, preset=args.preset, max_sequence_length=max(512, args.sequence_length),
         classifier_dropout=args.classifier_dropout,
     )
     pack = lambda examples: pack_classification_examples(  # noqa: E731 - one call site per split
-        examples, tokenizer, args.max_seq_length, labels, args.regression)
+        examples, tokenizer, args.sequence_length, labels, args.regression)
     train_x, train_y = pack(train)
     steps_per_epoch = finetuning.batches_per_epoch(train_x, args.batch_size, bucketing, args.bucket_width)
     total_steps = steps_per_epoch * args.epochs
@@ -150,7 +150,7 @@ def run(args):
               f"{checkpoint.best_score:.4f}, saved in {args.output_dir}/best)")
     if args.test_file:
         test_x, _ = pack_classification_examples(read_examples(args, args.test_file, labeled=False), tokenizer,
-                                                 args.max_seq_length)
+                                                 args.sequence_length)
         logits = finetuning.predict_logits(model, test_x, args.eval_batch_size, bucketing, args.bucket_width)
         finetuning.write_classification_predictions(os.path.join(args.output_dir, "test_predictions.tsv"), logits,
                                                      labels, args.regression)

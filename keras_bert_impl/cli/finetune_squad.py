@@ -17,9 +17,9 @@ Outputs in `--output-dir`: `last/` and `best/` (by dev F1) after every epoch (wi
 exact match / F1; v2.0 also HasAns / NoAns and `null_score_diff_threshold`).
 
 Features follow the original: questions cut to `--max-query-length` tokens, document windows of
-`--max-seq-length` moving by `--doc-stride` tokens, answers decoded from the `--n-best-size` best starts and
+`--sequence-length` moving by `--doc-stride` tokens, answers decoded from the `--n-best-size` best starts and
 ends up to `--max-answer-length` tokens. Windows are bucketed by length (`--bucket-width`) for training and
-prediction; `--no-length-bucketing` pads all to `--max-seq-length`. The step runs under `jit_compile=True`.
+prediction; `--no-length-bucketing` pads all to `--sequence-length`. The step runs under `jit_compile=True`.
 """
 
 import json
@@ -34,7 +34,7 @@ from keras_bert_impl.cli.arguments import (
 )
 
 # -- defaults (run_squad.py's) -------------------------------------------------------------------------------
-MAX_SEQ_LENGTH = 384
+SEQUENCE_LENGTH = 384
 DOC_STRIDE = 128
 MAX_QUERY_LENGTH = 64
 BATCH_SIZE = 32
@@ -58,7 +58,7 @@ def add_arguments(parser):
                       help="leave out --dev-file questions that repeat an id or lack 'answers' without is_impossible "
                       "(the number left out is printed) instead of refusing the file")
     data.add_argument("--version-2", action="store_true", help="SQuAD v2.0: questions may have no answer")
-    data.add_argument("--max-seq-length", type=positive_int, default=MAX_SEQ_LENGTH,
+    data.add_argument("--sequence-length", "--max-seq-length", type=positive_int, default=SEQUENCE_LENGTH,
                       help="tokens per window: [CLS] question [SEP] document part [SEP] (default: %(default)s)")
     data.add_argument("--doc-stride", type=positive_int, default=DOC_STRIDE,
                       help="distance between window starts (default: %(default)s)")
@@ -87,10 +87,10 @@ def check_arguments(args):
     if args.epochs == 0 and not args.dev_file:
         raise UsageError("--epochs 0 predicts: give --dev-file")
     # A stride longer than the shortest document window ([CLS] question [SEP] ... [SEP]) would skip context.
-    window = args.max_seq_length - args.max_query_length - 3
+    window = args.sequence_length - args.max_query_length - 3
     if args.doc_stride > window:
         raise UsageError(f"--doc-stride {args.doc_stride} is longer than the document part of a window ({window} = "
-                         f"--max-seq-length {args.max_seq_length} - --max-query-length {args.max_query_length} - 3), "
+                         f"--sequence-length {args.sequence_length} - --max-query-length {args.max_query_length} - 3), "
                          f"which would leave parts of the context in no window; use --doc-stride {window} or less")
 
 
@@ -111,8 +111,8 @@ def run(args):
     bucketing = not args.no_length_bucketing
     tokenizer = finetuning.load_tokenizer(args.vocab, args.init_checkpoint, lowercase=False if args.cased else None)
     model = finetuning.build_question_answerer(tokenizer, init_checkpoint=args.init_checkpoint, preset=args.preset,
-                                               max_sequence_length=max(512, args.max_seq_length))
-    windows = dict(sequence_length=args.max_seq_length, doc_stride=args.doc_stride,
+                                               max_sequence_length=max(512, args.sequence_length))
+    windows = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride,
                    max_query_length=args.max_query_length)
 
     dev = None

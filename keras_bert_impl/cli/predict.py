@@ -26,7 +26,7 @@ def add_arguments(parser):
     parser.add_argument("--model", required=True, help="fine-tuned model directory with vocab.txt beside it")
     parser.add_argument("--output-file", help="write the predictions here instead of printing them")
     parser.add_argument("--batch-size", type=positive_int, default=64, help="(default: %(default)s)")
-    parser.add_argument("--max-seq-length", type=positive_int,
+    parser.add_argument("--sequence-length", "--max-seq-length", type=positive_int,
                         help="tokens per packed input (default: 128 for classifiers, 384 for QA, at most the "
                              "model's position table)")
     classify = parser.add_argument_group("classifier")
@@ -94,7 +94,7 @@ def classify(args, model, tokenizer):
     pairs = [tuple(text.split("\t", 1)) for text in texts]
     if len({len(pair) for pair in pairs}) != 1:
         raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
-    length = min(args.max_seq_length or 128, model.backbone.max_sequence_length)
+    length = min(args.sequence_length or 128, model.backbone.max_sequence_length)
     inputs, _ = pack_classification_examples([ClassificationExample(pair) for pair in pairs], tokenizer, length)
     logits = np.asarray(predict_logits(model, inputs, args.batch_size))
     lines = ["index\tprediction\tprobability\ttext"] if args.output_file else []
@@ -125,7 +125,7 @@ def answer(args, model, tokenizer):
             with open(args.context_file, encoding="utf-8") as handle:
                 context = handle.read()
         examples = [SquadExample("question", args.question, context, ())]
-    length = min(args.max_seq_length or 384, model.backbone.max_sequence_length)
+    length = min(args.sequence_length or 384, model.backbone.max_sequence_length)
     features = convert_examples_to_features(examples, tokenizer, sequence_length=length, doc_stride=args.doc_stride,
                                             max_query_length=min(args.max_query_length, length - 4))
     logits = predict_logits(model, features.inputs(), args.batch_size)

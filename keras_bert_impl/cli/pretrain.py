@@ -15,7 +15,7 @@ same step, learning rate and data position. Outputs in `--output-dir`: `checkpoi
 `--init-checkpoint`, `BertBackbone.from_pretrained` and the fine-tuning models read).
 
 Packing and masking: one `BertPretrainingPreprocessor` per phase holds the length and every masking setting
-(`--seq-length`, `--masking`, `--max-predictions`, `--mask-rate`, `--masking-rule`, `--whole-word-masking`,
+(`--sequence-length`, `--masking`, `--max-predictions`, `--mask-rate`, `--masking-rule`, `--whole-word-masking`,
 `--replacement-unit`, `--mask-token-rate`, `--random-token-rate`) and is what the data code gets. With
 `--input-tfrecords` the settings come from `<prefix>.settings.json`, which `keras-bert create-data` writes
 beside its shards; a flag that disagrees with them is an error naming both values, not an override.
@@ -56,13 +56,13 @@ logger = logging.getLogger(__name__)
 
 # -- defaults (the original run_pretraining.py recipe where one exists) -------------------------------------
 PRESET = "tiny"
-SEQ_LENGTH = 128
+SEQUENCE_LENGTH = 128
 MAX_PREDICTIONS_PER_SEQ = 20  # 20 at length 128, 80 at 512 (~15% of the tokens)
 BATCH_SIZE = 32  # the paper: 256
 LEARNING_RATE = 1e-4
 STEPS = 1000
 WARMUP_FRACTION = 0.01  # the paper: 10,000 of 1,000,000 steps
-PHASE2_SEQ_LENGTH = 512
+PHASE2_SEQUENCE_LENGTH = 512
 PHASE2_MAX_PREDICTIONS_PER_SEQ = 80
 OPTIMIZER = "adamw_original"  # or "lamb" (large batches), "keras_adamw"
 WEIGHT_DECAY = 0.01
@@ -95,8 +95,8 @@ def add_arguments(parser):
     masking = parser.add_argument_group(
         "packing and masking", "With --input-tfrecords these come from the settings create-data wrote beside the "
         "shards; a flag given here must agree with them.")
-    masking.add_argument("--seq-length", type=positive_int, default=None,
-                         help=f"tokens per instance (default: {SEQ_LENGTH})")
+    masking.add_argument("--sequence-length", "--seq-length", type=positive_int, default=None,
+                         help=f"tokens per instance (default: {SEQUENCE_LENGTH})")
     add_masking_arguments(masking)
     model = parser.add_argument_group("model")
     model.add_argument("--preset", default=PRESET, help="model size from scratch: tiny, mini, small, medium, base, "
@@ -120,8 +120,9 @@ def add_arguments(parser):
     train.add_argument("--gradient-accumulation-steps", type=positive_int, default=1,
                        help="batches summed per optimizer update (default: 1)")
     train.add_argument("--phase2-steps", type=non_negative_int, default=0,
-                       help="steps at --phase2-seq-length after phase 1 (default: 0, no phase 2)")
-    train.add_argument("--phase2-seq-length", type=positive_int, default=PHASE2_SEQ_LENGTH,
+                       help="steps at --phase2-sequence-length after phase 1 (default: 0, no phase 2)")
+    train.add_argument("--phase2-sequence-length", "--phase2-seq-length", type=positive_int,
+                       default=PHASE2_SEQUENCE_LENGTH,
                        help="instance length of phase 2 (default: %(default)s)")
     train.add_argument("--phase2-max-predictions-per-seq", type=positive_int, default=PHASE2_MAX_PREDICTIONS_PER_SEQ,
                        help="masked-LM slots in phase 2 (default: %(default)s)")
@@ -163,10 +164,10 @@ def check_arguments(args):
                              f"--checkpoint-every ({args.checkpoint_every})")
 
 
-# Phase-1 settings the pretrain flags name differently from BertPretrainingPreprocessor: flag dest -> argument.
-_PACKING_FLAGS = {"seq_length": "sequence_length"}
+# Phase-1 packing settings given by flags: flag dest -> BertPretrainingPreprocessor argument.
+_PACKING_FLAGS = {"sequence_length": "sequence_length"}
 # The create-data flag that sets each recorded setting (for the way out of a conflict).
-_CREATE_DATA_FLAGS = {"sequence_length": "--max-seq-length", "masking": "--masking"}
+_CREATE_DATA_FLAGS = {"sequence_length": "--sequence-length", "masking": "--masking"}
 
 
 def _flag(dest):
@@ -191,7 +192,7 @@ def data_settings(args):
 
         recorded = read_pretraining_settings(args.input_tfrecords.split(","))
     if recorded is None:
-        settings = {"sequence_length": SEQ_LENGTH, "max_predictions_per_seq": MAX_PREDICTIONS_PER_SEQ, **given}
+        settings = {"sequence_length": SEQUENCE_LENGTH, "max_predictions_per_seq": MAX_PREDICTIONS_PER_SEQ, **given}
         return args.masking or MASKING, settings, None
     source = recorded["path"]
     settings = {name: value for name, value in recorded["preprocessor"].items() if name != "seed"}
@@ -229,7 +230,7 @@ def training_phases(args, tokenizer):
     phases = [dict(index=1, settings=settings, batch_size=args.batch_size, steps=args.steps,
                    learning_rate=args.learning_rate)]
     if args.phase2_steps:
-        phases.append(dict(index=2, settings={**settings, "sequence_length": args.phase2_seq_length,
+        phases.append(dict(index=2, settings={**settings, "sequence_length": args.phase2_sequence_length,
                                               "max_predictions_per_seq": args.phase2_max_predictions_per_seq},
                            batch_size=args.phase2_batch_size or args.batch_size, steps=args.phase2_steps,
                            learning_rate=args.phase2_learning_rate or args.learning_rate))
@@ -334,7 +335,7 @@ def run(args):
     longest = max(phase["preprocessor"].sequence_length for phase in phases)
     if not args.init_checkpoint and longest > MAX_NEW_MODEL_SEQUENCE_LENGTH:
         raise ValueError(f"Sequence length {longest} is above {MAX_NEW_MODEL_SEQUENCE_LENGTH}, the longest position "
-                         f"table a new model is built with; use a shorter --seq-length / --phase2-seq-length.")
+                         f"table a new model is built with; use a shorter --sequence-length / --phase2-sequence-length.")
     checkpoints = {phase["index"]: latest_training_checkpoint(os.path.join(out, "checkpoints", f"phase{phase['index']}"))
                    for phase in phases}
     resume_phase = max([index for index, found in checkpoints.items() if found], default=1)
@@ -357,8 +358,8 @@ def run(args):
             model = BertPretrainer(backbone)
     if longest > model.backbone.max_sequence_length:
         raise ValueError(f"Sequence length {longest} exceeds the position table of {args.init_checkpoint} "
-                         f"(max_sequence_length={model.backbone.max_sequence_length}); use a shorter --seq-length "
-                         f"/ --phase2-seq-length.")
+                         f"(max_sequence_length={model.backbone.max_sequence_length}); use a shorter --sequence-length "
+                         f"/ --phase2-sequence-length.")
     if tokenizer.vocabulary_size() != model.backbone.vocabulary_size:
         raise ValueError(f"The vocabulary has {tokenizer.vocabulary_size()} tokens but the model "
                          f"{model.backbone.vocabulary_size}: use the checkpoint's vocab.txt.")

@@ -47,17 +47,17 @@ logger = logging.getLogger(__name__)
 PRESET = "tiny"
 VOCAB_SIZE = 4000  # the docstring corpus yields fewer; it is a ceiling
 PRETRAIN_STEPS = 3000
-PRETRAIN_SEQ_LENGTH = 64
+PRETRAIN_SEQUENCE_LENGTH = 64
 PRETRAIN_MAX_PREDICTIONS = 10  # ~15% of 64
 PRETRAIN_BATCH_SIZE = 32
 PRETRAIN_LEARNING_RATE = 1e-3  # tiny models from scratch take a larger rate than the paper's 1e-4
 PRETRAIN_WARMUP_FRACTION = 0.1
 CHECKPOINTS_PER_RUN = 5  # also the number of pretraining progress bars
 CLASSIFIER_EPOCHS = 4
-CLASSIFIER_SEQ_LENGTH = 64
+CLASSIFIER_SEQUENCE_LENGTH = 64
 CLASSIFIER_LEARNING_RATE = 2e-4  # small BERTs fine-tune best with 1e-4..3e-4 (Turc et al., 2019)
 SQUAD_EPOCHS = 8
-SQUAD_SEQ_LENGTH = 128
+SQUAD_SEQUENCE_LENGTH = 128
 SQUAD_DOC_STRIDE = 64
 SQUAD_MAX_QUERY_LENGTH = 32
 SQUAD_LEARNING_RATE = 8e-4
@@ -190,7 +190,7 @@ def pretrain(tokenizer, corpus, directory, preset, steps, seed, verbose):
     from keras_bert_impl.training.finetuning_outputs import save_finetuned
 
     keras.utils.set_random_seed(seed)
-    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=PRETRAIN_SEQ_LENGTH,
+    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=PRETRAIN_SEQUENCE_LENGTH,
                                                max_predictions_per_seq=PRETRAIN_MAX_PREDICTIONS, seed=seed + 1)
 
     def batches(path, data_seed):  # an endless, seeded stream of masked sentence pairs (tf.data)
@@ -239,7 +239,7 @@ def finetune_topic_classifier(tokenizer, pretrained, train_file, dev_file, direc
     train, dev = (read_classification_examples(path, ["sentence"], "topic") for path in (train_file, dev_file))
     labels = LabelVocabulary.from_examples(train)
     model = finetuning.build_classifier(tokenizer, len(labels), labels=labels.labels, init_checkpoint=pretrained)
-    (train_x, train_y), (dev_x, dev_y) = (pack_classification_examples(examples, tokenizer, CLASSIFIER_SEQ_LENGTH,
+    (train_x, train_y), (dev_x, dev_y) = (pack_classification_examples(examples, tokenizer, CLASSIFIER_SEQUENCE_LENGTH,
                                                                        labels) for examples in (train, dev))
     steps_per_epoch = finetuning.batches_per_epoch(train_x, BATCH_SIZE)
     finetuning.compile_for_finetuning(model, CLASSIFIER_LEARNING_RATE, steps_per_epoch * epochs, jit_compile=False)
@@ -267,7 +267,7 @@ def finetune_question_answerer(tokenizer, pretrained, squad_train, squad_dev, di
     from keras_bert_impl.training import finetuning
 
     keras.utils.set_random_seed(seed)
-    windows = dict(sequence_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
+    windows = dict(sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
                    max_query_length=SQUAD_MAX_QUERY_LENGTH)
     model = finetuning.build_question_answerer(tokenizer, init_checkpoint=pretrained)
     train_features = convert_examples_to_features(parse_squad_examples(squad_train, is_training=True), tokenizer,
@@ -295,9 +295,9 @@ def export_models(classifier, question_answerer, tokenizer, directory):
 
     saved = {"classifier": os.path.join(directory, "classifier"),
              "question_answerer": os.path.join(directory, "question_answerer")}
-    export_saved_model(classifier, saved["classifier"], tokenizer, sequence_length=CLASSIFIER_SEQ_LENGTH)
+    export_saved_model(classifier, saved["classifier"], tokenizer, sequence_length=CLASSIFIER_SEQUENCE_LENGTH)
     export_saved_model(question_answerer, saved["question_answerer"], tokenizer,
-                       sequence_length=SQUAD_SEQ_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
+                       sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
                        max_query_length=SQUAD_MAX_QUERY_LENGTH)
     for name, path in saved.items():
         print(f"    {name}: {path}")

@@ -28,7 +28,7 @@ def check_model_inputs(model, inputs, what="inputs"):
                          f"give at least one example.")
     if token_ids.shape[1] > backbone.max_sequence_length:
         raise ValueError(f"The {what} are {token_ids.shape[1]} tokens long but the model's position table has "
-                         f"{backbone.max_sequence_length} rows; pack to at most that length (--max-seq-length).")
+                         f"{backbone.max_sequence_length} rows; pack to at most that length (--sequence-length).")
     for key in ("segment_ids", "padding_mask"):
         if np.shape(inputs[key]) != token_ids.shape:
             raise ValueError(f"The {what}: {key} has shape {np.shape(inputs[key])} but token_ids {token_ids.shape}.")

@@ -1,5 +1,7 @@
 """`keras-bert` itself: help for every subcommand, exit statuses, one-line failures, --debug."""
 
+import re
+
 import pytest
 
 from keras_bert_impl.checkpoints import CheckpointError
@@ -17,6 +19,20 @@ def test_every_subcommand_explains_its_flags(capsys, subcommand):
     # Every flag has a help text: argparse prints "  --flag VALUE" followed by its explanation.
     flags = [line.split()[0] for line in out.splitlines() if line.startswith("  --")]
     assert flags and all(f"{flag} " in out or f"{flag}\n" in out for flag in flags)
+
+
+# The packing length is `--sequence-length` in every command (`max_sequence_length` is the position table); the
+# name each command had before (the original BERT scripts' `--max_seq_length`) stays as its alias.
+LENGTH_ALIASES = {"create-data": "--max-seq-length", "pretrain": "--seq-length", "finetune-classifier": "--max-seq-length",
+                  "finetune-squad": "--max-seq-length", "predict": "--max-seq-length", "export": "--max-sequence-length"}
+
+
+@pytest.mark.parametrize("subcommand, alias", sorted(LENGTH_ALIASES.items()))
+def test_the_packing_length_is_sequence_length_with_the_old_name_as_its_alias(capsys, subcommand, alias):
+    status, out, _ = run_cli(capsys, subcommand, "--help")
+    assert status == 0
+    assert re.search(rf"^  --sequence-length SEQUENCE_LENGTH, {alias} SEQUENCE_LENGTH", out, re.M), out
+    assert set(re.findall(r"--[\w-]*seq-length|--max-sequence-length", out)) <= {alias, "--phase2-seq-length"}
 
 
 def test_top_level_help_lists_the_subcommands_and_version(capsys):

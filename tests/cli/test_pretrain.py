@@ -118,7 +118,7 @@ def test_pretrain_masks_tfrecords_with_the_settings_create_data_recorded(tmp_pat
     (("--mask-rate", "0.15"), "--mask-rate 0.15 conflicts with mask_rate=0.3 in {settings}, the settings create-data "
                               "wrote the TFRecords with: drop --mask-rate to train with 0.3, or re-run create-data "
                               "with --mask-rate 0.15."),
-    (("--seq-length", "32"), "--seq-length 32 conflicts with sequence_length=24 in {settings}"),
+    (("--seq-length", "32"), "--sequence-length 32 conflicts with sequence_length=24 in {settings}"),
     (("--masking", "static"), "re-run create-data with --masking static."),
     (("--whole-word-masking",), "--whole-word-masking conflicts with whole_word_masking=False in {settings}"),
     (("--max-predictions", "20"), "--max-predictions-per-seq 20 conflicts with max_predictions_per_seq=8"),

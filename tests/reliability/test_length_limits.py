@@ -14,7 +14,7 @@ def test_doc_stride_longer_than_the_window_is_refused(tmp_path, capsys):
     status, _, err = run_cli(capsys, "finetune-squad", "--train-file", tmp_path / "train.json", "--preset", "tiny",
                              "--output-dir", tmp_path / "out", "--doc-stride", "400", "--max-seq-length", "128")
     assert status == 2
-    assert ("--doc-stride 400 is longer than the document part of a window (61 = --max-seq-length 128 - "
+    assert ("--doc-stride 400 is longer than the document part of a window (61 = --sequence-length 128 - "
             "--max-query-length 64 - 3)") in err and "use --doc-stride 61 or less" in err
     assert not (tmp_path / "out").exists()
 
