@@ -140,6 +140,7 @@ def test_row03_pretraining_with_another_vocabulary_than_the_checkpoint_fails(tmp
     checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint")  # 43 tokens; the corpus vocabulary has 32
     status, _, err = run_cli(capsys, "pretrain", "--input-files", corpus, "--vocab-file", vocab,
                              "--init-checkpoint", checkpoint, "--steps", "2", "--checkpoint-every", "2",
+                             "--sequence-length", "32",  # within the checkpoint's 64 positions (see test_length_limits)
                              "--output-dir", tmp_path / "out")
     assert status == 1
     assert "The vocabulary has 32 tokens but the model" in err and "43" in err and "vocab.txt" in err
