@@ -14,6 +14,7 @@ Backend-agnostic: `keras.ops` only.
 """
 
 import re
+import threading
 
 import keras
 
@@ -72,6 +73,16 @@ def _check_fraction(value, argument_name):
         raise ValueError(f"`{argument_name}` must be in [0, 1), got {value}.")
 
 
+def _multi_replica_context():
+    """The tf.distribute replica context when the step runs on two or more replicas, else None."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    return context if context is not None and context.num_replicas_in_sync > 1 else None
+
+
 class DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
     """Base of `AdamWeightDecay` and `Lamb`: first/second moment slots and per-variable decay decisions.
 
@@ -109,6 +120,7 @@ class DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
             )
         kwargs.pop("weight_decay", None)
         super().__init__(learning_rate=learning_rate, global_clipnorm=global_clipnorm, **kwargs)
+        self._clipping_done = threading.local()
         _check_fraction(beta_1, "beta_1")
         _check_fraction(beta_2, "beta_2")
         if epsilon <= 0:
@@ -139,6 +151,51 @@ class DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
             and self._use_weight_decay(variable)
             for variable in var_list
         ]
+
+    def apply(self, grads, trainable_variables=None):
+        """`keras.optimizers.Optimizer.apply`, clipping the global (all-reduced) gradient under tf.distribute.
+
+        Keras' TensorFlow optimizer clips each replica's gradients (`global_clipnorm`) before it sums them
+        across replicas, so with two or more replicas the clip factor comes from a replica's own norm. The
+        original (`optimization.py`) clips the gradient of the global batch, `tf.clip_by_global_norm` over the
+        all-reduced gradients. Keras 3 has no public hook between its all-reduce and `update_step`
+        (`experimental_aggregate_gradients` is gone, `update_step` sees one variable at a time), so here, in
+        the public `apply`, each replica all-reduces (sums) the gradients, computes the clip factor of that
+        global gradient as `keras.optimizers` does (`c * min(1 / norm, 1 / c)`, NaN for a non-finite norm),
+        and scales its own gradients by it; Keras' base clipping is switched off for this call, and Keras'
+        own all-reduce then sums the scaled replica gradients, which is the clipped global gradient (clipping
+        is a common scale factor). Cost: one extra all-reduce of the gradients per step. One device, the JAX
+        distribution API (the step sees the global batch), gradient accumulation (Keras clips the accumulated
+        mean) and `loss_scale_factor` keep Keras' own clipping.
+        """
+        context = _multi_replica_context()
+        if (context is None or not self.global_clipnorm or self.gradient_accumulation_steps
+                or self.loss_scale_factor is not None):
+            return super().apply(grads, trainable_variables)
+        import tensorflow as tf
+
+        clipnorm = self.global_clipnorm
+        grads = list(grads)
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [g for g in grads if g is not None])
+        norm = tf.linalg.global_norm(summed)
+        scale = clipnorm * tf.minimum(1.0 / norm, 1.0 / clipnorm) + (norm - norm)
+        grads = [None if g is None else g * tf.cast(scale, g.dtype) for g in grads]
+        # Each replica runs this in its own thread (MirroredStrategy): the switch is per thread.
+        self._clipping_done.active = True
+        try:
+            return super().apply(grads, trainable_variables)
+        finally:
+            self._clipping_done.active = False
+
+    @property
+    def global_clipnorm(self):
+        """The global-norm clip (None while `apply` has clipped the all-reduced gradient in this thread)."""
+        done = getattr(self, "_clipping_done", None)
+        return None if getattr(done, "active", False) else self._global_clipnorm
+
+    @global_clipnorm.setter
+    def global_clipnorm(self, value):
+        self._global_clipnorm = value
 
     def _moments(self, variable):
         index = self._get_variable_index(variable)

@@ -26,6 +26,7 @@ def parse_args():
     parser.add_argument("--distribution", default="none", choices=("none", "mirrored", "jax_data_parallel"))
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--learning-rate", type=float, default=0.5)
+    parser.add_argument("--optimizer", default="sgd", choices=("sgd", "default"))
     return parser.parse_args()
 
 
@@ -40,8 +41,12 @@ def configure_devices(distribution):
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 
-def run_steps(model_dir, batch_path, distribution="none", steps=1, learning_rate=0.5):
-    """Load the model, predict, run `steps` SGD steps on the batch; return the arrays OUT.npz holds."""
+def run_steps(model_dir, batch_path, distribution="none", steps=1, learning_rate=0.5, optimizer="sgd"):
+    """Load the model, predict, run `steps` steps on the batch; return the arrays OUT.npz holds.
+
+    `optimizer`: "sgd" (plain SGD at `learning_rate`) or "default" (`create_optimizer`'s default,
+    `AdamWeightDecay` with `global_clipnorm=1.0`, no warmup, peak `learning_rate`, as `keras-bert pretrain`).
+    """
     import keras
     import numpy as np
 
@@ -66,7 +71,13 @@ def run_steps(model_dir, batch_path, distribution="none", steps=1, learning_rate
 
     with scope:
         model = BertPretrainer.from_pretrained(model_dir, dropout=0.0, attention_dropout=0.0)
-        model.compile(optimizer=keras.optimizers.SGD(learning_rate))
+        if optimizer == "sgd":
+            model.compile(optimizer=keras.optimizers.SGD(learning_rate))
+        else:
+            from keras_bert_impl.optimization import create_optimizer
+
+            model.compile(optimizer=create_optimizer(learning_rate=learning_rate, total_steps=steps,
+                                                     warmup_fraction=0.0))
     # tf.distribute cannot average a boolean sample batch when Keras builds the model (see for_tf_distribute).
     predict_x = dict(x, padding_mask=x["padding_mask"].astype("int32")) if distribution == "mirrored" else x
     logits = model.predict(predict_x, batch_size=batch_size, verbose=0)
@@ -95,7 +106,8 @@ def main():
     configure_devices(args.distribution)
     import numpy as np
 
-    results = run_steps(args.model_dir, args.batch, args.distribution, args.steps, args.learning_rate)
+    results = run_steps(args.model_dir, args.batch, args.distribution, args.steps, args.learning_rate,
+                        args.optimizer)
     np.savez(args.out, **results)
 
 

@@ -448,8 +448,11 @@ def run_in_this_process(model_dir, batch_path, *extra_args):
     """The worker's steps on this pytest process's backend (saves a subprocess start)."""
     from tests.models.pretrainer_step_worker import run_steps
 
-    steps = int(extra_args[extra_args.index("--steps") + 1]) if "--steps" in extra_args else 1
-    return run_steps(str(model_dir), str(batch_path), steps=steps)
+    def value(flag, default, kind):
+        return kind(extra_args[extra_args.index(flag) + 1]) if flag in extra_args else default
+
+    return run_steps(str(model_dir), str(batch_path), steps=value("--steps", 1, int),
+                     learning_rate=value("--learning-rate", 0.5, float), optimizer=value("--optimizer", "sgd", str))
 
 
 def run_worker(model_dir, batch_path, out_path, backend, *extra_args, extra_env=None):

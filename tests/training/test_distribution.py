@@ -26,6 +26,23 @@ def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(tmp_path):
     assert_same_step(results, "none")
 
 
+@pytest.mark.tensorflow_only
+def test_mirrored_strategy_with_the_default_optimizer_and_clipping_matches_one_device(tmp_path):
+    """AdamWeightDecay with global_clipnorm=1.0 (pretrain's default): the clip factor must come from the
+    global, all-reduced gradient as in the original, not from each replica's own (5.7e-3 apart after one
+    step when Keras clipped per replica)."""
+    save_model_and_batch(tmp_path)
+    flags = ("--steps", "5", "--optimizer", "default", "--learning-rate", "1e-2")
+    results = {
+        "none": run_in_this_process(tmp_path / "model", tmp_path / "batch.npz", *flags),
+        "mirrored": run_worker(tmp_path / "model", tmp_path / "batch.npz", tmp_path / "mirrored.npz", "tensorflow",
+                               "--distribution", "mirrored", *flags),
+    }
+    assert_same_step(results, "none")
+    moved = max(float(abs(results["none"][key] - results["mirrored"][key]).max()) for key in results["none"])
+    print(f"max |mirrored - one device| after 5 steps: {moved:.2e}")
+
+
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="the Keras distribution API is tested in the JAX pass")
 def test_jax_data_parallel_on_two_host_devices_matches_one_device(tmp_path):
     save_model_and_batch(tmp_path)
