@@ -20,7 +20,7 @@ import os
 import numpy as np
 from keras import ops
 
-from keras_bert_impl import BertBackbone, BertTokenizer, SegmentPacker, save_huggingface
+from keras_bert_impl import BertBackbone, BertPreprocessor, BertTokenizer, save_huggingface
 
 SENTENCE = "The converted encoder should give the same vectors as the original, down to rounding."
 SECOND = "Segment B checks the token type embeddings."
@@ -69,12 +69,11 @@ def main(argv=None):
 
     # 3. Reload the converted copy and encode a sentence pair: [CLS] A [SEP] B [SEP].
     converted = BertBackbone.from_pretrained(args.output)
-    packer = SegmentPacker(128, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
-                           padding="dynamic")
-    batch = packer.pack(tokenizer.tokenize([args.sentence]), tokenizer.tokenize([SECOND]))
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=128)
+    batch = preprocessor(([args.sentence], [SECOND]))  # NumPy, padded to 128
     sequence, pooled = encode(converted, batch)
     reload_difference = np.abs(sequence - encode(backbone, batch)[0]).max()
-    print(f"Tokens: {[tokenizer.id_to_token(i) for i in batch['token_ids'][0]]}")
+    print(f"Tokens: {[tokenizer.id_to_token(i) for i in batch['token_ids'][0][batch['padding_mask'][0]]]}")
     print(f"Converted copy vs the model read from {args.input}: max |difference| {reload_difference:.1e}")
 
     # 4. The reference: transformers' own BertModel on the same ids (skipped when it is not installed).

@@ -3,14 +3,14 @@
     python examples/finetune_squad.py       # questions about the standard library, from MiniLM: about 3 minutes
     python examples/finetune_squad.py --init-checkpoint runs/example_pretrain/final   # examples/pretrain.py's
     python examples/finetune_squad.py --train-file train-v1.1.json --dev-file dev-v1.1.json \\
-        --init-checkpoint path/to/bert --max-seq-length 384 --doc-stride 128 --max-query-length 64 \\
+        --init-checkpoint path/to/bert --sequence-length 384 --doc-stride 128 --max-query-length 64 \\
         --max-train-questions 0 --max-dev-questions 0 --epochs 2 --learning-rate 3e-5 --output-dir runs/squad
     # SQuAD v2.0 (questions may have no answer): add --version-2; the null threshold is tuned on dev
 
 Without `--train-file` the questions are generated from Python's standard library (`data.docstring_tasks`):
 "What does sqrt return?", "Which module defines sqrt?", ... about contexts that state those facts; dev
 questions are about modules never seen in training. Long contexts are cut into windows of
-`--max-seq-length` tokens every `--doc-stride` tokens, as the original `run_squad.py`. Writes
+`--sequence-length` tokens every `--doc-stride` tokens, as the original `run_squad.py`. Writes
 `<output-dir>/predictions.json`, `nbest_predictions.json` (and `null_odds.json` for v2.0) and the
 fine-tuned model in `<output-dir>/model`. `keras-bert finetune-squad` adds length bucketing, best/last
 checkpoints and resuming.
@@ -58,7 +58,7 @@ def parse_arguments(argv):
                         "(default: the installed MiniLM BERT)")
     parser.add_argument("--preset", help="train from random weights at this size instead (needs --vocab)")
     parser.add_argument("--vocab", help="vocab.txt for --preset")
-    parser.add_argument("--max-seq-length", type=int, default=96, help="tokens per window (default: 96)")
+    parser.add_argument("--sequence-length", "--max-seq-length", type=int, default=96, help="tokens per window (default: 96)")
     parser.add_argument("--doc-stride", type=int, default=48, help="tokens between window starts (default: 48)")
     parser.add_argument("--max-query-length", type=int, default=24, help="question tokens kept (default: 24)")
     parser.add_argument("--max-train-questions", type=int, default=800, help="a random sample of paragraphs "
@@ -104,11 +104,11 @@ def main(argv=None):
 
     # 3. Windows: [CLS] question [SEP] part of the context [SEP]; training windows carry the answer's token
     # span ((0, 0), the [CLS] token, where the answer is outside the window).
-    windows = dict(sequence_length=args.max_seq_length, doc_stride=args.doc_stride,
+    windows = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride,
                    max_query_length=args.max_query_length)
     train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **windows)
     dev_features = convert_examples_to_features(dev_examples, tokenizer, **windows)
-    print(f"{len(train_features)} training and {len(dev_features)} dev windows of {args.max_seq_length} tokens")
+    print(f"{len(train_features)} training and {len(dev_features)} dev windows of {args.sequence_length} tokens")
 
     # 4. Train with the original recipe (AdamWeightDecay, 10% warmup, linear decay); the default loss is the
     # mean of the start and end cross-entropies.

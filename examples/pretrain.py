@@ -40,7 +40,7 @@ def parse_arguments(argv):
     parser.add_argument("--vocab-file", help="vocab.txt (default: learn one from --input-files)")
     parser.add_argument("--vocabulary-size", type=int, default=4000, help="most tokens to learn (default: 4000)")
     parser.add_argument("--preset", default="tiny", help="model size: tiny, mini, small, ... (default: tiny)")
-    parser.add_argument("--seq-length", type=int, default=64, help="tokens per sentence pair (default: 64)")
+    parser.add_argument("--sequence-length", "--seq-length", type=int, default=64, help="tokens per sentence pair (default: 64)")
     parser.add_argument("--max-predictions-per-seq", type=int, default=10, help="masked tokens (~15%%; default 10)")
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--steps", type=int, default=1000, help="optimizer steps (default: 1000)")
@@ -79,7 +79,7 @@ def main(argv=None):
     # Pairs are made as the original create_pretraining_data.py does (50% "B is the next sentence");
     # the masker picks 15% of the tokens (80% [MASK], 10% random, 10% kept), new masks on every pass.
     # The preprocessor owns the packing and masking settings (length, mask rate, predictions per sequence).
-    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=args.seq_length,
+    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=args.sequence_length,
                                                max_predictions_per_seq=args.max_predictions_per_seq, seed=args.seed)
 
     def batches(files, seed):

@@ -86,7 +86,7 @@ def test_pretrain_learns_a_vocabulary_saves_a_model_and_resumes(tmp_path, capsys
 
     out = tmp_path / "pretrain"
     argv = ["--input-files", corpus["train"], "--eval-files", corpus["eval"], "--vocabulary-size", "300",
-            "--seq-length", "32", "--max-predictions-per-seq", "5", "--batch-size", "8", "--steps", "4",
+            "--sequence-length", "32", "--max-predictions-per-seq", "5", "--batch-size", "8", "--steps", "4",
             "--checkpoint-every", "2", "--output-dir", str(out)]
     assert load_example("pretrain").main(argv) == 0
     output = capsys.readouterr().out
@@ -165,7 +165,7 @@ def test_finetune_squad_on_the_generated_questions(tmp_path, capsys, pretrained_
     out = tmp_path / "squad"
     assert load_example("finetune_squad").main([
         "--preset", "tiny", "--vocab", os.path.join(pretrained_dir, "vocab.txt"), "--max-train-questions", "24",
-        "--max-dev-questions", "12", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12",
+        "--max-dev-questions", "12", "--sequence-length", "48", "--doc-stride", "16", "--max-query-length", "12",
         "--batch-size", "16", "--epochs", "1", "--output-dir", str(out)]) == 0
     output = capsys.readouterr().out
     assert 0.0 <= printed_number(r"exact match (\d+\.\d)", output) <= printed_number(r"F1 (\d+\.\d)", output) <= 100
@@ -192,7 +192,7 @@ def test_finetune_squad_v2_from_a_checkpoint_tunes_the_null_threshold(tmp_path, 
     assert load_example("finetune_squad").main([
         "--version-2", "--train-file", str(tmp_path / "train.json"), "--dev-file", str(tmp_path / "dev.json"),
         "--init-checkpoint", pretrained_dir, "--max-train-questions", "24", "--max-dev-questions", "12",
-        "--max-seq-length", "64", "--doc-stride", "32", "--max-query-length", "12", "--epochs", "1",
+        "--sequence-length", "64", "--doc-stride", "32", "--max-query-length", "12", "--epochs", "1",
         "--output-dir", str(out)]) == 0
     output = capsys.readouterr().out
     assert 0.0 <= printed_number(r"F1 (\d+\.\d)", output) <= 100.0 and "SQuAD v2.0" in output
