@@ -135,7 +135,6 @@ def test_pretrain_refuses_a_flag_that_conflicts_with_the_recorded_settings(tmp_p
     assert not (tmp_path / "out" / "checkpoints").exists()
 
 
-
 def run_pretrain_process(directory, output, devices, *extra):
     """`keras-bert pretrain` in a fresh process with `devices` logical CPUs: its log (stderr)."""
     import subprocess
