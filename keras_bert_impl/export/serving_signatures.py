@@ -30,6 +30,11 @@ never rejected for length; empty strings are valid (`[CLS] [SEP]`, or "" as the 
 byte sequences are replaced by U+FFFD, which the tokenizer deletes (as the original decodes with
 `errors="ignore"`); QA answers and offsets refer to the context with that replacement (identical to the
 input for valid UTF-8).
+
+Numeric inputs are checked in the graph before the model runs: the three (or four) inputs agree in shape
+and batch size, rows are at most the position table long, token and segment ids are inside their tables, mask
+positions inside the row; text pairs agree in batch size. A failed check raises `InvalidArgumentError` whose
+text holds `assertion failed: [<input> ...: <what to do>]`, naming the input, its value and the limit.
 """
 
 import tensorflow as tf
@@ -84,13 +89,70 @@ def _at_least_two_columns(packed):
     return {name: tf.pad(value, [[0, 0], [0, missing]]) for name, value in packed.items()}
 
 
+def _check(condition, template, values):
+    """An in-graph check whose failure reads `assertion failed: [<one sentence>]`: what is wrong, the values
+    and what to do, formatted into one string (tf.debugging.assert_* would split it into pieces)."""
+    return tf.debugging.Assert(condition, [tf.strings.format(template, values)], summarize=8)
+
+
 def _assert_same_batch_size(first, second, first_name, second_name):
     """Rows pair up one to one; without this check a mismatch fails deep inside packing with a shape error."""
-    return tf.debugging.assert_equal(
-        tf.size(first),
-        tf.size(second),
-        message=f"{first_name} and {second_name} must have the same batch size (one {second_name} per {first_name})",
+    first_rows, second_rows = tf.size(first), tf.size(second)
+    return _check(
+        tf.equal(first_rows, second_rows),
+        f"{first_name} and {second_name} must have the same batch size, got {{}} and {{}} rows: send one "
+        f"{second_name} per {first_name}",
+        (first_rows, second_rows),
     )
+
+
+def _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_positions=None):
+    """Checks of the numeric inputs that the model would otherwise answer with a gather or shape error deep
+    in the graph (or, for a token id below 0 or a batch of 1 beside a larger one, a silently wrong result).
+    A few scalar reductions: cheap beside the model."""
+    shape = tf.shape(token_ids)
+    checks = []
+    for name, value in (("segment_ids", segment_ids), ("padding_mask", padding_mask)):
+        checks.append(_check(
+            tf.reduce_all(tf.equal(tf.shape(value), shape)),
+            f"{name} has shape {{}} but token_ids has shape {{}}: send token_ids, segment_ids and padding_mask "
+            "with the same (batch, tokens) shape",
+            (tf.shape(value), shape),
+        ))
+    limit = backbone.max_sequence_length
+    checks.append(_check(
+        shape[1] <= limit,
+        f"token_ids has {{}} tokens per row, more than the {limit} positions of the model: send at most {limit} "
+        "tokens per row (truncate or window longer inputs, as serve_text does)",
+        (shape[1],),
+    ))
+    for name, value, size, table, advice in (
+        ("token_ids", token_ids, backbone.vocabulary_size, "vocabulary",
+         "tokenize with the vocab.txt exported with this model"),
+        ("segment_ids", segment_ids, backbone.num_segments, "segment table",
+         "use 0 for the first segment and 1 for the second"),
+    ):
+        low, high = tf.reduce_min(value), tf.reduce_max(value)  # int32 max and min on an empty batch: pass
+        checks.append(_check(
+            tf.logical_and(low >= 0, high < size),
+            f"{name} holds {{}}, outside the model {table} of {size} ids (0 to {size - 1}): {advice}",
+            (tf.where(low < 0, low, high),),
+        ))
+    if mask_positions is not None:
+        positions = tf.shape(mask_positions)
+        checks.append(_check(
+            tf.equal(positions[0], shape[0]),
+            "mask_positions has {} rows but token_ids has {}: send one row of mask positions per token_ids row",
+            (positions[0], shape[0]),
+        ))
+        low, high = tf.reduce_min(mask_positions), tf.reduce_max(mask_positions)
+        checks.append(_check(
+            tf.logical_and(low >= 0, high < shape[1]),
+            "mask_positions holds {}, outside the {} tokens of each token_ids row (0 to {}): give positions "
+            "inside the row",
+            (tf.where(low < 0, low, high), shape[1], shape[1] - 1),
+        ))
+    return checks
 
 
 def _text_packer(tokenizer, sequence_length):
@@ -125,10 +187,18 @@ def build_serving_module(model, kind, tokenizer, settings):
     def run_model(inputs):
         return model(inputs, training=False)
 
+    backbone = model if kind == "backbone" else model.backbone
+
     if kind == "pretrainer":
 
         @tf.function(input_signature=[_TOKEN_SPEC] * 4, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask, mask_positions):
+            with tf.control_dependencies(
+                _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_positions)
+            ):  # every input waits for the checks, so no op of the model fails first with a vaguer error
+                token_ids, segment_ids, padding_mask, mask_positions = (
+                    tf.identity(token_ids), tf.identity(segment_ids), tf.identity(padding_mask),
+                    tf.identity(mask_positions))
             inputs = _numeric_inputs(token_ids, segment_ids, padding_mask)
             outputs = run_model({**inputs, "mask_positions": mask_positions})
             return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
@@ -137,6 +207,9 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TOKEN_SPEC] * 3, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask):
+            with tf.control_dependencies(_token_input_checks(backbone, token_ids, segment_ids, padding_mask)):
+                token_ids, segment_ids, padding_mask = (
+                    tf.identity(token_ids), tf.identity(segment_ids), tf.identity(padding_mask))
             outputs = run_model(_numeric_inputs(token_ids, segment_ids, padding_mask))
             if kind == "classifier":
                 return _classifier_outputs(model, outputs)
