@@ -45,6 +45,12 @@ def _read_json(path):
             return json.load(handle)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: malformed JSON at line {error.lineno}: {error.msg}.") from error
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{path}: not UTF-8 text (byte {error.object[error.start:error.start + 1]!r} at offset "
+                f"{error.start}), so not a config written by save_pretrained; give the model directory's own "
+                "config.json."
+            ) from error
 
 
 def stored_class_name(path):

@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_impl.utils.atomic_io import atomic_write_json, atomic_write_text
+from keras_bert_impl.utils.atomic_io import atomic_write_json, atomic_write_text, ensure_directory
 
 VOCABULARY_FILENAME = "vocab.txt"
 CONFIG_FILENAME = "tokenizer_config.json"
@@ -442,7 +442,7 @@ class BertTokenizer(tf.Module):
             directory: str. Folder to write into; created if missing. Other files in it are left alone.
         """
         directory = os.fspath(directory)
-        os.makedirs(directory, exist_ok=True)
+        ensure_directory(directory)  # a file in the way is named, not "[Errno 17] File exists"
         atomic_write_text(os.path.join(directory, VOCABULARY_FILENAME), "".join(t + "\n" for t in self._tokens))
         atomic_write_json(
             os.path.join(directory, CONFIG_FILENAME),
