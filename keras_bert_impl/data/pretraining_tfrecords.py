@@ -183,7 +183,13 @@ def _record_features(sequence_length, max_predictions_per_seq, static):
 
 def _check_record_layout(path, sequence_length, max_predictions_per_seq, static):
     """Compare the first record of `path` with the expected layout, so a mismatch is named, not a parse error."""
-    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    try:
+        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    except tf.errors.DataLossError:
+        raise ValueError(
+            f"{path} is not a TFRecord file (its first record is corrupted); give the shards `keras-bert create-data` "
+            "wrote, or the text corpus with --input-files."
+        ) from None
     if first is None:
         raise ValueError(f"{path} holds no records.")
     feature = tf.train.Example.FromString(first.numpy()).features.feature
