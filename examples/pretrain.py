@@ -77,16 +77,16 @@ def main(argv=None):
 
     # 2. An endless stream of masked sentence pairs (tf.data; feeds `fit` under every Keras backend).
     # Pairs are made as the original create_pretraining_data.py does (50% "B is the next sentence");
-    # the masker picks 15% of the tokens (80% [MASK], 10% random, 10% kept), new masks on every pass.
+    # the masker picks 15% of the tokens (80% [MASK], 10% random, 10% kept), new masks every epoch of the data.
     # The preprocessor owns the packing and masking settings (length, mask rate, predictions per sequence).
     preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=args.sequence_length,
                                                max_predictions_per_seq=args.max_predictions_per_seq, seed=args.seed)
 
-    def batches(files, seed):
+    def batches(files, seed, epochs=1):  # epochs=None: endless, each epoch shuffled and masked anew
         return pretraining_dataset(preprocessor, files=files, batch_size=args.batch_size, seed=seed,
-                                   drop_remainder=True)
+                                   drop_remainder=True, epochs=epochs)
 
-    train_data = batches(train_files, args.seed).repeat()
+    train_data = batches(train_files, args.seed, epochs=None)
     x, y = next(iter(train_data))
     print("A batch:", {key: tuple(value.shape) for key, value in {**x, **y}.items()})
 

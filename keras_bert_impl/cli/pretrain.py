@@ -23,9 +23,11 @@ beside its shards; a flag that disagrees with them is an error naming both value
 How the pieces fit:
 - One Keras "epoch" here is one checkpoint interval (`steps_per_epoch=--checkpoint-every`), so checkpoints,
   TensorBoard points and the progress bar line up with steps.
-- The input is an endless deterministic stream (seeded shuffles and masks, `dataset.repeat()`); a resumed
-  run skips the batches already consumed (`dataset.skip(step)`), so it sees exactly the batches it would
-  have seen. Skipping re-reads (and re-masks) those batches, which costs input time but no training time.
+- The input is an endless stream that depends only on (seed, epoch of the data): epoch e is shuffled and
+  masked under seeds from (--seed, e), so re-reading it (as Keras does under a tf.distribute strategy) gives
+  the same batches; a resumed run skips the batches already consumed (`dataset.skip(step)`), so it sees
+  exactly the batches it would have seen. Skipping re-reads (and re-masks) those batches, which costs input
+  time but no training time.
 - Tokenization, instance creation and masking run in tf.data, outside the compiled (`jit_compile`) step.
 - Phase 2 starts a fresh optimizer and schedule on the phase-1 weights, as the original does when
   `run_pretraining.py` is re-run with `--init_checkpoint`.
@@ -289,15 +291,14 @@ def build_dataset(preprocessor, files, batch_size, seed, masking=MASKING, tfreco
     from keras_bert_impl.data import pretraining_dataset, read_pretraining_tfrecords
 
     if tfrecords:
-        dataset = read_pretraining_tfrecords(
+        return read_pretraining_tfrecords(
             files.split(","), batch_size, preprocessor.sequence_length, preprocessor.max_predictions_per_seq,
-            masker=preprocessor if masking == "dynamic" else None, seed=seed, vocabulary_size=vocabulary_size)
-    else:
-        dataset = pretraining_dataset(
-            preprocessor, files=files.split(","), batch_size=batch_size, masking=masking, seed=seed,
-            dupe_factor=dupe_factor, input_format=input_format, drop_remainder=True,
-        )
-    return dataset.repeat()
+            masker=preprocessor if masking == "dynamic" else None, seed=seed, vocabulary_size=vocabulary_size,
+            epochs=None)
+    return pretraining_dataset(
+        preprocessor, files=files.split(","), batch_size=batch_size, masking=masking, seed=seed,
+        dupe_factor=dupe_factor, input_format=input_format, drop_remainder=True, epochs=None,
+    )
 
 
 def phase_dataset(args, phase, vocabulary_size=None, files=None, seed=None):
@@ -319,7 +320,7 @@ def run(args):
     from keras_bert_impl.models.pretrainer import BertPretrainer
     from keras_bert_impl.optimization import create_optimizer
     from keras_bert_impl.utils.atomic_io import atomic_write_json, ensure_directory
-    from keras_bert_impl.training.distribution import for_tf_distribute, make_distribution
+    from keras_bert_impl.training.distribution import for_tf_distribute, make_distribution, replica_count
     from keras_bert_impl.training.callbacks import (
         MetricsLog, NonFiniteLossGuard, TrainingCheckpoint, latest_training_checkpoint, plot_training_curves,
         read_metrics_log, restore_training_checkpoint,
@@ -408,8 +409,10 @@ def run(args):
                                    extra_state={"phase": index, "run_settings": settings[index]}, write=is_chief),
                 keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"), update_freq=every),
             ]
-            logger.info("Phase %d: length %d, batch %d, %d steps (from %d)", index, phase["preprocessor"].sequence_length,
-                         phase["batch_size"], steps, start_step)
+            replicas = replica_count(strategy)
+            logger.info("Phase %d: length %d, batch %d (%g per replica, %d replicas), %d steps (from %d)", index,
+                        phase["preprocessor"].sequence_length, phase["batch_size"], phase["batch_size"] / replicas,
+                        replicas, steps, start_step)
             model.fit(dataset, initial_epoch=start_batch // every, epochs=end_batch // every,
                       steps_per_epoch=every, callbacks=callbacks, verbose=args.verbose, shuffle=False)
             if budget is not None:

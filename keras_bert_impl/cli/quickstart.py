@@ -195,7 +195,7 @@ def pretrain(tokenizer, corpus, directory, preset, steps, seed, verbose):
 
     def batches(path, data_seed):  # an endless, seeded stream of masked sentence pairs (tf.data)
         return pretraining_dataset(preprocessor, files=[path], batch_size=PRETRAIN_BATCH_SIZE, seed=data_seed,
-                                   masking=pretrain_command.MASKING, drop_remainder=True).repeat()
+                                   masking=pretrain_command.MASKING, drop_remainder=True, epochs=None)
 
     model = BertPretrainer(BertBackbone.from_preset(preset, vocabulary_size=tokenizer.vocabulary_size()))
     model.compile(optimizer=create_optimizer(

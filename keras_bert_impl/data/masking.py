@@ -384,14 +384,41 @@ class MaskedLMMasker(keras.layers.Layer):
         return config
 
 
-def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_parallel_calls=tf.data.AUTOTUNE):
+def epoch_seed(seed, epoch, stream=0):
+    """An int64 scalar seed that depends only on `(seed, epoch, stream)`: the seed of one epoch's shuffle
+    (`stream` 1 or 2) or masks (`stream` 0) in an epoch-keyed input stream. `epoch` may be a tensor (inside
+    `tf.data.Dataset.flat_map`)."""
+    if stream not in (0, 1, 2, 3):
+        raise ValueError(f"stream must be 0, 1, 2 or 3, got {stream!r}.")
+    key = tf.stack([tf.cast(seed, tf.int64), tf.cast(epoch, tf.int64) * 4 + stream])
+    return tf.random.stateless_uniform([], seed=key, minval=None, maxval=None, dtype=tf.int64)
+
+
+def epoch_keyed_stream(one_epoch, epochs=1, initial_epoch=0):
+    """`one_epoch(epoch)` (a function of an int64 scalar tensor returning a `tf.data.Dataset`) for the epochs
+    `initial_epoch, initial_epoch + 1, ...` (`epochs` of them; None: without end), one after another. What
+    each epoch holds depends only on its number, not on how often the result is iterated."""
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise ValueError(f"epochs must be a positive integer or None (endless), got {epochs!r}.")
+    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or initial_epoch < 0:
+        raise ValueError(f"initial_epoch must be a non-negative integer, got {initial_epoch!r}.")
+    if epochs is None:
+        return tf.data.Dataset.counter(initial_epoch).flat_map(one_epoch)
+    return tf.data.Dataset.range(initial_epoch, initial_epoch + epochs).flat_map(one_epoch)
+
+
+def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_parallel_calls=tf.data.AUTOTUNE,
+                 epoch=None):
     """Apply `masker` to every element of `dataset` with its own reproducible stateless seed.
 
-    Each element is paired with a number from `tf.data.Dataset.random(seed)`; with `new_masks_each_epoch`
-    that stream is redrawn (deterministically) on every pass over the dataset, so each epoch sees new masks
-    (the dynamic masking of Liu et al., 2019) that are the same on every run with the same seed; without it
-    every epoch sees the same masks (static masking). The pipeline stays deterministic with parallel calls
-    because the seeds are attached before the parallel `map`.
+    Each element is paired with a number from `tf.data.Dataset.random(seed)`. With `epoch` given (an int or
+    an int64 scalar tensor, as inside `tf.data.Dataset.range(n).flat_map`), the masks are keyed by
+    `(seed, epoch, element index)`: iterating the result again gives the same masks, and dynamic masks
+    (`new_masks_each_epoch`) differ from epoch to epoch (the dynamic masking of Liu et al., 2019);
+    `pretraining_dataset` masks this way. Without `epoch`, dynamic masks are redrawn (deterministically) on
+    every pass over the dataset, so a dataset iterated once per Keras epoch gets new masks per epoch. Static
+    masks (`new_masks_each_epoch=False`) are the same on every pass and every epoch. The pipeline stays
+    deterministic with parallel calls because the seeds are attached before the parallel `map`.
 
     Args:
         dataset: tf.data.Dataset. Elements are dicts with `"token_ids"` (see `MaskedLMMasker`), batched or not.
@@ -399,6 +426,8 @@ def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_para
         seed: int. Seed of the per-element seeds. Defaults to `masker.seed`.
         new_masks_each_epoch: bool. Dynamic (True) or static (False) masks. Defaults to True.
         num_parallel_calls: int. Parallelism of the `map`. Defaults to `tf.data.AUTOTUNE`.
+        epoch: int, int64 scalar tensor or None. The epoch the elements belong to (see above). Defaults to
+            None (dynamic masks keyed by the pass).
 
     Returns:
         A tf.data.Dataset of the masker's output dicts.
@@ -411,10 +440,12 @@ def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_para
     ['mask_ids', 'mask_positions', 'mask_weights', 'token_ids']
     """
     seed = masker.seed if seed is None else seed
-    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=new_masks_each_epoch)
+    keyed_by_epoch = epoch is not None and new_masks_each_epoch
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=new_masks_each_epoch and epoch is None)
+    first_key = epoch_seed(seed, epoch) if keyed_by_epoch else tf.constant(seed, tf.int64)
 
     def mask_element(features, element_seed):
-        return masker(features, seed=tf.stack([tf.constant(seed, tf.int64), element_seed]))
+        return masker(features, seed=tf.stack([first_key, element_seed]))
 
     return tf.data.Dataset.zip((dataset, seeds)).map(
         mask_element, num_parallel_calls=num_parallel_calls, deterministic=True

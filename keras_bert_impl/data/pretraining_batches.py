@@ -9,7 +9,7 @@ sequence, counting rule, whole-word masking, 80/10/10 rates) comes from one
 import tensorflow as tf
 
 from keras_bert_impl.data.documents import as_sentence_documents, read_documents, tokenize_documents
-from keras_bert_impl.data.masking import MASKING_MODES
+from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
@@ -82,6 +82,8 @@ def pretraining_dataset(
     errors="strict",
     shuffle_buffer_size=10000,
     drop_remainder=False,
+    epochs=1,
+    initial_epoch=0,
     **preprocessor_settings,
 ):
     """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
@@ -89,9 +91,16 @@ def pretraining_dataset(
     Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`, up to
     the preprocessor's `sequence_length`), shuffles them, pads them into batches, and masks them with the
     preprocessor's masker (`BertPretrainingPreprocessor.mask_dataset`): `"dynamic"` draws new masks every
-    epoch (reproducible under `seed`), `"static"` masks every instance once and keeps the mask across epochs.
-    Works under every Keras backend: the elements are plain dicts of tensors, which Keras converts for JAX
-    and torch.
+    epoch, `"static"` masks every instance once and keeps the mask across epochs. Works under every Keras
+    backend: the elements are plain dicts of tensors, which Keras converts for JAX and torch.
+
+    The stream is a function of `(seed, epoch)` only: it holds `epochs` epochs (endless with None) numbered
+    from `initial_epoch`; epoch `e` is shuffled and (dynamically) masked under seeds derived from
+    `(seed, e)`, and no batch spans two epochs. Iterating the dataset again gives the same batches, so a
+    run under a `tf.distribute` strategy (where Keras reads the dataset once more) or a resumed run sees
+    the same data as a single-device run. To train several epochs with new masks, build them into the
+    stream (`epochs=n` or None) and give `fit` a `steps_per_epoch`, as `keras-bert pretrain` does; a
+    one-epoch dataset fitted for several Keras epochs repeats the same masks.
 
     Args:
         preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer, the instance length
@@ -111,7 +120,9 @@ def pretraining_dataset(
         input_format: str. For `files`. Defaults to `"sentence_per_line"`.
         errors: str. `"strict"` or `"replace"`, for `files`. Defaults to `"strict"`.
         shuffle_buffer_size: int. Instances in the shuffle buffer (0 turns shuffling off). Defaults to 10000.
-        drop_remainder: bool. Drop a last partial batch. Defaults to False.
+        drop_remainder: bool. Drop a last partial batch (of each epoch). Defaults to False.
+        epochs: int or None. Epochs in the stream; None repeats without end. Defaults to 1.
+        initial_epoch: int. Number of the first epoch (its shuffle and masks). Defaults to 0.
         **preprocessor_settings: with a tokenizer only, the `BertPretrainingPreprocessor` arguments.
 
     Returns:
@@ -153,8 +164,6 @@ def pretraining_dataset(
     if masking == "static":
         # Masked one instance at a time, before shuffling: instance i always gets the same seed.
         dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)
-    if shuffle_buffer_size:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     width = sequence_length if padding == "fixed" else None
     padded_shapes = {key: [width] for key in ("token_ids", "segment_ids", "padding_mask")}
     padded_shapes["next_sentence_labels"] = []
@@ -168,9 +177,20 @@ def pretraining_dataset(
         for key, value in (("mask_positions", 0), ("mask_ids", 0), ("mask_weights", 0.0)):
             padded_shapes[key] = [preprocessor.max_predictions_per_seq]
             padding_values[key] = tf.constant(value, tf.float32 if key == "mask_weights" else tf.int32)
-    dataset = dataset.padded_batch(
-        batch_size, padded_shapes=padded_shapes, padding_values=padding_values, drop_remainder=drop_remainder
-    )
-    if masking == "dynamic":
-        dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=True)
+    instances = dataset
+
+    def one_epoch(epoch):
+        # Seeds from (seed, epoch) alone, not from how often the dataset object was iterated.
+        batches = instances
+        if shuffle_buffer_size:
+            batches = batches.shuffle(shuffle_buffer_size, seed=epoch_seed(seed, epoch, stream=1),
+                                      reshuffle_each_iteration=False)
+        batches = batches.padded_batch(
+            batch_size, padded_shapes=padded_shapes, padding_values=padding_values, drop_remainder=drop_remainder
+        )
+        if masking == "dynamic":
+            batches = preprocessor.mask_dataset(batches, seed=seed, new_masks_each_epoch=True, epoch=epoch)
+        return batches
+
+    dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
     return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

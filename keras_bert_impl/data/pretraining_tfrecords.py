@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from keras_bert_impl.data.documents import read_documents, tokenize_documents
 from keras_bert_impl.data.file_patterns import expand_paths
-from keras_bert_impl.data.masking import MASKING_MODES, mask_dataset
+from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
 from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 from keras_bert_impl.data.pretraining_tfrecord_settings import SETTINGS_SUFFIX
@@ -220,6 +220,8 @@ def read_pretraining_tfrecords(
     drop_remainder=True,
     seed=12345,
     vocabulary_size=None,
+    epochs=1,
+    initial_epoch=0,
 ):
     """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`.
 
@@ -242,6 +244,13 @@ def read_pretraining_tfrecords(
             raises `tf.errors.InvalidArgumentError` naming the field, the id and the limit (records written with
             another, larger vocabulary would otherwise gather garbage embeddings). None: no check. Defaults to
             None.
+        epochs: int or None. Epochs in the stream; None repeats without end. Defaults to 1.
+        initial_epoch: int. Number of the first epoch. Defaults to 0.
+
+    The stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s: epoch `e` is shuffled and
+    dynamically masked under seeds derived from `(seed, e)`, no batch spans two epochs, and iterating the
+    dataset again gives the same batches (a `tf.distribute` run, which reads it once more, and a resumed
+    run see the data a single-device run sees).
 
     Returns:
         tf.data.Dataset of `(x, y)`: x `{"token_ids", "segment_ids", "padding_mask", "mask_positions"}`, y
@@ -255,16 +264,6 @@ def read_pretraining_tfrecords(
         raise ValueError(f"No TFRecord shards in {file_pattern!r}.")
     masker = getattr(masker, "masker", masker)  # a BertPretrainingPreprocessor masks with its masker
     _check_record_layout(files[0], sequence_length, max_predictions_per_seq, static=masker is None)
-    dataset = tf.data.Dataset.from_tensor_slices(files)
-    if shuffle:
-        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.interleave(
-        tf.data.TFRecordDataset, cycle_length=min(len(files), 8), num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
-    if shuffle:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     features = _record_features(sequence_length, max_predictions_per_seq, static=masker is None)
 
     def parse(serialized):
@@ -286,9 +285,27 @@ def read_pretraining_tfrecords(
             )
         return parsed
 
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if masker is not None:
-        dataset = mask_dataset(dataset.map(_cast_token_ids), masker, seed=seed, new_masks_each_epoch=True)
+    def one_epoch(epoch):
+        # Seeds from (seed, epoch) alone, not from how often the dataset object was iterated.
+        dataset = tf.data.Dataset.from_tensor_slices(files)
+        if shuffle:
+            dataset = dataset.shuffle(len(files), seed=epoch_seed(seed, epoch, stream=1),
+                                      reshuffle_each_iteration=False)
+        dataset = dataset.interleave(
+            tf.data.TFRecordDataset, cycle_length=min(len(files), 8), num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        if shuffle:
+            dataset = dataset.shuffle(shuffle_buffer_size, seed=epoch_seed(seed, epoch, stream=2),
+                                      reshuffle_each_iteration=False)
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+        dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if masker is not None:
+            dataset = mask_dataset(dataset.map(_cast_token_ids), masker, seed=seed, new_masks_each_epoch=True,
+                                   epoch=epoch)
+        return dataset
+
+    dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
     return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 

@@ -173,12 +173,13 @@ class BertPretrainingPreprocessor(Preprocessor):
         """
         return self.masker(features, seed=seed)
 
-    def mask_dataset(self, dataset, seed=None, new_masks_each_epoch=True):
+    def mask_dataset(self, dataset, seed=None, new_masks_each_epoch=True, epoch=None):
         """`data.masking.mask_dataset` with this preprocessor's masker: each element of `dataset` (dicts of
         packed rows, batched or not) masked under its own reproducible seed, drawn from `seed` (default: the
-        layer's); new masks every epoch (dynamic) or the same ones (static)."""
+        layer's); new masks every epoch (dynamic) or the same ones (static). With `epoch` (int or int64
+        scalar tensor) the masks are keyed by `(seed, epoch)`, the same on every pass over the result."""
         return mask_dataset(dataset, self.masker, seed=self.seed if seed is None else seed,
-                            new_masks_each_epoch=new_masks_each_epoch)
+                            new_masks_each_epoch=new_masks_each_epoch, epoch=epoch)
 
     # -- raw text -------------------------------------------------------------------------------------------
 

@@ -31,7 +31,8 @@ _TENSORFLOW_ONLY = ("mirrored", "multi_worker", "tpu")
 
 
 def make_distribution(name, tpu="", devices=None):
-    """Set up distribution `name`; return `(scope, strategy, is_chief)`.
+    """Set up distribution `name`; return `(scope, strategy, is_chief)`. Logs the replicas (tf.distribute)
+    or the device mesh (`jax_data_parallel`) at INFO.
 
     Build and compile the model inside `scope` (a no-op context for `none` and `jax_data_parallel`, whose
     layout is global state set here). `strategy` is the tf.distribute strategy or None; `is_chief` says
@@ -53,7 +54,12 @@ def make_distribution(name, tpu="", devices=None):
     if name == "none":
         return contextlib.nullcontext(), None, True
     if name == "jax_data_parallel":
-        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+        distribution = keras.distribution.DataParallel(devices=devices)
+        keras.distribution.set_distribution(distribution)
+        mesh = distribution.device_mesh
+        logger.info("DataParallel over a %d-device mesh: shape %s, axis names %s (batch axis %r), devices %s",
+                    int(mesh.devices.size), tuple(mesh.shape), tuple(mesh.axis_names), distribution.batch_dim_name,
+                    ", ".join(str(device) for device in mesh.devices.flat))
         return contextlib.nullcontext(), None, True
 
     import tensorflow as tf
@@ -76,6 +82,17 @@ def make_distribution(name, tpu="", devices=None):
         is_chief = True
     logger.info("%s with %d replicas in sync", type(strategy).__name__, strategy.num_replicas_in_sync)
     return StrategyScope(strategy), strategy, is_chief
+
+
+def replica_count(strategy=None):
+    """Replicas the global batch is split over: the strategy's, the devices of the Keras distribution's mesh
+    (JAX `DataParallel`), or 1."""
+    if strategy is not None:
+        return int(strategy.num_replicas_in_sync)
+    distribution = keras.distribution.distribution()
+    if isinstance(distribution, keras.distribution.DataParallel):
+        return int(distribution.device_mesh.devices.size)
+    return 1
 
 
 class StrategyScope:

@@ -1,8 +1,10 @@
 """`keras-bert pretrain` in a fresh process with N logical CPU devices (test helper for `--distribution`).
 
     KERAS_BACKEND=tensorflow python tests/cli/pretrain_worker.py N pretrain ARGS...
+    KERAS_BACKEND=jax python tests/cli/pretrain_worker.py N pretrain ARGS...   # N JAX host devices
 
-Logical devices must be configured before TensorFlow initialises, which the pytest process has long done.
+Logical devices (and JAX's host device count) must be configured before TensorFlow (JAX) initialises, which
+the pytest process has long done.
 """
 
 import logging
@@ -14,6 +16,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 def main():
     devices, argv = int(sys.argv[1]), sys.argv[2:]
+    if os.environ.get("KERAS_BACKEND") == "jax":  # N host devices for the Keras distribution API
+        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+        import jax
+
+        assert len(jax.devices()) == devices, jax.devices()
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]

@@ -135,8 +135,8 @@ def test_pretrain_refuses_a_flag_that_conflicts_with_the_recorded_settings(tmp_p
     assert not (tmp_path / "out" / "checkpoints").exists()
 
 
-def run_pretrain_process(directory, output, devices, *extra):
-    """`keras-bert pretrain` in a fresh process with `devices` logical CPUs: its log (stderr)."""
+def run_pretrain_process(directory, output, devices, *extra, backend="tensorflow"):
+    """`keras-bert pretrain` in a fresh process with `devices` logical CPUs (JAX host devices): its log (stderr)."""
     import subprocess
     import sys
 
@@ -147,18 +147,35 @@ def run_pretrain_process(directory, output, devices, *extra):
         "--learning-rate", "1e-3", "--warmup-fraction", "0.25", "--checkpoint-every", "2", "--dropout", "0",
         "--output-dir", str(output), "--verbose", "0", *extra,
     ]
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="3")
     completed = subprocess.run([sys.executable, os.path.join(repo, "tests", "cli", "pretrain_worker.py"),
                                 str(devices), *argv], env=env, capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed.stderr
 
 
+def assert_same_final_weights(one_device_output, distributed_output, distribution, atol=1e-5):
+    """The two runs' final weights agree to `atol`; prints the largest difference."""
+    one_device, distributed = final_weights(one_device_output), final_weights(distributed_output)
+    assert sorted(one_device) == sorted(distributed)
+    moved = max(float(np.abs(one_device[name] - distributed[name]).max()) for name in one_device)
+    print(f"max |{distribution} - one device| of the final weights from the command line: {moved:.2e}")
+    for name in one_device:
+        np.testing.assert_allclose(distributed[name], one_device[name], atol=atol, rtol=0, err_msg=name)
+
+
 def test_mirrored_on_two_cpu_devices_trains_and_resumes_from_the_command_line(tmp_path):
+    """2 replicas on 2 logical CPUs, default optimizer (AdamWeightDecay, global_clipnorm=1.0), equal to one
+    device on the same global batch of 4: the input stream is the same on every read, and the clip factor
+    comes from the global gradient. One prediction per sequence gives every replica the same mask-weight sum
+    (each replica normalises the MLM loss by its own weights, as the original's per-TPU-core loss does)."""
     write_corpus(tmp_path)
-    steps = ("--steps", "4", "--distribution", "mirrored")
+    steps = ("--steps", "4", "--max-predictions-per-seq", "1")
+    run_pretrain_process(tmp_path, tmp_path / "one_device", 1, *steps)
+    steps += ("--distribution", "mirrored")
     log = run_pretrain_process(tmp_path, tmp_path / "straight", 2, *steps)
     assert "MirroredStrategy with 2 replicas in sync" in log
+    assert_same_final_weights(tmp_path / "one_device", tmp_path / "straight", "mirrored")
     log = run_pretrain_process(tmp_path, tmp_path / "resumed", 2, *steps, "--max-steps-this-run", "2")
     assert "Stopped at step 2 of phase 1" in log and not (tmp_path / "resumed" / "final").exists()
     log = run_pretrain_process(tmp_path, tmp_path / "resumed", 2, *steps)
@@ -169,3 +186,17 @@ def test_mirrored_on_two_cpu_devices_trains_and_resumes_from_the_command_line(tm
     for name in straight:
         np.testing.assert_allclose(resumed[name], straight[name], atol=1e-6, err_msg=name)
     assert json.loads((tmp_path / "straight" / "summary.json").read_text())["final_step"] == 4
+
+
+def test_jax_data_parallel_on_two_host_devices_equals_one_device_from_the_command_line(tmp_path):
+    """`--distribution jax_data_parallel` on 2 host devices, default optimizer and clipping, against one
+    device on the same global batch: the mesh and the per-replica batch are logged, the weights agree. Both
+    runs are KERAS_BACKEND=jax processes, started from the TensorFlow pass as this file's other tests are."""
+    write_corpus(tmp_path)
+    steps = ("--steps", "4")
+    run_pretrain_process(tmp_path, tmp_path / "one_device", 1, *steps, backend="jax")
+    log = run_pretrain_process(tmp_path, tmp_path / "dp", 2, *steps, "--distribution", "jax_data_parallel",
+                               backend="jax")
+    assert "DataParallel over a 2-device mesh: shape (2,), axis names ('batch',) (batch axis 'batch')" in log
+    assert "batch 4 (2 per replica, 2 replicas)" in log
+    assert_same_final_weights(tmp_path / "one_device", tmp_path / "dp", "jax_data_parallel")

@@ -404,6 +404,23 @@ def test_mask_dataset_dynamic_masks_change_per_epoch_reproducibly():
 
 
 @tensorflow_only
+def test_mask_dataset_keyed_by_epoch_repeats_on_every_pass_and_changes_with_the_epoch():
+    token_ids = _random_batch(np.random.default_rng(6), 8, 32)
+    batches = tf.data.Dataset.from_tensor_slices({"token_ids": token_ids}).batch(4)
+
+    def masks(epoch, new_masks_each_epoch=True):
+        dataset = mask_dataset(batches, _masker(), seed=42, new_masks_each_epoch=new_masks_each_epoch, epoch=epoch)
+        return [np.concatenate([b["mask_positions"].numpy() for b in dataset]) for _ in range(2)]
+
+    first, second = masks(0), masks(tf.constant(1, tf.int64))
+    np.testing.assert_array_equal(first[0], first[1])  # a second pass over the same object: the same masks
+    np.testing.assert_array_equal(second[0], second[1])
+    assert not np.array_equal(first[0], second[0])  # a new epoch: new masks
+    np.testing.assert_array_equal(masks(1)[0], second[0])
+    np.testing.assert_array_equal(masks(0, False)[0], masks(5, False)[0])  # static: one mask for every epoch
+
+
+@tensorflow_only
 def test_get_config_round_trip():
     masker = _masker(counting="ceil", mask_rate=0.2, seed=7)
     restored = MaskedLMMasker.from_config(masker.get_config())

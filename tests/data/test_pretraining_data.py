@@ -208,16 +208,22 @@ def test_static_tfrecords_round_trip(tmp_path):
         assert (x["mask_positions"][row, count:] == 0).all()
 
 
-@tensorflow_only
-def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
+def _dynamic_records(tmp_path, **settings):
+    """Unmasked (dynamic) TFRecord shards of 40 documents at length 32: (prefix, tokenizer)."""
     corpus = tmp_path / "docs.txt"
     corpus.write_text("\n".join(_text_documents(40)), encoding="utf-8")
     tokenizer = _tokenizer()
     prefix = str(tmp_path / "dyn")
     write_pretraining_tfrecords(
         str(corpus), prefix, tokenizer, sequence_length=32, masking="dynamic", dupe_factor=1,
-        input_format="document_per_line",
+        input_format="document_per_line", **settings,
     )
+    return prefix, tokenizer
+
+
+@tensorflow_only
+def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
+    prefix, tokenizer = _dynamic_records(tmp_path)
     with pytest.raises(ValueError, match="no 'masked_lm_positions' feature"):
         read_pretraining_tfrecords(prefix + "-*", 4, 32)
     with pytest.raises(ValueError, match="'input_ids' has length 32, expected 64"):
@@ -226,9 +232,30 @@ def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
     features = tf.train.Example.FromString(record.numpy()).features.feature
     assert "masked_lm_positions" not in features and "input_ids" in features
     masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=5)
-    dataset = read_pretraining_tfrecords(prefix + "-*", 4, 32, masker=masker, shuffle=False)
-    epochs = [np.concatenate([x["mask_positions"] for x, _ in dataset.as_numpy_iterator()]) for _ in range(2)]
+    dataset = read_pretraining_tfrecords(prefix + "-*", 4, 32, masker=masker, shuffle=False, epochs=2)
+    batches = [x["mask_positions"] for x, _ in dataset.as_numpy_iterator()]
+    epochs = [np.concatenate(batches[:len(batches) // 2]), np.concatenate(batches[len(batches) // 2:])]
     assert not np.array_equal(epochs[0], epochs[1])
+    # Keyed by (seed, epoch), not by the pass: a second pass (or epoch 1 read on its own) repeats them.
+    again = [x["mask_positions"] for x, _ in dataset.as_numpy_iterator()]
+    np.testing.assert_array_equal(np.concatenate(again), np.concatenate(batches))
+    second = read_pretraining_tfrecords(prefix + "-*", 4, 32, masker=masker, shuffle=False, initial_epoch=1)
+    np.testing.assert_array_equal(np.concatenate([x["mask_positions"] for x, _ in second.as_numpy_iterator()]),
+                                  epochs[1])
+
+
+@tensorflow_only
+def test_shuffled_tfrecords_are_the_same_on_every_pass(tmp_path):
+    prefix, tokenizer = _dynamic_records(tmp_path, num_shards=2)
+    masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=5)
+    dataset = read_pretraining_tfrecords(prefix + "-*", 4, 32, masker=masker, shuffle_buffer_size=64, epochs=2)
+    passes = [[(x["token_ids"], x["mask_positions"]) for x, _ in dataset.as_numpy_iterator()] for _ in range(2)]
+    for (tokens, masks), (tokens_again, masks_again) in zip(*passes):
+        np.testing.assert_array_equal(tokens, tokens_again)
+        np.testing.assert_array_equal(masks, masks_again)
+    half = len(passes[0]) // 2
+    assert not np.array_equal(np.concatenate([t for t, _ in passes[0][:half]]),
+                              np.concatenate([t for t, _ in passes[0][half:]]))  # epoch 1 is reshuffled
 
 
 def _write_records(path, rows, seq_length=8, predictions=2):
@@ -295,11 +322,20 @@ def test_pretraining_dataset_structure_and_determinism(masking):
     def epochs(seed):
         dataset = pretraining_dataset(
             tokenizer, documents=_text_documents(50), sequence_length=24, batch_size=8, max_predictions_per_seq=4,
-            masking=masking, seed=seed,
+            masking=masking, seed=seed, epochs=2,
         )
-        return [list(dataset.as_numpy_iterator()) for _ in range(2)]
+        batches = list(dataset.as_numpy_iterator())
+        # The stream depends on (seed, epoch) only: a second pass over the same object repeats it exactly
+        # (Keras reads a dataset once more under a tf.distribute strategy).
+        for (x1, y1), (x2, y2) in zip(batches, dataset.as_numpy_iterator(), strict=True):
+            for key in x1:
+                np.testing.assert_array_equal(x1[key], x2[key])
+            for key in y1:
+                np.testing.assert_array_equal(y1[key], y2[key])
+        return [batches[:len(batches) // 2], batches[len(batches) // 2:]]
 
     first, again, other = epochs(5), epochs(5), epochs(6)
+    assert len(first[0]) == len(first[1]) > 1
     x, y = first[0][0]
     assert set(x) == {"token_ids", "segment_ids", "padding_mask", "mask_positions"}
     assert set(y) == {"mask_ids", "mask_weights", "next_sentence_labels"}
@@ -326,6 +362,16 @@ def test_pretraining_dataset_structure_and_determinism(masking):
     masks = [masks_by_instance(epoch) for epoch in first]
     assert masks[0].keys() == masks[1].keys()
     assert (masks[0] == masks[1]) == (masking == "static")
+    # Epoch 1 read on its own (initial_epoch=1) is the second epoch of the two-epoch stream.
+    alone = pretraining_dataset(
+        tokenizer, documents=_text_documents(50), sequence_length=24, batch_size=8, max_predictions_per_seq=4,
+        masking=masking, seed=5, initial_epoch=1,
+    )
+    for (x1, y1), (x2, y2) in zip(first[1], alone.as_numpy_iterator(), strict=True):
+        np.testing.assert_array_equal(x1["token_ids"], x2["token_ids"])
+        np.testing.assert_array_equal(x1["mask_positions"], x2["mask_positions"])
+    with pytest.raises(ValueError, match="epochs must be a positive integer or None"):
+        pretraining_dataset(tokenizer, documents=_text_documents(5), sequence_length=24, epochs=0)
 
 
 def test_pretraining_dataset_feeds_fit_on_every_backend():

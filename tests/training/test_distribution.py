@@ -15,6 +15,20 @@ from tests.models.test_pretrainer import assert_same_step, run_in_this_process, 
 pytestmark = pytest.mark.slow
 
 
+def assert_default_optimizer_steps_match_one_device(tmp_path, distribution, backend):
+    """5 steps of the default optimizer (clipping on) under `distribution` equal one device to 1e-5."""
+    save_model_and_batch(tmp_path)
+    flags = ("--steps", "5", "--optimizer", "default", "--learning-rate", "1e-2")
+    results = {
+        "none": run_in_this_process(tmp_path / "model", tmp_path / "batch.npz", *flags),
+        distribution: run_worker(tmp_path / "model", tmp_path / "batch.npz", tmp_path / f"{distribution}.npz", backend,
+                                 "--distribution", distribution, *flags),
+    }
+    assert_same_step(results, "none")
+    moved = max(float(abs(results["none"][key] - results[distribution][key]).max()) for key in results["none"])
+    print(f"max |{distribution} - one device| after 5 steps: {moved:.2e}")
+
+
 @pytest.mark.tensorflow_only
 def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(tmp_path):
     save_model_and_batch(tmp_path)
@@ -31,16 +45,7 @@ def test_mirrored_strategy_with_the_default_optimizer_and_clipping_matches_one_d
     """AdamWeightDecay with global_clipnorm=1.0 (pretrain's default): the clip factor must come from the
     global, all-reduced gradient as in the original, not from each replica's own (5.7e-3 apart after one
     step when Keras clipped per replica)."""
-    save_model_and_batch(tmp_path)
-    flags = ("--steps", "5", "--optimizer", "default", "--learning-rate", "1e-2")
-    results = {
-        "none": run_in_this_process(tmp_path / "model", tmp_path / "batch.npz", *flags),
-        "mirrored": run_worker(tmp_path / "model", tmp_path / "batch.npz", tmp_path / "mirrored.npz", "tensorflow",
-                               "--distribution", "mirrored", *flags),
-    }
-    assert_same_step(results, "none")
-    moved = max(float(abs(results["none"][key] - results["mirrored"][key]).max()) for key in results["none"])
-    print(f"max |mirrored - one device| after 5 steps: {moved:.2e}")
+    assert_default_optimizer_steps_match_one_device(tmp_path, "mirrored", "tensorflow")
 
 
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="the Keras distribution API is tested in the JAX pass")
@@ -52,3 +57,10 @@ def test_jax_data_parallel_on_two_host_devices_matches_one_device(tmp_path):
                                         "--distribution", "jax_data_parallel", "--steps", "2"),
     }
     assert_same_step(results, "none")
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="the Keras distribution API is tested in the JAX pass")
+def test_jax_data_parallel_with_the_default_optimizer_and_clipping_matches_one_device(tmp_path):
+    """AdamWeightDecay with global_clipnorm=1.0 under `DataParallel` on 2 host devices: the step is traced
+    over the global batch, so the clip factor is the global gradient's, as on one device."""
+    assert_default_optimizer_steps_match_one_device(tmp_path, "jax_data_parallel", "jax")
