@@ -4,7 +4,7 @@
 # the attention-kernel check are described in benchmarks/gpu_benchmark.py, which this runs.
 #
 # Made for a machine with JAX, torch and transformers but no Keras (such as the CUDA image of this project's
-# device machines): Python wheels found in .whl/ (keras, keras-hub and their small dependencies; see
+# device machines): Python wheels found in $WHEELS (default .whl/: keras, keras-hub and their small dependencies; see
 # benchmarks/RESULTS.md for the download command) are installed into /tmp/site first, without network.
 #
 #   OUT=/tmp/gpu benchmarks/gpu.sh                  # everything lands in $OUT (default runs/gpu)
@@ -16,8 +16,9 @@ PYTHON=${PYTHON:-python3}
 OUT=${OUT:-runs/gpu}
 mkdir -p "$OUT"
 
-if compgen -G ".whl/*.whl" >/dev/null; then
-  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+WHEELS=${WHEELS:-.whl}
+if compgen -G "$WHEELS/*.whl" >/dev/null; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 # Jobs run one after another in their own processes; the JAX high-water mark should be what a job used.

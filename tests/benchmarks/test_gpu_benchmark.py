@@ -36,3 +36,25 @@ def test_gpu_benchmark_smoke(tmp_path):
     assert [name for name, value in attention.items() if value.get("ms_forward_backward", 0) > 0] == list(attention)[:3]
     assert re.search(r"^ours-jax-pretrain128 / keras-hub-jax-pretrain128: [\d.]+x model FLOP/s$", output, re.M)
     assert (tmp_path / "results.md").read_text().startswith("bf16 matmul measured:")
+
+
+@pytest.mark.slow
+@only_in_pass("torch")
+def test_gpu_sh_smoke(tmp_path):
+    """benchmarks/gpu.sh itself (the device run's one command): machine report, then the driver, into $OUT."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.benchmarks.test_benchmark_scripts import REPO_ROOT
+
+    (tmp_path / "no_wheels").mkdir()  # this environment has Keras: nothing to install
+    env = dict(os.environ, PYTHON=sys.executable, OUT=str(tmp_path), WHEELS=str(tmp_path / "no_wheels"),
+               TF_CPP_MIN_LOG_LEVEL="3", HF_HUB_OFFLINE="1")
+    result = subprocess.run(["bash", "benchmarks/gpu.sh", "--smoke", "--only", "matmul-torch,ours-jax-inference128"],
+                            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    machine = (tmp_path / "machine.txt").read_text()
+    assert "jax" in machine and "torch" in machine and "tensorflow installed:" in machine, machine
+    assert json.loads((tmp_path / "results.json").read_text())["ours-jax-inference128"]["model_tflops"] > 0
+    assert re.search(r"^\| ours-jax-inference128 \| [\d,]+ \|", result.stdout, re.M), result.stdout[-3000:]
