@@ -116,11 +116,19 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 json.dump(state, handle, indent=2)
         atomic_write_text(os.path.join(self.directory, LATEST_FILE), os.path.basename(path) + "\n")
         logger.info("Checkpoint at step %d: %s", step, path)
-        self._delete_old_checkpoints()
+        self._delete_old_checkpoints(os.path.basename(path))
 
-    def _delete_old_checkpoints(self):
+    def _delete_old_checkpoints(self, current):
+        """Keep `current` (just written, what `latest` names) and the `keep - 1` newest checkpoints before it.
+
+        A checkpoint of a later step is an earlier run's, which this run started over from (`resume=False`):
+        `latest` no longer names it and no resume reads it. Sorting by name alone would keep that one and
+        delete `current`, leaving `latest` naming a deleted checkpoint.
+        """
         names = sorted(name for name in os.listdir(self.directory) if name.startswith("step_"))
-        for name in names[: -self.keep]:
+        earlier = [name for name in names if name < current]  # step numbers are zero-padded: names sort by step
+        stale = earlier[: max(0, len(earlier) - (self.keep - 1))] + [name for name in names if name > current]
+        for name in stale:
             shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
 
 
