@@ -60,10 +60,40 @@ def fraction(text):
     return value
 
 
+def tune_fraction(text):
+    """argparse type: a float in (0, 1), the share of the training data held out (`--tune-fraction`)."""
+    value = _finite_float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
+    return value
+
+
+# `--verbose 2`: a progress line within an epoch after this many steps or seconds, whichever comes first
+# (`training.callbacks.ProgressLog`), so a long first epoch (XLA compilation included) is not silent.
+PROGRESS_EVERY_STEPS = 100
+PROGRESS_EVERY_SECONDS = 60.0
+
+
 def add_verbose_argument(parser, default=1):
     """`--verbose 0|1|2`: Keras' fit verbosity (1: a progress bar per epoch)."""
     parser.add_argument("--verbose", type=int, default=default, choices=(0, 1, 2),
-                        help=f"training output: 0 silent, 1 progress bar, 2 one line per epoch (default: {default})")
+                        help="training output: 0 silent, 1 progress bar, 2 a line per epoch and a progress line "
+                             f"(steps, examples/s, loss, elapsed) every {PROGRESS_EVERY_STEPS} steps or "
+                             f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: {default})")
+
+
+def progress_callbacks(verbose, batch_size):
+    """`[training.callbacks.ProgressLog]` for `--verbose 2` (lines within an epoch), else `[]`.
+
+    Args:
+        verbose: int. The `--verbose` value.
+        batch_size: int. Examples per `fit` step.
+    """
+    if verbose != 2:
+        return []
+    from keras_bert_impl.training.callbacks import ProgressLog
+
+    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
 
 
 # The masked-LM flags (`add_masking_arguments`): flag dest -> `BertPretrainingPreprocessor` argument.
@@ -132,21 +162,25 @@ def add_finetuning_model_arguments(parser):
 
 def add_finetuning_training_arguments(parser, *, epochs, batch_size, eval_batch_size, learning_rate,
                                       warmup_fraction, weight_decay, bucket_width, seed):
-    """The `training` flags both fine-tuning commands take, with each command's defaults.
+    """The `training` flags every fine-tuning command takes, with each command's defaults.
+
+    `--epochs 0` means the same in every command: train nothing, score `--init-checkpoint` on the dev and
+    test files (`check_finetuning_arguments`).
 
     Args:
         parser: `argparse.ArgumentParser`.
-        epochs: `(type, default, help)` of `--epochs` (the SQuAD command accepts 0: predict only).
-        batch_size, eval_batch_size, learning_rate, warmup_fraction, weight_decay, bucket_width, seed: the
-            defaults of the flags of the same names.
+        epochs, batch_size, eval_batch_size, learning_rate, warmup_fraction, weight_decay, bucket_width, seed:
+            the defaults of the flags of the same names.
 
     Returns:
         The argument group, for a command's own training flags.
     """
-    epochs_type, epochs_default, epochs_help = epochs
     train = parser.add_argument_group("training")
-    train.add_argument("--output-dir", required=True, help="best/, last/, predictions and eval_results.json")
-    train.add_argument("--epochs", type=epochs_type, default=epochs_default, help=f"{epochs_help} (default: %(default)s)")
+    train.add_argument("--output-dir", required=True, help="last/ (best/ with a --dev-file or --tune-fraction), "
+                       "predictions and results files")
+    train.add_argument("--epochs", type=non_negative_int, default=epochs,
+                       help="passes over the training data; 0 trains nothing and scores --init-checkpoint on "
+                            "--dev-file / --test-file (default: %(default)s)")
     train.add_argument("--batch-size", type=positive_int, default=batch_size, help="(default: %(default)s)")
     train.add_argument("--eval-batch-size", type=positive_int, default=eval_batch_size, help="(default: %(default)s)")
     train.add_argument("--learning-rate", type=positive_float, default=learning_rate, help="peak learning rate "
@@ -161,6 +195,30 @@ def add_finetuning_training_arguments(parser, *, epochs, batch_size, eval_batch_
     train.add_argument("--seed", type=int, default=seed, help="seed of shuffling, dropout and the head")
     add_verbose_argument(train)
     return train
+
+
+def check_finetuning_arguments(args):
+    """Raise `UsageError` for fine-tuning flags that do not fit together; the one rule of every command.
+
+    A model comes from `--init-checkpoint` or `--preset`. `--epochs N > 0` trains on `--train-file`;
+    `--epochs 0` trains nothing: it scores `--init-checkpoint` (a fine-tuned model) on `--dev-file` and / or
+    `--test-file`, so it needs one of them and a checkpoint (a preset's weights are random).
+    `--tune-fraction`, where a command has it, holds out training data, so it needs training.
+    """
+    if not args.init_checkpoint and not args.preset:
+        raise UsageError("give --init-checkpoint (fine-tune) or --preset (from scratch)")
+    if args.epochs > 0 and not args.train_file:
+        raise UsageError(f"--epochs {args.epochs} trains: give --train-file (or --epochs 0 to score "
+                         "--init-checkpoint on --dev-file / --test-file)")
+    if args.epochs == 0:
+        if not args.init_checkpoint:
+            raise UsageError("--epochs 0 scores a trained model: give --init-checkpoint (a --preset has random "
+                             "weights)")
+        if not (args.dev_file or args.test_file):
+            raise UsageError("--epochs 0 trains nothing and scores --init-checkpoint: give --dev-file or --test-file")
+        if getattr(args, "tune_fraction", None):
+            raise UsageError("--tune-fraction holds out part of the training data, which --epochs 0 does not read; "
+                             "leave it out")
 
 
 def expand_input_files(spec):

@@ -9,7 +9,9 @@
         --context "math.sqrt returns the square root of x. math.floor returns the floor of x."
     keras-bert predict --model runs/squad/best --squad-file dev.json --output-file predictions.json
 
-The model class and the tokenizer come from the directory (`cli.model_directories`). Classifier output:
+The model class and the tokenizer come from the directory (`cli.model_directories`), and so do the settings
+the model was fine-tuned with (its `preprocessor.json`: packing length; SQuAD windows, decoding and the tuned
+v2.0 null threshold), which flags given here override. Classifier output:
 `index<TAB>prediction<TAB>probability<TAB>text` lines (the score for regression models), to stdout or
 `--output-file` (with a header row; `keras-bert evaluate` reads it). Question answering prints the answer,
 or writes predictions.json (`{question id: answer}`) for a SQuAD file, decoded as `run_squad.py` does.
@@ -27,8 +29,8 @@ def add_arguments(parser):
     parser.add_argument("--output-file", help="write the predictions here instead of printing them")
     parser.add_argument("--batch-size", type=positive_int, default=64, help="(default: %(default)s)")
     parser.add_argument("--sequence-length", "--max-seq-length", type=positive_int,
-                        help="tokens per packed input (default: 128 for classifiers, 384 for QA, at most the "
-                             "model's position table)")
+                        help="tokens per packed input (default: the model's fine-tuning length from its "
+                             "preprocessor.json, else 128 for classifiers, 384 for QA; at most the position table)")
     classify = parser.add_argument_group("classifier")
     classify.add_argument("--text", action="append", help="a text to classify (repeatable; TAB separates a pair)")
     classify.add_argument("--input-file", help="UTF-8 file, one text (or TAB-separated pair) per line")
@@ -37,12 +39,15 @@ def add_arguments(parser):
     answer.add_argument("--context", help="the text to find the answer in")
     answer.add_argument("--context-file", help="read the context from this file")
     answer.add_argument("--squad-file", help="a SQuAD JSON file: answer all of its questions")
-    answer.add_argument("--doc-stride", type=positive_int, default=128, help="(default: %(default)s)")
-    answer.add_argument("--max-query-length", type=positive_int, default=64, help="(default: %(default)s)")
-    answer.add_argument("--n-best-size", type=positive_int, default=20, help="(default: %(default)s)")
-    answer.add_argument("--max-answer-length", type=positive_int, default=30, help="(default: %(default)s)")
-    answer.add_argument("--version-2", action="store_true", help="allow \"\" (no answer), SQuAD v2.0 style")
-    answer.add_argument("--null-score-diff-threshold", type=float, default=0.0, help="v2.0 (default: 0.0)")
+    answer.add_argument("--doc-stride", type=positive_int, help="(default: the model's, else 128)")
+    answer.add_argument("--max-query-length", type=positive_int, help="(default: the model's, else 64)")
+    answer.add_argument("--n-best-size", type=positive_int, help="(default: the model's, else 20)")
+    answer.add_argument("--max-answer-length", type=positive_int, help="(default: the model's, else 30)")
+    answer.add_argument("--version-2", action="store_true", help="allow \"\" (no answer), SQuAD v2.0 style "
+                        "(default: on for a model fine-tuned with --version-2)")
+    answer.add_argument("--null-score-diff-threshold", type=float,
+                        help="v2.0: answer \"\" when null score - best span score exceeds this (default: the "
+                             "threshold the fine-tuning run tuned and saved with the model, else 0.0)")
 
 
 def check_arguments(args):
@@ -94,7 +99,8 @@ def classify(args, model, tokenizer):
     pairs = [tuple(text.split("\t", 1)) for text in texts]
     if len({len(pair) for pair in pairs}) != 1:
         raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
-    length = min(args.sequence_length or 128, model.backbone.max_sequence_length)
+    saved = model.preprocessor.sequence_length if model.preprocessor is not None else 128
+    length = min(args.sequence_length or saved, model.backbone.max_sequence_length)
     inputs, _ = pack_classification_examples([ClassificationExample(pair) for pair in pairs], tokenizer, length)
     logits = np.asarray(predict_logits(model, inputs, args.batch_size))
     lines = ["index\tprediction\tprobability\ttext"] if args.output_file else []
@@ -111,12 +117,34 @@ def classify(args, model, tokenizer):
     _write_or_print(args, "\n".join(lines) + "\n")
 
 
+QUESTION_ANSWERING_SETTINGS = ("sequence_length", "doc_stride", "max_query_length", "n_best_size",
+                                "max_answer_length", "null_score_diff_threshold")
+
+
+def answering_preprocessor(args, model, tokenizer):
+    """The model's `BertQuestionAnsweringPreprocessor` settings (those of its fine-tuning run, else the
+    defaults), with the flags given here instead."""
+    from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
+
+    saved = model.preprocessor.get_config() if model.preprocessor is not None else {}
+    settings = {name: saved[name] for name in QUESTION_ANSWERING_SETTINGS if name in saved}
+    settings.update({name: getattr(args, name) for name in QUESTION_ANSWERING_SETTINGS
+                     if getattr(args, name) is not None})
+    length = min(settings.get("sequence_length", 384), model.backbone.max_sequence_length)
+    settings["sequence_length"] = length
+    if "max_query_length" in settings:  # a window shorter than the question would hold no context
+        settings["max_query_length"] = min(settings["max_query_length"], length - 4)
+    settings["version_2_with_negative"] = args.version_2 or bool(saved.get("version_2_with_negative"))
+    return BertQuestionAnsweringPreprocessor(tokenizer, **settings)
+
+
 def answer(args, model, tokenizer):
     """Answer `args`' question(s); write or print the answers."""
-    from keras_bert_impl.squad import convert_examples_to_features, decode_squad_predictions, read_squad_examples
+    from keras_bert_impl.squad import convert_examples_to_features, read_squad_examples
     from keras_bert_impl.squad.squad_reader import SquadExample
     from keras_bert_impl.training.finetuning import predict_logits
 
+    preprocessor = answering_preprocessor(args, model, tokenizer)
     if args.squad_file:
         examples = read_squad_examples(args.squad_file)
     else:
@@ -125,15 +153,10 @@ def answer(args, model, tokenizer):
             with open(args.context_file, encoding="utf-8") as handle:
                 context = handle.read()
         examples = [SquadExample("question", args.question, context, ())]
-    length = min(args.sequence_length or 384, model.backbone.max_sequence_length)
-    features = convert_examples_to_features(examples, tokenizer, sequence_length=length, doc_stride=args.doc_stride,
-                                            max_query_length=min(args.max_query_length, length - 4))
-    logits = predict_logits(model, features.inputs(), args.batch_size)
-    decoded = decode_squad_predictions(
-        examples, features, logits["start_logits"], logits["end_logits"], n_best_size=args.n_best_size,
-        max_answer_length=args.max_answer_length, version_2_with_negative=args.version_2,
-        null_score_diff_threshold=args.null_score_diff_threshold,
-    )
+    features = convert_examples_to_features(examples, tokenizer, sequence_length=preprocessor.sequence_length,
+                                            doc_stride=preprocessor.doc_stride,
+                                            max_query_length=preprocessor.max_query_length)
+    decoded = preprocessor.decode(examples, features, predict_logits(model, features.inputs(), args.batch_size))
     if args.squad_file:
         _write_or_print(args, json.dumps(decoded.predictions, indent=2, ensure_ascii=False) + "\n")
     else:

@@ -67,9 +67,13 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
         raise TypeError(f"export_saved_model got unknown options {unknown}; known: {sorted(QA_DEFAULTS)}.")
     if options and kind != "question_answerer":
         raise ExportError(f"Options {sorted(options)} apply only to BertQuestionAnswerer exports, not {kind}.")
+    # A fine-tuned model's preprocessor holds what it was trained and tuned with (packing length; SQuAD
+    # windows, decoding, null threshold): serve the same unless told otherwise.
+    preprocessor = getattr(model, "preprocessor", None)
+    saved = preprocessor.get_config() if preprocessor is not None else {}
     if sequence_length is None:
         default = QA_DEFAULTS["sequence_length"] if kind == "question_answerer" else backbone.max_sequence_length
-        sequence_length = min(default, backbone.max_sequence_length)
+        sequence_length = min(saved.get("sequence_length", default), backbone.max_sequence_length)
     sequence_length = int(sequence_length)
     if not 3 <= sequence_length <= backbone.max_sequence_length:
         raise ExportError(
@@ -80,7 +84,7 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
     if kind == "question_answerer":
         for key, value in QA_DEFAULTS.items():
             if key != "sequence_length":
-                settings[key] = options.get(key, value)
+                settings[key] = options.get(key, saved.get(key, value))
         for key in ("doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
             if int(settings[key]) < 1:
                 raise ExportError(f"{key} must be at least 1, got {settings[key]}.")
@@ -122,13 +126,15 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
             numeric-only) and the vocabulary asset. Defaults to None.
         sequence_length: int or None. Longest packed text sequence (longer texts are truncated, or
             windowed for QA); `max_sequence_length`, its old name, still works, deprecated. None: the
-            model's `max_sequence_length` (its position table), for QA `min(384, that)`. Defaults to None.
+            attached preprocessor's (a fine-tuned model's packing length), else the model's
+            `max_sequence_length` (its position table), for QA `min(384, that)`. Defaults to None.
         overwrite: bool. Replace `path` even if it is a file or a folder that is not a SavedModel. Defaults
             to False.
-        **options: QA only: `doc_stride` (128), `max_query_length` (64), `max_answer_length` (30),
-            `n_best_size` (20), `version_2_with_negative` (False: always answer; True: answer "" iff null
-            score - best span score > `null_score_diff_threshold`, and return `null_odds`),
-            `null_score_diff_threshold` (0.0).
+        **options: QA only, each defaulting to the attached preprocessor's (a fine-tuning run's windows,
+            decoding settings and tuned null threshold), else to: `doc_stride` (128), `max_query_length`
+            (64), `max_answer_length` (30), `n_best_size` (20), `version_2_with_negative` (False: always
+            answer; True: answer "" iff null score - best span score > `null_score_diff_threshold`, and
+            return `null_odds`), `null_score_diff_threshold` (0.0).
 
     Returns:
         str. The absolute path of the written SavedModel.

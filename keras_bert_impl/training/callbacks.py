@@ -1,5 +1,5 @@
-"""`fit` callbacks for long pretraining runs: crash-safe checkpoints and exact resume, a metrics log, a
-non-finite-loss guard, and the training-curve plot.
+"""`fit` callbacks for long training runs: crash-safe checkpoints and exact resume, a metrics log, a
+non-finite-loss guard, progress lines within an epoch, and the training-curve plot.
 
 Resuming at the same step, learning rate and data position rests on three facts:
 - `TrainingCheckpoint` saves the model weights together with the optimizer state (its `iterations` drive the
@@ -19,6 +19,8 @@ import logging
 import math
 import os
 import shutil
+import sys
+import time
 import zipfile
 
 import keras
@@ -303,6 +305,60 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
                 f"{ {name: _as_float(value) for name, value in logs.items()} }. The last good checkpoint is "
                 f"{self._last_good_checkpoint()}; resume from it with a lower learning rate or more warmup."
             )
+
+
+class ProgressLog(keras.callbacks.Callback):
+    """Print a progress line within each `fit` epoch every `every_steps` steps or `every_seconds` seconds.
+
+    `fit(verbose=2)` prints one line per epoch, so a long epoch (the first includes compilation) is silent
+    until it ends; this callback fills the gap. Each line: the epoch and step (of the epoch's steps when
+    `fit` knows them), the training examples per second since the previous line, the running loss of the
+    epoch and the time since training began, e.g.
+    `epoch 1/3 step 100/128: 41.2 examples/s, loss 0.6215, 0:02:35 elapsed`.
+
+    Args:
+        batch_size: int. Examples per step (for examples/s).
+        every_steps: int. Print after this many steps since the previous line.
+        every_seconds: float. Or after this many seconds since the previous line, whichever comes first.
+        stream: a text stream. Defaults to None (`sys.stdout` at print time).
+
+    Example:
+    >>> progress = ProgressLog(batch_size=32, every_steps=100, every_seconds=60.0)
+    >>> # model.fit(dataset, epochs=3, verbose=2, callbacks=[progress])
+    """
+
+    def __init__(self, batch_size, every_steps, every_seconds, stream=None):
+        super().__init__()
+        if int(every_steps) < 1 or not float(every_seconds) > 0:
+            raise ValueError(f"every_steps must be >= 1 and every_seconds > 0, got {every_steps} and "
+                             f"{every_seconds}.")
+        self.batch_size = int(batch_size)
+        self.every_steps = int(every_steps)
+        self.every_seconds = float(every_seconds)
+        self.stream = stream
+        self._train_start = self._last_time = None
+        self._epoch = self._last_step = 0
+
+    def on_train_begin(self, logs=None):
+        self._train_start = time.monotonic()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch, self._last_step, self._last_time = epoch, 0, time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now, step = time.monotonic(), batch + 1
+        if step - self._last_step < self.every_steps and now - self._last_time < self.every_seconds:
+            return
+        rate = (step - self._last_step) * self.batch_size / max(now - self._last_time, 1e-9)
+        params = self.params or {}
+        steps = f"/{params['steps']}" if params.get("steps") else ""
+        epochs = f"/{params['epochs']}" if params.get("epochs") else ""
+        loss = f", loss {_as_float(logs['loss']):.4f}" if logs and "loss" in logs else ""
+        elapsed = int(now - (self._train_start if self._train_start is not None else self._last_time))
+        print(f"epoch {self._epoch + 1}{epochs} step {step}{steps}: {rate:.1f} examples/s{loss}, "
+              f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} elapsed",
+              file=self.stream or sys.stdout, flush=True)
+        self._last_step, self._last_time = step, now
 
 
 class MetricsLog(keras.callbacks.Callback):

@@ -92,3 +92,38 @@ def test_metrics_log_keeps_one_curve_across_resumes_and_plots(tmp_path):
     with pytest.raises(ValueError, match="empty"):
         plot_training_curves([], tmp_path / "empty.png")
     json.dumps(entries)  # plain JSON values
+
+
+def _fit_with_progress(progress, epochs=2, rows=24, batch_size=4):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).normal(size=(rows, 3)).astype("float32")
+    model.fit(x, x[:, :1], batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0, callbacks=[progress])
+
+
+def test_progress_log_prints_every_n_steps_within_an_epoch():
+    import io
+
+    from keras_bert_impl.training.callbacks import ProgressLog
+
+    stream = io.StringIO()
+    _fit_with_progress(ProgressLog(batch_size=4, every_steps=2, every_seconds=1e9, stream=stream))
+    lines = stream.getvalue().splitlines()
+    # 6 steps per epoch: a line after steps 2, 4 and 6 of each of the 2 epochs.
+    assert [line.split(":")[0] for line in lines] == [
+        f"epoch {epoch}/2 step {step}/6" for epoch in (1, 2) for step in (2, 4, 6)]
+    for line in lines:
+        assert "examples/s, loss " in line and line.endswith(" elapsed")
+        assert math.isfinite(float(line.split("loss ")[1].split(",")[0]))
+
+
+def test_progress_log_prints_after_every_seconds_even_before_n_steps():
+    import io
+
+    from keras_bert_impl.training.callbacks import ProgressLog
+
+    stream = io.StringIO()
+    _fit_with_progress(ProgressLog(batch_size=4, every_steps=1000, every_seconds=1e-9, stream=stream), epochs=1)
+    assert len(stream.getvalue().splitlines()) == 6  # every step is past the time limit
+    with pytest.raises(ValueError, match="every_steps must be >= 1"):
+        ProgressLog(batch_size=4, every_steps=0, every_seconds=1.0)
