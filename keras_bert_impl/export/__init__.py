@@ -1,9 +1,11 @@
-"""SavedModel export: BERT models served from raw text with only TensorFlow and tensorflow-text.
+"""Export: SavedModels served from raw text with only TensorFlow and tensorflow-text, and ONNX files taking
+token ids (ONNX Runtime).
 
-TensorFlow at the export edge; `export_saved_model` works from every Keras backend (see
-`saved_model_export`).
+TensorFlow at the export edge; `export_saved_model` and `export_onnx` work from every Keras backend (see
+`saved_model_export`, `onnx_export`).
 """
 
+from keras_bert_impl.export.onnx_export import export_onnx
 from keras_bert_impl.export.saved_model_export import ExportError, export_saved_model
 
-__all__ = ["ExportError", "export_saved_model"]
+__all__ = ["ExportError", "export_onnx", "export_saved_model"]

@@ -1,0 +1,221 @@
+"""Export BERT task models as ONNX files for ONNX Runtime and other ONNX serving stacks, from any Keras backend.
+
+The graph is Keras' own ONNX export (`keras.Model.export(format="onnx")`), which on the TensorFlow backend
+converts the model's traced `call` with `tf2onnx`. Keras' torch path needs static shapes (its dynamic-shape
+TorchScript export fails on our attention masks) and its JAX path needs `jax2onnx`, so a model living under
+JAX or torch is saved with its own `save_pretrained` into a temporary directory and a subprocess with
+`KERAS_BACKEND=tensorflow` (`export.onnx_export_worker`) loads it with `from_pretrained` and exports it;
+`_export_for_backend` is the one place that chooses between the two.
+
+The ONNX graph takes numeric inputs only, the task model's own: `token_ids` int32 `(B, T)`, `segment_ids`
+int32 `(B, T)`, `padding_mask` bool `(B, T)` (and `mask_positions` int32 `(B, P)` for `BertPretrainer`),
+with `B`, `T` (and `P`) dynamic. Tokenization stays outside ONNX: run the model's preprocessor (or
+`BertPreprocessor(tokenizer, sequence_length)`) and feed its output dict to the session as it is. Outputs
+keep the task's names (`start_logits`, `end_logits`; `sequence_output`, `pooled_output`; `mlm_logits`,
+`nsp_logits`); a task with a single output (`BertClassifier`) names it `logits`. The model class, its
+labels and its position-table size are stored in the file's metadata (`METADATA_KEYS`).
+
+The file is written atomically (`utils.atomic_io.atomic_path`): a failed export leaves `path` as it was.
+"""
+
+import contextlib
+import functools
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import keras
+
+from keras_bert_impl.export.saved_model_export import ExportError
+from keras_bert_impl.models.registry import TASK_CLASSES
+from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ONNX_ROOT = "onnx_models"
+# The packages the TensorFlow-backend export imports (`pip install "keras-bert-impl[onnx]"`).
+EXPORT_PACKAGES = ("onnx", "tf2onnx")
+SINGLE_OUTPUT_NAME = "logits"
+# Metadata (`onnx.ModelProto.metadata_props`) every export carries.
+METADATA_KEYS = ("keras_bert_impl.model_class", "keras_bert_impl.labels", "keras_bert_impl.max_sequence_length")
+WORKER_MODULE = "keras_bert_impl.export.onnx_export_worker"
+_WORKER_ERROR_TAIL = 4000
+
+
+def _check_model(model):
+    """The class name of an exportable model; anything else is one ExportError line."""
+    class_name = type(model).__name__
+    inputs = getattr(model, "input", None) if isinstance(model, keras.Model) else None
+    if class_name not in TASK_CLASSES or not isinstance(inputs, dict) or "token_ids" not in inputs:
+        raise ExportError(
+            f"export_onnx supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}.{class_name}. "
+            "Export its backbone, or wrap it in one of these models."
+        )
+    return class_name
+
+
+def _check_packages():
+    missing = [name for name in EXPORT_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ExportError(
+            f"ONNX export needs the packages {', '.join(EXPORT_PACKAGES)} ({', '.join(missing)} not installed): "
+            "pip install \"keras-bert-impl[onnx]\"."
+        )
+
+
+def check_output(path, overwrite=False):
+    """Raise `OutputExistsError` unless an ONNX file may be written at `path` (absent, or `overwrite`)."""
+    if os.path.isdir(path):
+        raise OutputExistsError(f"{path} is a folder; an ONNX export is one file: give a file path such as "
+                                f"{os.path.join(path, 'model.onnx')}.")
+    if os.path.lexists(path) and not overwrite:
+        raise OutputExistsError(f"{path} already exists; refusing to replace it: choose another output path, or "
+                                "pass --overwrite (overwrite=True) to replace it.")
+
+
+def export_onnx(model, path=None, *, overwrite=False, opset=None):
+    """Export a BERT task model as one ONNX file taking token ids, with dynamic batch and sequence length.
+
+    Works from every Keras backend (see the module docstring, which also lists the inputs and outputs).
+    The tokenizer is not part of the graph: preprocess text with the model's preprocessor and pass its
+    output dict to ONNX Runtime.
+
+    Args:
+        model: a task model of `models.registry.TASK_CLASSES` (`BertBackbone`, `BertPretrainer`,
+            `BertClassifier`, `BertQuestionAnswerer`, ...).
+        path: str or None. The `.onnx` file to write. None writes `onnx_models/<model.name>.onnx` under
+            the working directory. Defaults to None.
+        overwrite: bool. Replace an existing file at `path`. Defaults to False.
+        opset: int or None. ONNX opset; None takes tf2onnx's default. Defaults to None.
+
+    Returns:
+        str. The absolute path of the written file.
+
+    Raises:
+        ExportError: the model is not a supported task model, or `onnx` / `tf2onnx` is not installed.
+        OutputExistsError: `path` is a folder, or an existing file and `overwrite` is False.
+
+    Example:
+    >>> import numpy as np, onnxruntime
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> from keras_bert_impl.models.classifier import BertClassifier
+    >>> from keras_bert_impl.preprocessing import BertPreprocessor
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> backbone = BertBackbone(vocabulary_size=8, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> path = export_onnx(BertClassifier(backbone, num_classes=2), "/tmp/bert_sentiment.onnx", overwrite=True)
+    >>> preprocessor = BertPreprocessor(BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good",
+    ...                                                "bad", "film"]), sequence_length=8)
+    >>> session = onnxruntime.InferenceSession(path)
+    >>> session.run(["logits"], preprocessor(["good film", "bad"]))[0].shape
+    (2, 2)
+    """
+    class_name = _check_model(model)
+    path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_ONNX_ROOT,
+                                                                                  f"{model.name}.onnx"))
+    check_output(path, overwrite)
+    _check_packages()
+    _export_for_backend(model, class_name, path, opset, overwrite)
+    logger.info("Exported %s to %s", class_name, path)
+    return path
+
+
+def _export_for_backend(model, class_name, path, opset, overwrite):
+    """The one backend branch: convert here under TensorFlow, else in a TensorFlow subprocess."""
+    if keras.backend.backend() == "tensorflow":
+        _export_with_tensorflow(model, class_name, path, opset)
+    else:
+        _export_in_tensorflow_subprocess(model, class_name, path, opset, overwrite)
+
+
+def _metadata(model, class_name):
+    labels = getattr(model, "labels", None)
+    backbone = model if class_name == "BertBackbone" else model.backbone
+    return {
+        "keras_bert_impl.model_class": class_name,
+        "keras_bert_impl.labels": json.dumps(list(labels) if labels is not None else None),
+        "keras_bert_impl.max_sequence_length": str(backbone.max_sequence_length),
+    }
+
+
+@functools.cache
+def _register_erfc_conversion():
+    """Teach tf2onnx TensorFlow's `Erfc`, which it lacks: `erfc(x) = 1 - erf(x)` with ONNX's `Erf`.
+
+    TensorFlow computes the exact GELU (`"gelu"`, every Hugging Face BERT) as `0.5 x erfc(-x / sqrt(2))`; the
+    handler goes through tf2onnx's own extension point (`tf2onnx.handler.tf_op`), once per process.
+    """
+    import numpy as np
+    from tf2onnx import utils
+    from tf2onnx.handler import tf_op
+
+    @tf_op("Erfc")
+    class Erfc:
+        @classmethod
+        def version_9(cls, ctx, node, **kwargs):
+            node.type = "Erf"
+            dtype = utils.map_onnx_to_numpy_type(ctx.get_dtype(node.input[0]))
+            one = ctx.make_const(utils.make_name(f"{node.name}_one"), np.array(1, dtype=dtype))
+            ctx.insert_new_node_on_output("Sub", node.output[0], name=utils.make_name(f"{node.name}_complement"),
+                                          inputs=[one.output[0], node.output[0]])
+
+    return Erfc
+
+
+def _export_with_tensorflow(model, class_name, path, opset):
+    """Convert `model` with Keras' ONNX export (tf2onnx) into a temporary file renamed over `path`."""
+    import onnx
+
+    _register_erfc_conversion()
+    # The task's own inputs, every axis dynamic; a single output is named rather than left `Identity:0`.
+    outputs = model.output if isinstance(model.output, dict) else {SINGLE_OUTPUT_NAME: model.output}
+    exported = keras.Model(inputs=model.input, outputs=outputs, name=model.name)
+    signature = [{name: keras.InputSpec(shape=(None,) * len(tensor.shape), dtype=tensor.dtype, name=name)
+                  for name, tensor in model.input.items()}]
+    with atomic_path(path) as tmp, warnings.catch_warnings(), _quiet_stdout():
+        warnings.simplefilter("ignore")  # tf2onnx's numpy-2 patch warns about `np.object`
+        exported.export(tmp, format="onnx", verbose=False, input_signature=signature, opset_version=opset)
+        proto = onnx.load(tmp)
+        try:
+            onnx.checker.check_model(proto, full_check=True)
+        except onnx.checker.ValidationError as error:  # e.g. a TensorFlow op tf2onnx could not convert
+            first_line = str(error).strip().splitlines()[0]
+            raise ExportError(f"The ONNX graph tf2onnx made of {class_name} is invalid ({first_line}); nothing "
+                              f"was written to {path}.") from None
+        onnx.helper.set_model_props(proto, _metadata(model, class_name))
+        onnx.save(proto, tmp)
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """tf2onnx prints its progress to stdout; an export prints only its own result."""
+    with open(os.devnull, "w", encoding="utf-8") as devnull, contextlib.redirect_stdout(devnull):
+        yield
+
+
+def _export_in_tensorflow_subprocess(model, class_name, path, opset, overwrite=False):
+    """Save with `save_pretrained`, then let `onnx_export_worker` (KERAS_BACKEND=tensorflow) load and export."""
+    with tempfile.TemporaryDirectory(prefix="bert_onnx_checkpoint_") as staging:
+        try:
+            model.save_pretrained(staging)
+        except Exception as error:
+            raise ExportError(
+                f"Cannot export {class_name} to ONNX from the {keras.backend.backend()} backend: saving it for "
+                f"the TensorFlow export worker failed ({type(error).__name__}: {error})."
+            ) from error
+        command = [sys.executable, "-m", WORKER_MODULE, "--model-class", class_name, "--model-dir", staging,
+                   "--output", path] + ([] if opset is None else ["--opset", str(opset)])
+        command += ["--overwrite"] if overwrite else []
+        environment = dict(os.environ, KERAS_BACKEND="tensorflow")
+        result = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ExportError(
+                f"The TensorFlow ONNX export worker failed (exit code {result.returncode}) exporting {class_name} "
+                f"from the {keras.backend.backend()} backend to {path}; nothing was written there. Its output "
+                f"ends with:\n{(result.stdout + result.stderr)[-_WORKER_ERROR_TAIL:]}"
+            )
