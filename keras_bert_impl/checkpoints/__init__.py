@@ -22,6 +22,7 @@ from keras_bert_impl.checkpoints.conversion import (
     assign_from_checkpoint,
     export_tensors,
 )
+from keras_bert_impl.checkpoints.hub_cache import resolve_checkpoint
 from keras_bert_impl.checkpoints.name_map import WeightSpec, backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
 
@@ -33,18 +34,21 @@ __all__ = [
     "backbone_weight_specs",
     "load_weights",
     "read_checkpoint",
+    "resolve_checkpoint",
     "save_backbone",
     "save_huggingface",
 ]
 
 
-def read_checkpoint(path):
+def read_checkpoint(path, revision=None):
     """Identify and read a checkpoint: `(format, backbone_config, tensors, extra)`.
 
-    `format` is "native", "huggingface" or "original"; `tensors` maps names in that format to arrays;
-    `extra` holds what our own format stores beside the backbone (task-model config).
+    `path` is a local checkpoint or a Hugging Face Hub model id (`hub_cache.resolve_checkpoint`; `revision`
+    picks a Hub branch, tag or commit). `format` is "native", "huggingface" or "original"; `tensors` maps
+    names in that format to arrays; `extra` holds what our own format stores beside the backbone
+    (task-model config).
     """
-    path = os.fspath(path)
+    path = resolve_checkpoint(path, revision)
     if not os.path.exists(path) and not os.path.exists(path + ".index"):
         raise CheckpointError(f"Checkpoint path {path} does not exist.")
     if os.path.isdir(path) and native.is_native_directory(path):

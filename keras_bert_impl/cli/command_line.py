@@ -26,6 +26,7 @@ import sys
 
 from keras_bert_impl.cli.arguments import UsageError
 from keras_bert_impl.cli.config_files import apply_config_file
+from keras_bert_impl.utils.tensorflow_startup_logs import remove_quiet_tensorflow_startup
 
 # Subcommand -> module defining `add_arguments(parser)` and `run(args)`; imported only when used.
 SUBCOMMANDS = {
@@ -41,6 +42,9 @@ SUBCOMMANDS = {
     "convert": "keras_bert_impl.cli.convert",
 }
 PROGRAM = "keras-bert"
+# Flags (by dest) that name a checkpoint: a local path or a Hugging Face Hub model id. An id is resolved to its
+# local snapshot before the command runs, so the files beside the weights (vocab.txt) are found there too.
+CHECKPOINT_FLAGS = ("init_checkpoint", "model", "input")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -53,7 +57,8 @@ def _common_flags():
     group = common.add_argument_group("general")
     group.add_argument("--config", metavar="FILE",
                        help="JSON or YAML file of flag values (keys are the flag names); command-line flags win")
-    group.add_argument("--debug", action="store_true", help="on failure, show the full traceback")
+    group.add_argument("--debug", action="store_true",
+                       help="on failure, show the full traceback; show TensorFlow's start-up log lines")
     group.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                        help="logging detail on stderr (default: %(default)s)")
     return common
@@ -117,6 +122,16 @@ def _is_user_facing(error):
     return tensorflow is not None and isinstance(error, tensorflow.errors.OpError)
 
 
+def _resolve_checkpoint_flags(args):
+    """Replace Hub model ids in `CHECKPOINT_FLAGS` by their local snapshot (`checkpoints.hub_cache`)."""
+    for flag in CHECKPOINT_FLAGS:
+        value = getattr(args, flag, None)
+        if isinstance(value, str) and value:
+            from keras_bert_impl.checkpoints.hub_cache import resolve_checkpoint
+
+            setattr(args, flag, resolve_checkpoint(value))
+
+
 def parse_arguments(argv):
     """Parse `argv` (without the program name) with config files applied; argparse errors exit 2.
 
@@ -156,9 +171,12 @@ def main(argv=None):
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "--debug" in argv:  # checked before the subcommands' modules import TensorFlow
+        remove_quiet_tensorflow_startup()
     args = parse_arguments(argv)
     logging.basicConfig(level=getattr(logging, args.log_level), format=LOG_FORMAT)
     try:
+        _resolve_checkpoint_flags(args)
         status = args.run(args)
     except KeyboardInterrupt:
         print(f"{PROGRAM} {args.command}: interrupted", file=sys.stderr)

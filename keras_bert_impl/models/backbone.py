@@ -6,7 +6,7 @@ from keras import ops
 from keras_bert_impl.layers.activations import validate_activation
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.encoder_block import BertEncoderBlock
-from keras_bert_impl.models.presets import preset_config
+from keras_bert_impl.models.presets import PRESETS, preset_config
 
 
 def _encode(embeddings, blocks, inputs, training=None, output_positions=None):
@@ -228,12 +228,41 @@ class BertBackbone(keras.Model):
 
     @classmethod
     def from_preset(cls, name, **overrides):
-        """Build a randomly initialised backbone of a published size (`models.presets.PRESETS`)."""
-        return cls(**preset_config(name, **overrides))
+        """A backbone from a preset: a published size (`models.presets.PRESETS`: "tiny" ... "large"), randomly
+        initialised, or a keras-hub BERT preset with its weights (`checkpoints.keras_hub_presets`: a directory
+        keras-hub's `save_to_preset` wrote, or a handle keras-hub loads, such as "bert_base_en_uncased").
+
+        A keras-hub preset keeps keras-hub's computation (tanh GELU, LayerNorm epsilon 1e-12), so outputs equal
+        `keras_hub.models.BertBackbone.from_preset(name)`'s. `overrides` change config values (e.g. `dropout`).
+        """
+        if name in PRESETS:
+            return cls(**preset_config(name, **overrides))
+        from keras_bert_impl.checkpoints import CheckpointError, load_weights
+        from keras_bert_impl.checkpoints.conversion import HUGGINGFACE
+        from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset
+
+        try:
+            config, tensors = read_keras_hub_preset(name)
+        except CheckpointError as error:
+            raise ValueError(
+                f"Unknown preset {name!r}: none of ours ({', '.join(PRESETS)}), and {error}."
+            ) from error
+        backbone = cls(**{**config, **overrides})
+        backbone.load_report = load_weights(backbone, backbone, HUGGINGFACE, tensors, name)
+        return backbone
+
+    def save_to_preset(self, path, tokenizer=None):
+        """Write this backbone (and our `tokenizer`) as a keras-hub preset directory, atomically, which
+        `keras_hub.models.BertBackbone.from_preset(path)` loads (`checkpoints.keras_hub_presets`)."""
+        from keras_bert_impl.checkpoints.keras_hub_presets import write_keras_hub_preset
+
+        write_keras_hub_preset(self, path, tokenizer=tokenizer)
 
     @classmethod
-    def from_pretrained(cls, path, **overrides):
-        """Load a Hugging Face, original TF, or our own checkpoint directory (see `checkpoints`).
+    def from_pretrained(cls, path, revision=None, **overrides):
+        """Load a Hugging Face, original TF, or our own checkpoint directory (see `checkpoints`), or a Hugging
+        Face Hub model id (`"google-bert/bert-base-uncased"`, at `revision`) through the Hub cache
+        (`checkpoints.hub_cache`: downloaded once, offline afterwards with `HF_HUB_OFFLINE=1`).
 
         A task model's directory (a classifier, a pretrainer, ...) gives its encoder. `overrides` change
         config values (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`) without touching weights. The returned
@@ -241,8 +270,9 @@ class BertBackbone(keras.Model):
         """
         import logging
 
-        from keras_bert_impl.checkpoints import backbone_config, load_weights, read_checkpoint
+        from keras_bert_impl.checkpoints import backbone_config, load_weights, read_checkpoint, resolve_checkpoint
 
+        path = resolve_checkpoint(path, revision)
         fmt, config, tensors, extra = read_checkpoint(path)
         backbone = cls(**{**backbone_config(fmt, config, extra), **overrides})
         report = load_weights(backbone, backbone, fmt, tensors, path)

@@ -149,7 +149,7 @@ class BertClassifier(BertTask):
 
     @classmethod
     def from_pretrained(cls, path, num_classes=None, labels=None, classifier_dropout=None, preprocessor=AUTO,
-                        sequence_length=None, **overrides):
+                        sequence_length=None, revision=None, **overrides):
         """Build a classifier from any checkpoint `checkpoints.read_checkpoint` reads.
 
         Our own `BertClassifier` directories restore everything (head, `labels`). Hugging Face
@@ -161,7 +161,8 @@ class BertClassifier(BertTask):
         number of classes differs from `num_classes`.
 
         Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
+                (`checkpoints.hub_cache`).
             num_classes: int or None. Number of classes (1 = regression). None takes the checkpoint's head;
                 required for a checkpoint without one. Defaults to None.
             labels: sequence of str, a `LabelVocabulary`, or None. Class names; None keeps the checkpoint's
@@ -174,15 +175,17 @@ class BertClassifier(BertTask):
                 Defaults to "auto".
             sequence_length: int or None. The preprocessor's packing length; None keeps the saved one, else
                 `min(128, max_sequence_length)`. Defaults to None.
+            revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
             **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
 
         Returns:
             `BertClassifier`, with `load_report` (a `checkpoints.LoadReport`).
         """
-        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
+        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint, resolve_checkpoint
         from keras_bert_impl.checkpoints.name_map import classifier_head_specs
         from keras_bert_impl.models.backbone import BertBackbone
 
+        path = resolve_checkpoint(path, revision)
         fmt, config, tensors, extra = read_checkpoint(path)
         stored_classes, stored_labels, stored_dropout = _stored_head(fmt, config, tensors, extra)
         if num_classes is None:
@@ -208,7 +211,8 @@ class BertClassifier(BertTask):
         """A randomly initialised classifier of a published size (`models.presets.PRESETS`: "tiny" ... "large").
 
         Args:
-            name: str. The preset.
+            name: str. The preset, or a keras-hub BERT preset (directory or handle): its pretrained
+                backbone and tokenizer, as `BertBackbone.from_preset` reads them.
             num_classes: int. Number of classes (1 = regression).
             vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
                 backbone is sized to it and a `BertPreprocessor` on it is attached. None: no preprocessor, the

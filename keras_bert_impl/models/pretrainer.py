@@ -238,7 +238,7 @@ class BertPretrainer(BertTask):
     # -- config and checkpoints -------------------------------------------------------------------------
 
     @classmethod
-    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, **overrides):
+    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, revision=None, **overrides):
         """Build a pretrainer from any checkpoint `checkpoints.read_checkpoint` reads.
 
         Hugging Face `BertForPreTraining` (`cls.predictions.*`, `cls.seq_relationship`), original BERT
@@ -247,20 +247,23 @@ class BertPretrainer(BertTask):
         keep their initial values, which `model.load_report.missing` lists and a WARNING names.
 
         Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
+                (`checkpoints.hub_cache`).
             preprocessor: "auto", a `BertPretrainingPreprocessor`, or None. "auto" attaches the one saved with
                 the model (its masking settings included), else a `BertPretrainingPreprocessor` with the
                 original recipe on the checkpoint's `vocab.txt` and casing (none when the directory has no
                 vocabulary or TensorFlow is not installed). Defaults to "auto".
             sequence_length: int or None. The preprocessor's packing length; None keeps the saved one, else
                 `min(128, max_sequence_length)`. Defaults to None.
+            revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
             **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
         """
-        from keras_bert_impl.checkpoints import backbone_config, load_weights, native, read_checkpoint
+        from keras_bert_impl.checkpoints import backbone_config, load_weights, native, read_checkpoint, resolve_checkpoint
         from keras_bert_impl.checkpoints.conversion import LoadReport
         from keras_bert_impl.checkpoints.name_map import pretraining_head_specs
         from keras_bert_impl.models.backbone import BertBackbone
 
+        path = resolve_checkpoint(path, revision)
         fmt, config, tensors, extra = read_checkpoint(path)
         backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
         preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
@@ -292,7 +295,8 @@ class BertPretrainer(BertTask):
         """A randomly initialised pretrainer of a published size (`models.presets.PRESETS`: "tiny" ... "large").
 
         Args:
-            name: str. The preset.
+            name: str. The preset, or a keras-hub BERT preset (directory or handle): its pretrained
+                backbone and tokenizer, as `BertBackbone.from_preset` reads them.
             vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
                 backbone is sized to it and a `BertPretrainingPreprocessor` on it (the original masking recipe;
                 pass your own with `BertPretrainer(backbone, preprocessor=...)` for other settings) is

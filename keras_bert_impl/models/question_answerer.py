@@ -164,7 +164,7 @@ class BertQuestionAnswerer(BertTask):
     # -- config and checkpoints -------------------------------------------------------------------------
 
     @classmethod
-    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, **overrides):
+    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, revision=None, **overrides):
         """Build a question answerer from any checkpoint `checkpoints.read_checkpoint` reads.
 
         Our own `BertQuestionAnswerer` directories restore every weight; Hugging Face
@@ -174,22 +174,25 @@ class BertQuestionAnswerer(BertTask):
         `model.load_report.missing` lists and a WARNING names.
 
         Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
+                (`checkpoints.hub_cache`).
             preprocessor: "auto", a `BertQuestionAnsweringPreprocessor`, or None. "auto" attaches the one
                 saved with the model, else one with the `run_squad.py` settings on the checkpoint's
                 `vocab.txt` and casing, so `predict(questions, contexts)` answers raw text (none when the
                 directory has no vocabulary or TensorFlow is not installed). Defaults to "auto".
             sequence_length: int or None. The preprocessor's feature length; None keeps the saved one, else
                 `min(384, max_sequence_length)`. Defaults to None.
+            revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
             **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
 
         Returns:
             `BertQuestionAnswerer`, with `load_report` (a `checkpoints.LoadReport`).
         """
-        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
+        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint, resolve_checkpoint
         from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
         from keras_bert_impl.models.backbone import BertBackbone
 
+        path = resolve_checkpoint(path, revision)
         fmt, config, tensors, extra = read_checkpoint(path)
         backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
         preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
@@ -211,7 +214,8 @@ class BertQuestionAnswerer(BertTask):
         """A randomly initialised question answerer of a published size (`models.presets.PRESETS`).
 
         Args:
-            name: str. The preset ("tiny" ... "large").
+            name: str. The preset ("tiny" ... "large"), or a keras-hub BERT preset (directory or handle): its
+                pretrained backbone and tokenizer, as `BertBackbone.from_preset` reads them.
             vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
                 backbone is sized to it and a `BertQuestionAnsweringPreprocessor` on it is attached. None: no
                 preprocessor, the published 30,522-token size. Defaults to None.

@@ -146,6 +146,13 @@ class BertTask(keras.Model):
         native.write_native(os.fspath(path), self, self.task_config(),
                             extra={"backbone_config": self.backbone.get_config()}, files=files)
 
+    def save_to_preset(self, path):
+        """Write the backbone, and the preprocessor's tokenizer, as a keras-hub preset directory (atomically):
+        keras-hub's `BertBackbone`, `BertTokenizer` and task classes load it with `from_preset(path)`. The head
+        stays here (`save_pretrained` keeps it)."""
+        preprocessor = self._preprocessor_or_none()
+        self.backbone.save_to_preset(path, tokenizer=None if preprocessor is None else preprocessor.tokenizer)
+
     def _write_preprocessor_config(self, file_path):
         config = self.preprocessor.get_config()
         config.pop("tokenizer")  # the tokenizer is vocab.txt + tokenizer_config.json beside it
@@ -199,16 +206,27 @@ class BertTask(keras.Model):
     @classmethod
     def _preset_parts(cls, name, vocabulary, sequence_length=None, lowercase=True, **backbone_overrides):
         """`(backbone, preprocessor)` for `from_preset`: a randomly initialised backbone of preset `name`
-        sized to the vocabulary, and the task's default preprocessor on it (None without a vocabulary)."""
+        sized to the vocabulary, and the task's default preprocessor on it (None without a vocabulary). A
+        keras-hub preset (`BertBackbone.from_preset`) gives its pretrained backbone, and its tokenizer unless
+        `vocabulary` is given."""
         from keras_bert_impl.models.backbone import BertBackbone
+        from keras_bert_impl.models.presets import PRESETS
 
+        if name in PRESETS:
+            backbone = None  # sized to the vocabulary below
+        else:
+            from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer
+
+            backbone = BertBackbone.from_preset(name, **backbone_overrides)
+            vocabulary = read_keras_hub_tokenizer(name) if vocabulary is None else vocabulary
         if vocabulary is None:
-            return BertBackbone.from_preset(name, **backbone_overrides), None
+            return (BertBackbone.from_preset(name, **backbone_overrides) if backbone is None else backbone), None
         import keras_bert_impl.preprocessing as preprocessing
         from keras_bert_impl.tokenization import BertTokenizer
 
         tokenizer = vocabulary if isinstance(vocabulary, BertTokenizer) else BertTokenizer(vocabulary, lowercase=lowercase)
-        backbone = BertBackbone.from_preset(name, vocabulary_size=tokenizer.vocabulary_size(), **backbone_overrides)
+        if backbone is None:
+            backbone = BertBackbone.from_preset(name, vocabulary_size=tokenizer.vocabulary_size(), **backbone_overrides)
         if cls.default_preprocessor_class is None:
             return backbone, None
         preprocessor_class = getattr(preprocessing, cls.default_preprocessor_class)

@@ -1,0 +1,135 @@
+"""Checkpoint names: a local path, or a Hugging Face Hub model id fetched into `huggingface_hub`'s cache.
+
+`from_pretrained("google-bert/bert-base-uncased")` downloads the checkpoint's top-level config, weights and
+tokenizer files (not the TF / Flax / ONNX copies many repositories also hold) with
+`huggingface_hub.snapshot_download`, into the cache every Hugging Face library shares (`HF_HOME`,
+`HF_HUB_CACHE`). A cached model then loads without a network: with `HF_HUB_OFFLINE=1` the cache alone is
+read. `huggingface_hub` is optional (`pip install keras-bert-impl[hub]`); local paths never need it.
+"""
+
+import os
+import re
+
+from keras_bert_impl.checkpoints.conversion import CheckpointError
+
+HUB_INSTALL_HINT = "pip install 'keras-bert-impl[hub]'"
+# What a checkpoint directory holds: config and tokenizer files, safetensors weights (sharded or not), our
+# preprocessor and label files. Sub-folders (onnx/, coreml/, ...) are other formats of the same model.
+HUB_FILE_PATTERNS = ["*.json", "*.safetensors", "*.txt"]
+HUB_SUBFOLDER_PATTERNS = ["*/*"]
+# The torch pickle, fetched only for repositories without safetensors weights.
+HUB_PYTORCH_FILE = "pytorch_model.bin"
+# `name` or `namespace/name`: letters, digits, `-`, `_`, `.` (the Hub's rule); a path has more parts or
+# starts with `/`, `.` or `~`.
+HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def is_hub_model_id(name):
+    """Whether `name` has the form of a Hugging Face Hub model id (`bert-base-uncased`, `org/name`).
+
+    Example:
+    >>> is_hub_model_id("google-bert/bert-base-uncased"), is_hub_model_id("runs/mrpc/best")
+    (True, False)
+    """
+    return HUB_MODEL_ID.fullmatch(name) is not None and ".." not in name and "--" not in name
+
+
+def _is_local(path):
+    # An original TF checkpoint is named by its prefix (`bert_model.ckpt`), which is not a file itself.
+    return os.path.exists(path) or os.path.exists(path + ".index")
+
+
+def _offline():
+    """`HF_HUB_OFFLINE`, read now: `huggingface_hub` reads it once, at import."""
+    from huggingface_hub import constants
+
+    value = os.environ.get("HF_HUB_OFFLINE", "").strip().upper()
+    return value in ("1", "ON", "YES", "TRUE") or bool(constants.HF_HUB_OFFLINE)
+
+
+def _has_safetensors(directory):
+    return any(name.endswith(".safetensors") for name in os.listdir(directory))
+
+
+def resolve_checkpoint(name_or_path, revision=None):
+    """The local path of a checkpoint: `name_or_path` itself when it exists on disk, else the cached
+    snapshot of the Hugging Face Hub model of that id (downloaded first unless `HF_HUB_OFFLINE=1`).
+
+    Args:
+        name_or_path: str or path-like. A checkpoint directory or original-TF prefix, or a Hub model id
+            (`bert-base-uncased`, `org/name`).
+        revision: str or None. A Hub branch, tag or commit; only for Hub ids. Defaults to None (`main`).
+
+    Returns:
+        str. A local path for `checkpoints.read_checkpoint`. A path that does not exist and is no model id
+        comes back unchanged, for `read_checkpoint` to report.
+
+    Raises:
+        CheckpointError: one line naming the id and what to do, when the id cannot be resolved:
+            `huggingface_hub` not installed, not cached while offline, no such repository or revision,
+            gated, or the Hub unreachable.
+
+    Example:
+    >>> resolve_checkpoint("/no/such/dir")
+    '/no/such/dir'
+    """
+    path = os.fspath(name_or_path)
+    if _is_local(path) or not is_hub_model_id(path):
+        if revision is not None and _is_local(path):
+            raise CheckpointError(
+                f"revision={revision!r} applies to Hugging Face Hub model ids, but {path} is a local path; "
+                f"drop the revision."
+            )
+        return path
+    try:
+        import huggingface_hub
+    except ImportError as error:
+        raise CheckpointError(
+            f"{path} is not a local path; to load it as a Hugging Face Hub model id, install huggingface_hub "
+            f"({HUB_INSTALL_HINT})."
+        ) from error
+    from huggingface_hub import constants, errors
+
+    offline = _offline()
+    where = f"{path}" + (f" (revision {revision})" if revision else "")
+    try:
+        directory = huggingface_hub.snapshot_download(
+            path, revision=revision, allow_patterns=HUB_FILE_PATTERNS, ignore_patterns=HUB_SUBFOLDER_PATTERNS,
+            local_files_only=offline,
+        )
+        if not offline and not _has_safetensors(directory):
+            directory = huggingface_hub.snapshot_download(path, revision=revision, allow_patterns=[HUB_PYTORCH_FILE])
+    except errors.GatedRepoError as error:
+        raise CheckpointError(
+            f"{where} is a gated Hugging Face Hub model: accept its terms on huggingface.co and log in "
+            f"(`hf auth login`), or pass a local directory."
+        ) from error
+    except errors.RepositoryNotFoundError as error:
+        raise CheckpointError(
+            f"{path} is neither a local path nor a model on the Hugging Face Hub (or it is private: log in with "
+            f"`hf auth login`); check the path or the model id."
+        ) from error
+    except errors.RevisionNotFoundError as error:
+        raise CheckpointError(
+            f"The Hugging Face Hub model {path} has no revision {revision!r}; give an existing branch, tag or "
+            f"commit."
+        ) from error
+    except errors.LocalEntryNotFoundError as error:
+        if offline:
+            raise CheckpointError(
+                f"{where} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and "
+                f"HF_HUB_OFFLINE=1 forbids downloading it: load it once online (or `hf download {path}`), or "
+                f"pass a local directory."
+            ) from error
+        raise CheckpointError(
+            f"{where} could not be downloaded from the Hugging Face Hub and is not in the cache "
+            f"({constants.HF_HUB_CACHE}): check the network connection, or pass a local "
+            f"directory."
+        ) from error
+    except (errors.HfHubHTTPError, OSError) as error:
+        raise CheckpointError(f"Downloading {where} from the Hugging Face Hub failed: {error}.") from error
+    except errors.HFValidationError as error:
+        raise CheckpointError(
+            f"{path} is neither a local path nor a valid Hugging Face Hub model id ({error}); check the path."
+        ) from error
+    return directory

@@ -1,0 +1,182 @@
+"""keras-hub BERT presets, both ways: read one into our `BertBackbone` / tokenizer, write ours as one.
+
+A keras-hub preset (what `keras_hub.models.BertBackbone.save_to_preset` writes: `config.json`,
+`model.weights.h5`, `metadata.json`, and the tokenizer's `tokenizer.json` + `assets/tokenizer/vocabulary.txt`)
+is read and written through keras-hub's public API (`keras_hub.models.BertBackbone` / `BertTokenizer`,
+`from_preset`, `save_to_preset`), so any handle keras-hub accepts works: a directory, `"bert_base_en_uncased"`,
+`"kaggle://..."`, `"hf://..."`. keras-hub is imported only here, when a preset is read or written.
+
+Weights move through Hugging Face names, the pivot `name_map` already maps to ours: keras-hub keeps attention
+projections per head (`(H, N, H/N)` kernels), Hugging Face as `[out, in]` matrices. keras-hub's BERT fixes
+what our config makes explicit: tanh-approximated GELU (`"gelu_approximate"`), LayerNorm epsilon 1e-12, one
+dropout rate for hidden and attention dropout.
+"""
+
+import numpy as np
+
+from keras_bert_impl.checkpoints.conversion import HUGGINGFACE, CheckpointError, export_tensors
+from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
+from keras_bert_impl.utils.atomic_io import atomic_directory
+
+KERAS_HUB_INSTALL_HINT = "pip install keras-hub"
+# What keras-hub's `BertBackbone` computes and does not store in its config.
+KERAS_HUB_ACTIVATION = "gelu_approximate"
+KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
+PRESET_CONFIG_FILE = "config.json"
+
+
+def _import_keras_hub(what):
+    try:
+        import keras_hub
+    except ImportError as error:
+        raise CheckpointError(f"{what} needs keras-hub; install it ({KERAS_HUB_INSTALL_HINT}).") from error
+    return keras_hub
+
+
+def _per_head(kind, value, num_heads, to_keras_hub):
+    """One tensor from Hugging Face's layout to keras-hub's (`to_keras_hub`) or back, by `kind`."""
+    if kind == "vector":
+        return value
+    if kind == "dense":  # keras-hub `[in, out]`, Hugging Face `[out, in]`
+        return value.T
+    if kind == "head_kernel":  # keras-hub (H, N, H/N), Hugging Face [out=H, in=H]
+        return value.T.reshape(value.shape[1], num_heads, -1) if to_keras_hub else value.reshape(value.shape[0], -1).T
+    if kind == "head_bias":  # keras-hub (N, H/N), Hugging Face (H,)
+        return value.reshape(num_heads, -1) if to_keras_hub else value.reshape(-1)
+    # "output_kernel": keras-hub (N, H/N, H), Hugging Face [out=H, in=H]
+    return value.T.reshape(num_heads, -1, value.shape[0]) if to_keras_hub else value.reshape(-1, value.shape[-1]).T
+
+
+def _name_table(num_layers):
+    """`[(keras-hub variable path, Hugging Face name, kind)]` for every `BertBackbone` weight."""
+    table = [
+        ("token_embedding/embeddings", "embeddings.word_embeddings.weight", "vector"),
+        ("position_embedding/embeddings", "embeddings.position_embeddings.weight", "vector"),
+        ("segment_embedding/embeddings", "embeddings.token_type_embeddings.weight", "vector"),
+        ("embeddings_layer_norm/gamma", "embeddings.LayerNorm.weight", "vector"),
+        ("embeddings_layer_norm/beta", "embeddings.LayerNorm.bias", "vector"),
+    ]
+    for index in range(num_layers):
+        ours, theirs = f"transformer_layer_{index}", f"encoder.layer.{index}"
+        for part in ("query", "key", "value"):
+            table += [
+                (f"{ours}/self_attention_layer/{part}/kernel", f"{theirs}.attention.self.{part}.weight", "head_kernel"),
+                (f"{ours}/self_attention_layer/{part}/bias", f"{theirs}.attention.self.{part}.bias", "head_bias"),
+            ]
+        table += [
+            (f"{ours}/self_attention_layer/attention_output/kernel", f"{theirs}.attention.output.dense.weight",
+             "output_kernel"),
+            (f"{ours}/self_attention_layer/attention_output/bias", f"{theirs}.attention.output.dense.bias", "vector"),
+            (f"{ours}/self_attention_layer_norm/gamma", f"{theirs}.attention.output.LayerNorm.weight", "vector"),
+            (f"{ours}/self_attention_layer_norm/beta", f"{theirs}.attention.output.LayerNorm.bias", "vector"),
+            (f"{ours}/feedforward_intermediate_dense/kernel", f"{theirs}.intermediate.dense.weight", "dense"),
+            (f"{ours}/feedforward_intermediate_dense/bias", f"{theirs}.intermediate.dense.bias", "vector"),
+            (f"{ours}/feedforward_output_dense/kernel", f"{theirs}.output.dense.weight", "dense"),
+            (f"{ours}/feedforward_output_dense/bias", f"{theirs}.output.dense.bias", "vector"),
+            (f"{ours}/feedforward_layer_norm/gamma", f"{theirs}.output.LayerNorm.weight", "vector"),
+            (f"{ours}/feedforward_layer_norm/beta", f"{theirs}.output.LayerNorm.bias", "vector"),
+        ]
+    table += [
+        ("pooled_dense/kernel", "pooler.dense.weight", "dense"),
+        ("pooled_dense/bias", "pooler.dense.bias", "vector"),
+    ]
+    return table
+
+
+def read_keras_hub_preset(preset):
+    """The `BertBackbone` arguments and Hugging Face-named weights of a keras-hub BERT preset.
+
+    Args:
+        preset: str. A keras-hub preset directory or any handle `keras_hub.models.BertBackbone.from_preset`
+            takes.
+
+    Returns:
+        `(config, tensors)`: `BertBackbone` keyword arguments and `{Hugging Face name: np.ndarray}`, for
+        `checkpoints.load_weights(..., "huggingface", ...)`.
+    """
+    keras_hub = _import_keras_hub(f"Reading the keras-hub preset {preset}")
+    try:
+        source = keras_hub.models.BertBackbone.from_preset(preset)
+    except (ValueError, OSError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"keras-hub cannot load {preset} as a BertBackbone preset ({first_line})") from error
+    config = {
+        "vocabulary_size": source.vocabulary_size,
+        "num_layers": source.num_layers,
+        "num_heads": source.num_heads,
+        "hidden_dim": source.hidden_dim,
+        "intermediate_dim": source.intermediate_dim,
+        "max_sequence_length": source.max_sequence_length,
+        "num_segments": source.num_segments,
+        "dropout": source.dropout,
+        "attention_dropout": source.dropout,
+        "hidden_activation": KERAS_HUB_ACTIVATION,
+        "layer_norm_epsilon": KERAS_HUB_LAYER_NORM_EPSILON,
+    }
+    values = {variable.path: np.asarray(variable.numpy(), dtype="float32") for variable in source.weights}
+    tensors = {
+        name: _per_head(kind, values[path], source.num_heads, to_keras_hub=False)
+        for path, name, kind in _name_table(source.num_layers)
+    }
+    return config, tensors
+
+
+def read_keras_hub_tokenizer(preset):
+    """Our `BertTokenizer` with the vocabulary and casing of a keras-hub preset's tokenizer; None when the
+    preset has none."""
+    keras_hub = _import_keras_hub(f"Reading the keras-hub preset {preset}")
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    try:
+        source = keras_hub.models.BertTokenizer.from_preset(preset)
+    except FileNotFoundError:
+        return None
+    settings = source.get_config()
+    return BertTokenizer(source.get_vocabulary(), lowercase=settings["lowercase"],
+                         strip_accents=settings.get("strip_accents", False))
+
+
+def write_keras_hub_preset(backbone, path, tokenizer=None):
+    """Write `backbone` (and `tokenizer`) as a keras-hub BERT preset directory, atomically.
+
+    `keras_hub.models.BertBackbone.from_preset(path)` (and `BertTokenizer.from_preset`, `BertTextClassifier.
+    from_preset(path, num_classes=...)`) then load it with our outputs.
+
+    Args:
+        backbone: `BertBackbone`. Its activation and LayerNorm epsilon must be keras-hub's (tanh GELU, 1e-12).
+        path: str. The preset directory; replaced only when complete.
+        tokenizer: our `BertTokenizer` or None. Written as the preset's tokenizer. Defaults to None.
+
+    Raises:
+        CheckpointError: the backbone computes something keras-hub's `BertBackbone` cannot.
+    """
+    if backbone.hidden_activation != KERAS_HUB_ACTIVATION or backbone.layer_norm_epsilon != KERAS_HUB_LAYER_NORM_EPSILON:
+        raise CheckpointError(
+            f"keras-hub's BertBackbone computes hidden_activation={KERAS_HUB_ACTIVATION!r} and layer_norm_epsilon="
+            f"{KERAS_HUB_LAYER_NORM_EPSILON}; this backbone has {backbone.hidden_activation!r} and "
+            f"{backbone.layer_norm_epsilon}, so its outputs would change. To accept that, rebuild it with keras-hub's "
+            f"(e.g. BertBackbone.from_pretrained(path, hidden_activation={KERAS_HUB_ACTIVATION!r}, "
+            f"layer_norm_epsilon={KERAS_HUB_LAYER_NORM_EPSILON})) and write that."
+        )
+    keras_hub = _import_keras_hub("Writing a keras-hub preset")
+    target = keras_hub.models.BertBackbone(
+        vocabulary_size=backbone.vocabulary_size,
+        num_layers=backbone.num_layers,
+        num_heads=backbone.num_heads,
+        hidden_dim=backbone.hidden_dim,
+        intermediate_dim=backbone.intermediate_dim,
+        dropout=backbone.dropout,
+        max_sequence_length=backbone.max_sequence_length,
+        num_segments=backbone.num_segments,
+    )
+    tensors = export_tensors(backbone, backbone_weight_specs(backbone.num_layers), HUGGINGFACE)
+    variables = {variable.path: variable for variable in target.weights}
+    for keras_hub_path, name, kind in _name_table(backbone.num_layers):
+        variables[keras_hub_path].assign(_per_head(kind, tensors[name], backbone.num_heads, to_keras_hub=True))
+    with atomic_directory(path, markers=(PRESET_CONFIG_FILE,), what="keras-hub preset") as staging:
+        target.save_to_preset(staging)
+        if tokenizer is not None:
+            keras_hub.models.BertTokenizer(
+                vocabulary=tokenizer.get_vocabulary(), lowercase=tokenizer.lowercase,
+                strip_accents=tokenizer.strip_accents,
+            ).save_to_preset(staging)

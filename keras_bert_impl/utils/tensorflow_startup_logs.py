@@ -1,0 +1,119 @@
+"""Keep TensorFlow's native start-up log lines off stderr, unless asked for.
+
+Loading TensorFlow's shared libraries writes absl log lines straight to file descriptor 2, before
+`absl::InitializeLog()` and so regardless of `TF_CPP_MIN_LOG_LEVEL`:
+
+    WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+    I0000 00:00:1796405757.944820    8866 port.cc:153] oneDNN custom operations are on. ...
+    I0000 00:00:1796405757.945156    8866 cudart_stub.cc:31] Could not find cuda drivers on your machine, ...
+    E0000 00:00:1796406072.426601   12247 cuda_platform.cc:52] failed call to cuInit: ...
+
+`quiet_tensorflow_startup()` hooks the first `import tensorflow` (whoever imports it: Keras' TensorFlow
+backend, tf.data, the tokenizer), sends descriptor 2 to a temporary file while the import and the listing of
+physical devices (where `cuInit` fails on a machine without a GPU) run, and writes back
+every captured line except those (Python warnings and anything else still reach stderr). It also sets
+`TF_CPP_MIN_LOG_LEVEL=2` unless the user set it, which hides TensorFlow's later INFO / WARNING lines.
+`TF_CPP_MIN_LOG_LEVEL=0` in the environment (or `keras-bert --debug`) leaves everything on stderr.
+"""
+
+import contextlib
+import importlib.abc
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+
+LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+# Hides TensorFlow's INFO and WARNING lines once its logging is initialised.
+QUIET_LOG_LEVEL = "2"
+# absl's line prefix: severity (Info, Warning, Error), date, time, thread, file:line]. Fatal lines stay.
+NATIVE_LOG_LINE = re.compile(r"[IWE]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ")
+NOISE_LINES = (
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    # The second line of cpu_feature_guard.cc's message.
+    "To enable the following instructions:",
+)
+
+
+def is_startup_noise(line):
+    """Whether `line` is one of TensorFlow's native start-up log lines.
+
+    Example:
+    >>> is_startup_noise("I0000 00:00:1.5    88 cudart_stub.cc:31] Could not find cuda drivers")
+    True
+    >>> is_startup_noise("UserWarning: something the user should see")
+    False
+    """
+    return NATIVE_LOG_LINE.match(line) is not None or line.startswith(NOISE_LINES)
+
+
+@contextlib.contextmanager
+def _filtered_stderr():
+    """Capture file descriptor 2 in the block; then write back what is not start-up noise."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable descriptor 2 (a detached process): nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            lines = capture.read().decode("utf-8", errors="replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if not is_startup_noise(line))
+            if kept:
+                sys.stderr.write(kept)
+                sys.stderr.flush()
+
+
+class _QuietLoader(importlib.abc.Loader):
+    """Runs the wrapped loader's `exec_module` with stderr filtered; puts the original loader back after."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__spec__.loader = module.__loader__ = self.loader
+        with _filtered_stderr():
+            self.loader.exec_module(module)
+            # Physical devices are found (cuInit and its error line) on first use, not at import: do it here.
+            # Logical devices stay unset, so `tf.config.set_visible_devices` / memory growth still apply.
+            module.config.list_physical_devices()
+
+
+class _TensorFlowImportHook(importlib.abc.MetaPathFinder):
+    """Finds `tensorflow` through the other finders and wraps its loader, once."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "tensorflow":
+            return None
+        remove_quiet_tensorflow_startup()
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+def quiet_tensorflow_startup():
+    """Filter TensorFlow's native start-up lines from stderr when it is first imported (see the module
+    docstring). Does nothing when TensorFlow is already imported or the user set `TF_CPP_MIN_LOG_LEVEL=0`."""
+    if os.environ.get(LOG_LEVEL_VARIABLE) == "0" or "tensorflow" in sys.modules:
+        return
+    os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)
+    if not any(isinstance(finder, _TensorFlowImportHook) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _TensorFlowImportHook())
+
+
+def remove_quiet_tensorflow_startup():
+    """Undo `quiet_tensorflow_startup`'s import hook: TensorFlow's start-up lines reach stderr."""
+    sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, _TensorFlowImportHook)]

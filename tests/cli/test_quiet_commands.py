@@ -1,0 +1,51 @@
+"""`keras-bert` and `import keras_bert_impl` keep TensorFlow's native start-up log lines off stderr (they are
+written to file descriptor 2 while TensorFlow loads, whatever TF_CPP_MIN_LOG_LEVEL says); `--debug` and
+TF_CPP_MIN_LOG_LEVEL=0 show them. Each case is a fresh process, since TensorFlow loads once per process."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# What TensorFlow 2.21 prints while loading on a CPU machine, and on one with CUDA libraries but no GPU.
+NOISE = ("cudart_stub", "cuda_platform", "cuInit", "oneDNN custom operations", "This TensorFlow binary is optimized",
+         "All log messages before absl::InitializeLog()")
+CLI = [sys.executable, "-m", "keras_bert_impl.cli"]
+
+pytestmark = pytest.mark.tensorflow_only
+
+
+def run(command, **environment):
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(KERAS_BACKEND="tensorflow", **environment)
+    result = subprocess.run(command, env=env, cwd=REPOSITORY_ROOT, capture_output=True, text=True, timeout=300)
+    return result.returncode, result.stdout, result.stderr
+
+
+def noise_in(stderr):
+    return [line for line in stderr.splitlines() if any(marker in line for marker in NOISE)]
+
+
+def test_help_and_a_failing_command_print_no_tensorflow_noise(tmp_path):
+    status, out, err = run(CLI + ["--help"])
+    assert status == 0 and "finetune-classifier" in out and noise_in(err) == [], err
+    status, _, err = run(CLI + ["convert", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "out")])
+    assert status == 1 and err == f"keras-bert convert: error: Checkpoint path {tmp_path / 'missing'} does not exist.\n"
+
+
+def test_import_is_quiet_and_keeps_other_stderr():
+    code = ("import sys, keras_bert_impl, tensorflow as tf; print('kept', file=sys.stderr); "
+            "print(tf.constant([1, 2]).numpy().sum())")
+    status, out, err = run([sys.executable, "-c", code])
+    assert status == 0 and out.strip() == "3" and noise_in(err) == [] and "kept" in err, err
+
+
+def test_debug_and_tf_cpp_min_log_level_0_show_the_lines(tmp_path):
+    """Without the filter the lines are there on this machine: the checks above would see them."""
+    _, _, err = run(CLI + ["convert", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "out"),
+                           "--debug"])
+    assert noise_in(err) and "CheckpointError" in err
+    _, _, err = run([sys.executable, "-c", "import keras_bert_impl, tensorflow"], TF_CPP_MIN_LOG_LEVEL="0")
+    assert noise_in(err)
