@@ -14,6 +14,7 @@ _EXPORTS = {
     "BertPretrainer": "keras_bert_impl.models.pretrainer",
     "BertClassifier": "keras_bert_impl.models.classifier",
     "BertQuestionAnswerer": "keras_bert_impl.models.question_answerer",
+    "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
     "PRESETS": "keras_bert_impl.models.presets",
     "BertEmbeddings": "keras_bert_impl.layers.embeddings",
     "BertEncoderBlock": "keras_bert_impl.layers.encoder_block",
@@ -32,6 +33,7 @@ _EXPORTS = {
     "BertPreprocessor": "keras_bert_impl.preprocessing",
     "BertPretrainingPreprocessor": "keras_bert_impl.preprocessing",
     "BertQuestionAnsweringPreprocessor": "keras_bert_impl.preprocessing",
+    "BertTokenClassificationPreprocessor": "keras_bert_impl.preprocessing",
     # Tokenization and data (TensorFlow edge).
     "BertTokenizer": "keras_bert_impl.tokenization",
     "train_wordpiece_vocabulary": "keras_bert_impl.tokenization",
@@ -45,6 +47,7 @@ _EXPORTS = {
     "read_classification_examples": "keras_bert_impl.data.classification_data",
     "read_glue_examples": "keras_bert_impl.data.classification_data",
     "make_classification_dataset": "keras_bert_impl.data.classification_data",
+    "read_conll_sentences": "keras_bert_impl.data.token_classification_data",
     # SQuAD and metrics.
     "read_squad_examples": "keras_bert_impl.squad",
     "convert_examples_to_features": "keras_bert_impl.squad",
@@ -54,6 +57,7 @@ _EXPORTS = {
     "evaluate_v2": "keras_bert_impl.squad",
     "tune_null_threshold": "keras_bert_impl.squad",
     "glue_metrics": "keras_bert_impl.metrics",
+    "entity_scores": "keras_bert_impl.metrics",
     # Training: fine-tuning with resume, checkpoints, numerical-fault guard.
     "fit_finetuning": "keras_bert_impl.training.finetuning",
     "FinetuningCheckpoint": "keras_bert_impl.training.finetuning",

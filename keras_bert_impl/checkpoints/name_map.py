@@ -124,3 +124,13 @@ def question_answering_head_specs():
                    original_out_in=True),
         WeightSpec("span_dense/bias", "vector", ("qa_outputs.bias",), ("cls/squad/output_bias",)),
     ]
+
+
+def token_classifier_head_specs():
+    """Specs for `BertTokenClassifier`'s output layer: Hugging Face `BertForTokenClassification`'s
+    `classifier` (`[num_labels, H]`). The original release has no token-classification script, so no
+    original names."""
+    return [
+        WeightSpec("token_classifier_dense/kernel", "kernel", ("classifier.weight",), ()),
+        WeightSpec("token_classifier_dense/bias", "vector", ("classifier.bias",), ()),
+    ]

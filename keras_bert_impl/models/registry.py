@@ -6,7 +6,7 @@ lazily, so reading the registry imports no model code (and nothing that needs Te
 
 Example:
 >>> sorted(TASK_CLASSES)
-['BertBackbone', 'BertClassifier', 'BertPretrainer', 'BertQuestionAnswerer']
+['BertBackbone', 'BertClassifier', 'BertPretrainer', 'BertQuestionAnswerer', 'BertTokenClassifier']
 >>> task_kind("BertQuestionAnswerer")
 'question_answerer'
 >>> task_class("BertClassifier").__name__  # doctest: +SKIP
@@ -21,6 +21,7 @@ TASK_CLASSES = {
     "BertPretrainer": "keras_bert_impl.models.pretrainer",
     "BertClassifier": "keras_bert_impl.models.classifier",
     "BertQuestionAnswerer": "keras_bert_impl.models.question_answerer",
+    "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
 }
 # Class name -> its kind: a short snake_case name (SavedModel export settings, the CLI's `--model-class`
 # flag with "-" for "_").
@@ -29,6 +30,7 @@ TASK_KINDS = {
     "BertPretrainer": "pretrainer",
     "BertClassifier": "classifier",
     "BertQuestionAnswerer": "question_answerer",
+    "BertTokenClassifier": "token_classifier",
 }
 
 

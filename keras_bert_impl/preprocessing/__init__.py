@@ -5,5 +5,7 @@ from keras_bert_impl.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_impl.preprocessing.preprocessor import Preprocessor
 from keras_bert_impl.preprocessing.pretraining_preprocessor import BertPretrainingPreprocessor
 from keras_bert_impl.preprocessing.question_answering_preprocessor import BertQuestionAnsweringPreprocessor
+from keras_bert_impl.preprocessing.token_classification_preprocessor import BertTokenClassificationPreprocessor
 
-__all__ = ["BertPreprocessor", "BertPretrainingPreprocessor", "BertQuestionAnsweringPreprocessor", "Preprocessor"]
+__all__ = ["BertPreprocessor", "BertPretrainingPreprocessor", "BertQuestionAnsweringPreprocessor",
+           "BertTokenClassificationPreprocessor", "Preprocessor"]

@@ -1,0 +1,119 @@
+"""Token classification (NER) data: CoNLL column files and the tag vocabulary.
+
+A CoNLL file holds one word per line with its columns separated by spaces or tabs: `word TAG` (the shared
+CoNLL-2003 copy) or the original four columns `word POS CHUNK TAG`; the last column is the tag. A blank line
+ends a sentence; `-DOCSTART-` lines (document boundaries of the original release) are skipped. Tags are IOB1
+(an entity starts with `I-` unless it follows one of the same type) or IOB2 (every entity starts with
+`B-`); both are read into IOB2 (`metrics.to_iob2`), the scheme the models predict.
+
+Bad input raises `ClassificationDataError` (a `ValueError`) naming the file and line: a row without a tag
+column, a tag that is not `O` / `B-<type>` / `I-<type>`, text that is not UTF-8, a file without sentences.
+
+Pure Python: reading needs no TensorFlow.
+"""
+
+import dataclasses
+
+from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag, to_iob2
+from keras_bert_impl.models.label_vocabulary import ClassificationDataError, LabelVocabulary
+
+DOCUMENT_START = "-DOCSTART-"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggedSentence:
+    """One sentence of a CoNLL file.
+
+    Args:
+        words: tuple of str. The words.
+        tags: tuple of str. One IOB2 tag per word.
+        source: str. The file it was read from. Defaults to "".
+        line: int. Line number (1-based) of its first word. Defaults to 0.
+    """
+
+    words: tuple
+    tags: tuple
+    source: str = ""
+    line: int = 0
+
+    @property
+    def location(self):
+        """`"path, line N"` for error messages."""
+        return f"{self.source}, line {self.line}"
+
+
+def _sentence(rows, path):
+    words = tuple(word for _, word, _ in rows)
+    tags = tuple(to_iob2([tag for _, _, tag in rows]))
+    return TaggedSentence(words, tags, path, rows[0][0])
+
+
+def read_conll_sentences(path):
+    """Reads a CoNLL column file (module docstring) into sentences with IOB2 tags.
+
+    Args:
+        path: str. The file.
+
+    Returns:
+        list of `TaggedSentence`.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("-DOCSTART- -X- O O\\n\\nEU NNP I-NP I-ORG\\nrejects VBZ I-VP O\\n\\nPeter I-PER\\n")
+    >>> [(s.words, s.tags) for s in read_conll_sentences(path)]
+    [(('EU', 'rejects'), ('B-ORG', 'O')), (('Peter',), ('B-PER',))]
+    """
+    from keras_bert_impl.data.classification_data import not_utf8_error
+
+    sentences, rows = [], []
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            for line_number, line in enumerate(handle, start=1):
+                columns = line.split()
+                if not columns or columns[0] == DOCUMENT_START:
+                    if rows:
+                        sentences.append(_sentence(rows, path))
+                        rows = []
+                    continue
+                if len(columns) < 2:
+                    raise ClassificationDataError(
+                        f"{path}, line {line_number}: expected 'word TAG' (or 'word POS CHUNK TAG'), found one "
+                        f"column {columns[0]!r:.60}; give every word its tag, separated by a space or a tab."
+                    )
+                try:
+                    split_tag(columns[-1])
+                except ValueError as error:
+                    raise ClassificationDataError(f"{path}, line {line_number}: {error}") from None
+                rows.append((line_number, columns[0], columns[-1]))
+    except UnicodeDecodeError:
+        raise not_utf8_error(path) from None
+    if rows:
+        sentences.append(_sentence(rows, path))
+    if not sentences:
+        raise ClassificationDataError(f"{path} has no sentences (it is empty or holds only -DOCSTART- lines); give "
+                                      f"a CoNLL file with one 'word TAG' line per word.")
+    return sentences
+
+
+def tag_vocabulary(sentences):
+    """The IOB2 tags of every entity type in `sentences`: "O", then `B-<type>`, `I-<type>` by sorted type.
+
+    Both tags of a type are included even if the data never uses its `I-` tag, so that a model trained on a
+    sample can still tag longer entities.
+
+    Example:
+    >>> tag_vocabulary([TaggedSentence(("Paris", "EU"), ("B-LOC", "B-ORG"))]).labels
+    ['O', 'B-LOC', 'I-LOC', 'B-ORG', 'I-ORG']
+    """
+    types = sorted({split_tag(tag)[1] for sentence in sentences for tag in sentence.tags} - {""})
+    return LabelVocabulary([OUTSIDE_TAG] + [f"{prefix}-{entity_type}" for entity_type in types
+                                            for prefix in ("B", "I")])
+
+
+def encode_tags(sentences, vocabulary):
+    """The tag ids of each sentence (a list of int lists); an unknown tag names its file and line."""
+    # A sentence's words are consecutive lines, so word i is on line `line + i`.
+    return [[vocabulary.label_to_id(tag, f"{sentence.source}, line {sentence.line + index}")
+             for index, tag in enumerate(sentence.tags)] for sentence in sentences]

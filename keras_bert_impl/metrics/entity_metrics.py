@@ -1,0 +1,138 @@
+"""Entity-level precision, recall and F1 over IOB tag sequences, with the conlleval convention.
+
+CoNLL-2003 NER is scored on entities (chunks), not on tags: an entity counts as found only when a predicted
+chunk has exactly the gold chunk's words and type. Chunks are read from tags as the official `conlleval`
+script reads them (and `seqeval`'s default mode, which copies it): a chunk starts at a `B-` tag, or at an
+`I-` tag whose previous tag is `O` or of another type (so IOB1 and IOB2 sequences, and IOB2 predictions that
+break the scheme, are all read the same way), and continues over the following `I-` tags of its type.
+
+Pure Python: the training loop, the CLI and the tests use it without TensorFlow. Precision is correct chunks
+over predicted chunks, recall correct chunks over gold chunks (micro-averaged over all sentences and types),
+each 0.0 when its denominator is 0, F1 their harmonic mean (0.0 when both are 0), as conlleval and seqeval.
+"""
+
+import dataclasses
+
+OUTSIDE_TAG = "O"
+TAG_PREFIXES = ("B", "I")
+
+
+@dataclasses.dataclass(frozen=True)
+class EntityChunk:
+    """One entity in a tag sequence: its type and the words `[start, end)` it spans."""
+
+    type: str
+    start: int
+    end: int
+
+
+def split_tag(tag):
+    """`(prefix, type)` of an IOB tag: `("O", "")` for "O", `("B", "PER")` for "B-PER".
+
+    Raises:
+        ValueError: the tag is neither "O" nor `B-<type>` / `I-<type>` with a non-empty type.
+    """
+    if tag == OUTSIDE_TAG:
+        return OUTSIDE_TAG, ""
+    prefix, separator, entity_type = tag.partition("-")
+    if not separator or prefix not in TAG_PREFIXES or not entity_type:
+        raise ValueError(f"tag {tag!r} is not an IOB tag: expected 'O', 'B-<type>' or 'I-<type>' (e.g. 'B-PER').")
+    return prefix, entity_type
+
+
+def entity_chunks(tags):
+    """The entities of one tag sequence, read as conlleval reads them (module docstring).
+
+    Args:
+        tags: sequence of str. IOB1 or IOB2 tags, one per word.
+
+    Returns:
+        list of `EntityChunk`, in order.
+
+    Example:
+    >>> [(c.type, c.start, c.end) for c in entity_chunks(["B-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"])]
+    [('PER', 0, 2), ('LOC', 3, 4), ('LOC', 4, 5), ('ORG', 5, 6)]
+    """
+    chunks = []
+    current_type, current_start = None, 0
+    for index, tag in enumerate(tags):
+        prefix, entity_type = split_tag(tag)
+        continues = prefix == "I" and entity_type == current_type
+        if current_type is not None and not continues:
+            chunks.append(EntityChunk(current_type, current_start, index))
+            current_type = None
+        if prefix != OUTSIDE_TAG and not continues:
+            current_type, current_start = entity_type, index
+    if current_type is not None:
+        chunks.append(EntityChunk(current_type, current_start, len(tags)))
+    return chunks
+
+
+def to_iob2(tags):
+    """The same entities written in IOB2 (every entity starts with `B-`), from IOB1 or IOB2 tags.
+
+    Example:
+    >>> to_iob2(["I-ORG", "I-ORG", "O", "I-PER", "B-PER"])
+    ['B-ORG', 'I-ORG', 'O', 'B-PER', 'B-PER']
+    """
+    iob2 = [OUTSIDE_TAG] * len(tags)
+    for chunk in entity_chunks(tags):
+        iob2[chunk.start] = f"B-{chunk.type}"
+        for index in range(chunk.start + 1, chunk.end):
+            iob2[index] = f"I-{chunk.type}"
+    return iob2
+
+
+def _ratio(numerator, denominator):
+    return numerator / denominator if denominator else 0.0
+
+
+def _f1(precision, recall):
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def entity_scores(gold_tags, predicted_tags):
+    """Entity-level precision, recall and F1 of predicted tag sequences against gold ones (conlleval).
+
+    Args:
+        gold_tags: sequence of sequences of str. Gold IOB tags per sentence.
+        predicted_tags: sequence of sequences of str. Predicted tags, as many per sentence as the gold ones.
+
+    Returns:
+        dict: `precision`, `recall`, `f1` (micro over all entities), `accuracy` (word-level tag accuracy,
+        conlleval's), and per entity type `<type>_precision`, `<type>_recall`, `<type>_f1`.
+
+    Example:
+    >>> scores = entity_scores([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "I-PER", "O", "B-ORG"]])
+    >>> scores["precision"], scores["recall"], scores["f1"], scores["PER_f1"], scores["LOC_recall"]
+    (0.5, 0.5, 0.5, 1.0, 0.0)
+    """
+    if len(gold_tags) != len(predicted_tags):
+        raise ValueError(f"{len(gold_tags)} gold sentences but {len(predicted_tags)} predicted ones.")
+    if not gold_tags:
+        raise ValueError("Entity scores need at least one sentence; got none.")
+    counts = {}  # type -> [correct, predicted, gold]
+    words = correct_words = 0
+    for index, (gold, predicted) in enumerate(zip(gold_tags, predicted_tags)):
+        if len(gold) != len(predicted):
+            raise ValueError(f"Sentence {index}: {len(gold)} gold tags but {len(predicted)} predicted ones.")
+        gold_chunks = set(entity_chunks(gold))
+        predicted_chunks = set(entity_chunks(predicted))
+        for chunk in gold_chunks | predicted_chunks:
+            count = counts.setdefault(chunk.type, [0, 0, 0])
+            count[0] += chunk in gold_chunks and chunk in predicted_chunks
+            count[1] += chunk in predicted_chunks
+            count[2] += chunk in gold_chunks
+        words += len(gold)
+        correct_words += sum(g == p for g, p in zip(gold, predicted))
+    correct, predicted_count, gold_count = (sum(count[i] for count in counts.values()) for i in range(3))
+    precision, recall = _ratio(correct, predicted_count), _ratio(correct, gold_count)
+    scores = {"precision": precision, "recall": recall, "f1": _f1(precision, recall),
+              "accuracy": _ratio(correct_words, words)}
+    for entity_type in sorted(counts):
+        type_correct, type_predicted, type_gold = counts[entity_type]
+        type_precision, type_recall = _ratio(type_correct, type_predicted), _ratio(type_correct, type_gold)
+        scores[f"{entity_type}_precision"] = type_precision
+        scores[f"{entity_type}_recall"] = type_recall
+        scores[f"{entity_type}_f1"] = _f1(type_precision, type_recall)
+    return scores

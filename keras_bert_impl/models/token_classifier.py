@@ -1,0 +1,333 @@
+"""BERT token classification (NER): every token's sequence output -> dropout -> Dense(num_classes).
+
+Shape legend: B batch (windows), T tokens, H hidden width, C classes (tags, `num_classes`).
+"""
+
+import logging
+
+import keras
+from keras import ops
+
+from keras_bert_impl.models.classifier import DEFAULT_DROPOUT, _as_labels
+from keras_bert_impl.models.classifier import _stored_head as classifier_stored_head
+from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
+from keras_bert_impl.models.task import AUTO, BertTask, _contains_strings
+from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
+
+logger = logging.getLogger(__name__)
+
+# Hugging Face's ignore index: targets with this value (sub-tokens after a word's first, [CLS], [SEP],
+# padding) add nothing to the loss or the accuracy.
+IGNORED_LABEL = -100
+# A token classifier reads the sequence output only; Hugging Face's BertForTokenClassification has no pooler.
+UNUSED_BACKBONE_PATHS = ("pooler_dense/kernel", "pooler_dense/bias")
+HUGGINGFACE_ARCHITECTURE = "BertForTokenClassification"
+
+
+def _targets_and_weights(y, y_pred, sample_weight):
+    """Labels cut to the logits' length, with ignored positions set to 0, and the weight of every token:
+    0 where ignored, else the example's `sample_weight` (1 without one). Length-bucketed batches cut the
+    inputs but not the targets; every position past the cut is padding (ignored), so cutting loses nothing."""
+    labels = ops.cast(y, "int32")[:, : ops.shape(y_pred)[1]]  # (B, T)
+    weights = ops.cast(ops.not_equal(labels, IGNORED_LABEL), "float32")  # (B, T)
+    if sample_weight is not None:
+        weights = weights * ops.reshape(ops.cast(sample_weight, "float32"), (-1, 1))
+    return ops.where(ops.equal(labels, IGNORED_LABEL), 0, labels), weights
+
+
+def masked_token_cross_entropy(labels, logits, weights):
+    """Cross-entropy averaged over the weighted tokens, as Hugging Face's `CrossEntropyLoss(ignore_index=-100)`.
+
+    Args:
+        labels: int `(B, T)`. Class ids in `[0, C)`.
+        logits: float `(B, T, C)`.
+        weights: float32 `(B, T)`. 0 for ignored tokens.
+
+    Returns:
+        float32 scalar; 0 when no token has weight.
+
+    Example:
+    >>> import numpy as np
+    >>> loss = masked_token_cross_entropy(np.array([[1, 0]]), np.zeros((1, 2, 4), "float32"),
+    ...                                   np.array([[1.0, 0.0]], "float32"))
+    >>> round(float(loss), 4)  # ln 4, the second token ignored
+    1.3863
+    """
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)  # (B, T, C)
+    nll = -ops.squeeze(ops.take_along_axis(log_probs, ops.expand_dims(labels, -1), axis=-1), axis=-1)  # (B, T)
+    return ops.sum(nll * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertTokenClassifier(BertTask):
+    """Token classification with BERT, e.g. named entities (Devlin et al., 2018, section 5.3).
+
+    Every token's sequence output goes through dropout and one `Dense(num_classes)` layer named
+    "token_classifier_dense", as Hugging Face's `BertForTokenClassification`. Labels sit on the first
+    sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss and accuracy
+    skip. The backbone's pooler is not used and is frozen (`trainable = False`).
+
+    `compile()` without `loss` trains with the cross-entropy averaged over the labelled tokens of the batch
+    (`masked_token_cross_entropy`) and, unless `metrics` is given, reports `accuracy` over those tokens.
+    Targets may be longer than the batch's tokens (length-bucketed batches cut the inputs only); the extra
+    positions are padding. Works on TensorFlow, JAX and torch, with `jit_compile=True` on TensorFlow and JAX.
+
+    With a preprocessor (`preprocessing.BertTokenClassificationPreprocessor`), `fit(words, tag_ids)` trains on
+    pre-split sentences, and `predict(texts)` tags raw text: per text, its `words` (with `tag`, character
+    `start` / `end`, `score`) and `entities` (`{"text", "type", "start", "end", "score"}`), long texts
+    windowed, not truncated. `predict(word_lists)` tags pre-split words the same way.
+
+    Args:
+        backbone: `BertBackbone`. The encoder; its variables keep their paths.
+        num_classes: int. Number of tags `C`.
+        dropout: float. Dropout on the sequence output, applied only in training. Defaults to 0.1.
+        labels: sequence of str, a `LabelVocabulary`, or None. The tags (IOB2, "O" among them, to decode
+            entities), id i being `labels[i]`; saved with the model. Defaults to None.
+        preprocessor: `preprocessing.BertTokenClassificationPreprocessor` or None. Defaults to None (token ids
+            only).
+        **kwargs: passed to `keras.Model` (e.g. `name`).
+
+    Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
+    Output: the logits, float32 `(B, T, C)`. Targets for `fit`: int `(B, T)` tag ids, -100 where ignored.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> model = BertTokenClassifier(backbone, num_classes=3, labels=["O", "B-PER", "I-PER"])
+    >>> x = {"token_ids": np.array([[2, 7, 8, 3]]), "segment_ids": np.zeros((1, 4), "int32"),
+    ...      "padding_mask": np.ones((1, 4), bool)}
+    >>> tuple(model(x).shape)
+    (1, 4, 3)
+    >>> model.compile(optimizer="adam")
+    >>> sorted(model.fit(x, np.array([[-100, 1, 2, -100]]), epochs=1, verbose=0).history)
+    ['accuracy', 'loss']
+    """
+
+    default_preprocessor_class = "BertTokenClassificationPreprocessor"
+
+    def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
+        if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
+            raise ValueError(f"BertTokenClassifier `num_classes` must be a positive integer, got {num_classes!r}.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"BertTokenClassifier `dropout` must be in [0, 1), got {dropout!r}.")
+        labels = _as_labels(labels)
+        if labels is not None and len(labels) != num_classes:
+            raise ValueError(f"BertTokenClassifier got {len(labels)} labels {list(labels)} for num_classes={num_classes}.")
+        inputs = dict(backbone.input)
+        sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
+        sequence_output = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
+                                               name="token_classifier_dropout")(sequence_output)
+        logits = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
+            dtype=backbone.dtype_policy,
+            name="token_classifier_dense",
+        )(sequence_output)  # (B, T, C)
+        super().__init__(inputs=inputs, outputs=ops.cast(logits, "float32"), **kwargs)
+        self.backbone = backbone
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.labels = labels
+        self.preprocessor = preprocessor
+        # The pooler gets no gradient from token logits; freezing it keeps optimizers from warning each step.
+        backbone.pooler.trainable = False
+        self.uses_default_loss = False
+
+    @property
+    def label_vocabulary(self):
+        """The `LabelVocabulary` of `labels`, or None when the model has no tag names."""
+        return None if self.labels is None else LabelVocabulary(self.labels)
+
+    # -- training ---------------------------------------------------------------------------------------
+
+    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
+        """`keras.Model.compile`; without `loss`, the masked token cross-entropy and accuracy over labelled
+        tokens (class docstring). With the default loss, `weighted_metrics` are computed over the labelled
+        tokens only (their weight is 0 elsewhere); `metrics` see every position."""
+        self.uses_default_loss = loss is None
+        if loss is None and metrics is None and kwargs.get("weighted_metrics") is None:
+            # Weighted: the token weights (0 on ignored positions) reach only `weighted_metrics`.
+            kwargs["weighted_metrics"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if not self.uses_default_loss:
+            return super().compute_loss(x, y, y_pred, sample_weight, training)
+        labels, weights = _targets_and_weights(y, y_pred, sample_weight)
+        loss = masked_token_cross_entropy(labels, y_pred, weights)
+        for extra_loss in self.losses:  # regularisation added by layers, if any
+            loss = loss + ops.cast(ops.sum(extra_loss), loss.dtype)
+        return loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        if not self.uses_default_loss:
+            return super().compute_metrics(x, y, y_pred, sample_weight)
+        labels, weights = _targets_and_weights(y, y_pred, sample_weight)
+        return super().compute_metrics(x, labels, y_pred, weights)
+
+    def compile_from_config(self, config):
+        compile_from_saved_config(self, config)
+
+    # -- prediction -------------------------------------------------------------------------------------
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Tagged words and entities of raw texts or word lists (with a preprocessor), else the logits.
+
+        Args:
+            x: a str, a list / array of str (raw texts), a list of word lists, or model inputs (token ids; a
+                dict or a `tf.data.Dataset`), which give the logits `(B, T, C)` as without a preprocessor.
+            batch_size: int or None. Windows per batch. Defaults to 32.
+            **kwargs: passed to `keras.Model.predict` (e.g. `verbose`).
+
+        Returns:
+            For text or words: a list of dicts `{"words", "entities"}` (one dict for one str), see the class
+            docstring. For model inputs: the logits.
+        """
+        if self.preprocessor is None or not _contains_strings(x):
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        if self.labels is None:
+            raise ValueError("Tagging text needs the tag names: build the BertTokenClassifier with `labels`.")
+        features = self.preprocessor.featurize(x)
+        logits = keras.Model.predict(self, features["inputs"], batch_size=batch_size or 32, **kwargs)
+        results = self.preprocessor.decode(features, logits, self.labels)
+        return results[0] if isinstance(x, (str, bytes)) else results
+
+    # -- config and checkpoints -------------------------------------------------------------------------
+
+    def task_config(self):
+        """The head arguments (everything but the backbone), as stored in checkpoints."""
+        return {
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "labels": list(self.labels) if self.labels is not None else None,
+        }
+
+    def checkpoint_files(self):
+        """For a model with `labels`: `label_vocabulary.json`, written with the weights by `save_pretrained`."""
+        if self.labels is None:
+            return {}
+        return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
+
+    @classmethod
+    def from_pretrained(cls, path, num_classes=None, labels=None, classifier_dropout=None, preprocessor=AUTO,
+                        sequence_length=None, **overrides):
+        """Build a token classifier from any checkpoint `checkpoints.read_checkpoint` reads.
+
+        Our own `BertTokenClassifier` directories restore everything (head, `labels`). Hugging Face
+        `BertForTokenClassification` directories load `classifier.*` (tags from `id2label` unless they are
+        the default `LABEL_i`, dropout from `classifier_dropout`, else `hidden_dropout_prob`); they have no
+        pooler, which this model does not use. Any other checkpoint (a pretrained encoder, another task's
+        head) loads the encoder; the head keeps its initial values, which `model.load_report.missing` lists
+        and a WARNING names, as it does for a head with another number of tags.
+
+        Args:
+            path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            num_classes: int or None. Number of tags; None takes the checkpoint's head, required without one.
+                Defaults to None.
+            labels: sequence of str, a `LabelVocabulary`, or None. Tags; None keeps the checkpoint's when their
+                number fits. Defaults to None.
+            classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
+                Defaults to None.
+            preprocessor: "auto", a `BertTokenClassificationPreprocessor`, or None. "auto" attaches the one
+                saved with the model, else one on the checkpoint's `vocab.txt` (none without a vocabulary or
+                TensorFlow). Defaults to "auto".
+            sequence_length: int or None. The preprocessor's window length; None keeps the saved one, else
+                `min(128, max_sequence_length)`. Defaults to None.
+            **overrides: backbone config values to change (e.g. `dropout=0.0`).
+
+        Returns:
+            `BertTokenClassifier`, with `load_report` (a `checkpoints.LoadReport`).
+        """
+        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
+        from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
+        from keras_bert_impl.models.backbone import BertBackbone
+
+        fmt, config, tensors, extra = read_checkpoint(path)
+        stored_classes, stored_labels, stored_dropout = _stored_head(fmt, config, tensors, extra)
+        if num_classes is None:
+            if stored_classes is None:
+                raise ValueError(
+                    f"{path} has no token classification head, so `num_classes` is needed "
+                    f"(e.g. BertTokenClassifier.from_pretrained(path, num_classes=9))."
+                )
+            num_classes = stored_classes
+        if labels is None and stored_labels is not None and len(stored_labels) == num_classes:
+            labels = stored_labels
+        if classifier_dropout is None:
+            classifier_dropout = DEFAULT_DROPOUT if stored_dropout is None else stored_dropout
+        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
+        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
+        model = cls(backbone, num_classes, dropout=classifier_dropout, labels=labels, preprocessor=preprocessor)
+        # A foreign checkpoint's `classifier.*` is this head only in a token classifier (not a sequence
+        # classifier's); our directories name their heads apart.
+        foreign_other_head = stored_classes is None and fmt != "native"
+        head_specs = token_classifier_head_specs()
+        load_task_weights(model, fmt, tensors, extra, path, [] if foreign_other_head else head_specs,
+                          optional_backbone_paths=UNUSED_BACKBONE_PATHS)
+        if foreign_other_head:
+            head_paths = [spec.ours for spec in head_specs]
+            model.load_report.missing = model.load_report.missing + head_paths
+            logger.warning("%s has no %s head weights for %s: they keep their initial values. Fine-tune before "
+                           "using the outputs.", path, cls.__name__, head_paths)
+        return model
+
+    @classmethod
+    def from_preset(cls, name, num_classes, vocabulary=None, sequence_length=None, lowercase=True,
+                    dropout=DEFAULT_DROPOUT, labels=None, **backbone_overrides):
+        """A randomly initialised token classifier of a published size (`models.presets.PRESETS`).
+
+        Args:
+            name: str. The preset ("tiny" ... "large").
+            num_classes: int. Number of tags.
+            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the backbone
+                is sized to it and a `BertTokenClassificationPreprocessor` on it is attached. Defaults to None.
+            sequence_length: int or None. The preprocessor's window length. Defaults to
+                `min(128, max_sequence_length)`.
+            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
+            dropout: float. The head's dropout. Defaults to 0.1.
+            labels: the tags, as in the constructor. Defaults to None.
+            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
+
+        Example:
+        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "lives", "in", "paris"]
+        >>> model = BertTokenClassifier.from_preset("tiny", num_classes=3, vocabulary=vocabulary,
+        ...                                         labels=["O", "B-PER", "I-PER"])
+        >>> tagged = model.predict("Peter lives in Paris", verbose=0)
+        >>> [word["text"] for word in tagged["words"]]
+        ['Peter', 'lives', 'in', 'Paris']
+        """
+        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
+        return cls(backbone, num_classes, dropout=dropout, labels=labels, preprocessor=preprocessor)
+
+    def save_huggingface(self, path):
+        """Write a Hugging Face `BertForTokenClassification` directory (`num_labels`, `id2label`, `label2id`,
+        `classifier_dropout` in config.json) that `transformers` loads."""
+        from keras_bert_impl.checkpoints import save_huggingface
+        from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
+
+        labels = self.labels or tuple(f"LABEL_{index}" for index in range(self.num_classes))
+        config_updates = {
+            "num_labels": self.num_classes,
+            "id2label": {str(index): label for index, label in enumerate(labels)},
+            "label2id": {label: index for index, label in enumerate(labels)},
+            "classifier_dropout": self.dropout,
+        }
+        save_huggingface(self, path, head_specs=token_classifier_head_specs(),
+                         architectures=(HUGGINGFACE_ARCHITECTURE,), config_updates=config_updates)
+
+
+def _stored_head(fmt, config, tensors, extra):
+    """`(num_classes, labels, dropout)` of the checkpoint's token classification head, None where unknown."""
+    if fmt == "native":
+        if extra.get("class_name") != BertTokenClassifier.__name__:
+            return None, None, None
+        labels = config.get("labels")
+        return config["num_classes"], tuple(labels) if labels else None, config.get("dropout")
+    if fmt == "huggingface":
+        architectures = extra.get("source_config", {}).get("architectures") or []
+        if HUGGINGFACE_ARCHITECTURE not in architectures:
+            return None, None, None
+        return classifier_stored_head(fmt, config, tensors, extra)  # the same `classifier.*`, id2label, dropout
+    return None, None, None

@@ -1,0 +1,361 @@
+"""Words or raw text to windowed BERT token-classification features, and per-token logits back to words
+and entities.
+
+Labels sit on the first sub-token of each word, as the BERT paper (section 5.3) and Hugging Face do; other
+sub-tokens, `[CLS]`, `[SEP]` and padding get `IGNORED_LABEL` (-100, Hugging Face's value), which
+`BertTokenClassifier`'s loss skips.
+
+What a word is:
+- pre-split words (a CoNLL sentence, a list of str per example): each given word; the words are joined with
+  one space into the text the tokenizer sees, so offsets index that joined text;
+- raw text: the tokenizer's words (text split on whitespace and around punctuation, as BERT's basic
+  tokenizer does and as Hugging Face's token-classification pipeline groups sub-tokens): a word starts at
+  every token that is not a `##` continuation piece.
+
+Windows: a sentence longer than `sequence_length - 2` tokens is not truncated: it is cut into windows of that
+many tokens whose starts are `stride` tokens apart, each packed `[CLS] window [SEP]`. Every token belongs to
+exactly one window, the one where it sits nearest the middle (window k owns the tokens from
+`k * stride + (window - stride) // 2` up to where window k + 1's begin; the first window owns the sentence's
+start, the last its end), and only there does it carry a label (training) and a prediction (decoding). So
+each word is labelled and predicted once, with at least `(window - stride) // 2` tokens of context on both
+sides when the sentence allows.
+
+The featurization is TensorFlow ops (`window_features`), the one implementation that `tf.data` training,
+eager `predict` and the exported SavedModel's `serve_text` (`export.entity_span_graph`) run. Decoding back to
+words and entities (`decode`) reads chunks with the conlleval convention (`metrics.entity_chunks`).
+
+Shape legend: B examples, W windows (feature rows, all examples together), T `sequence_length`,
+C tags (`num_classes`).
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.data.packing import SegmentPacker
+from keras_bert_impl.export.squad_span_graph import repair_utf8
+from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, entity_chunks
+from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
+from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX
+
+# Hugging Face's ignore index: the label of positions the loss skips.
+IGNORED_LABEL = -100
+WORD_SEPARATOR = " "
+
+
+def first_piece_table(tokenizer):
+    """bool `(V,)`: token id -> the token can start a word (it is not a `##` continuation piece)."""
+    return tf.constant([not token.startswith(CONTINUATION_PREFIX) for token in tokenizer.get_vocabulary()])
+
+
+def _join_words(words):
+    """Pre-split words `(B, None)` -> the joined text `(B,)` and each word's byte start and end in it."""
+    words = words.with_flat_values(repair_utf8(words.flat_values))
+    text = tf.strings.reduce_join(words, axis=1, separator=WORD_SEPARATOR)
+    lengths = words.with_flat_values(tf.cast(tf.strings.length(words.flat_values), tf.int64))
+    steps = lengths + len(WORD_SEPARATOR)
+    starts = tf.math.cumsum(steps, axis=1, exclusive=True)
+    return text, starts, starts + lengths
+
+
+def _flat_row_bases(text):
+    """int64 `(B,)`: an offset per row that makes byte offsets of different rows one increasing sequence."""
+    return tf.math.cumsum(tf.cast(tf.strings.length(text), tf.int64) + 1, exclusive=True)
+
+
+def window_features(tokenizer, packer, sequence_length, stride, texts=None, words=None, tag_ids=None,
+                    first_pieces=None):
+    """Texts or pre-split words -> windowed model inputs, labels and the word of every scored token.
+
+    Give exactly one of `texts` and `words`.
+
+    Args:
+        tokenizer: `BertTokenizer`.
+        packer: `SegmentPacker` packing `[CLS] window [SEP]` (fixed or dynamic padding).
+        sequence_length: int. T.
+        stride: int. Distance between window starts, in tokens; at most `sequence_length - 2`.
+        texts: tf.string `(B,)` raw texts, or None.
+        words: tf.string RaggedTensor `(B, None)` of words, or None.
+        tag_ids: int RaggedTensor `(B, None)`, one tag id per word (only with `words`), or None.
+        first_pieces: bool `(V,)` from `first_piece_table(tokenizer)` (raw texts only), or None.
+
+    Returns:
+        dict of `inputs` (`token_ids`, `segment_ids` int32, `padding_mask` bool, `(W, T)`), `word_index` int32
+        `(W, T)` (the word a scored token starts, -1 elsewhere), `labels` int32 `(W, T)` (with `tag_ids`:
+        the word's tag at scored tokens, `IGNORED_LABEL` elsewhere), `example_index` int64 `(W,)`, `text`
+        tf.string `(B,)` (what the tokenizer saw, invalid UTF-8 repaired) and `word_starts` / `word_ends`
+        int64 RaggedTensors `(B, None)`: each word's byte span in `text`.
+    """
+    if words is not None:
+        text, word_starts, word_ends = _join_words(words)
+    else:
+        text = repair_utf8(texts)
+    ids, token_starts, token_ends = tokenizer.tokenize_with_offsets_tensor(text)
+    token_row = ids.value_rowids()  # (N,) N tokens of all examples
+    if words is not None:
+        bases = _flat_row_bases(text)
+        global_word_starts = word_starts.flat_values + tf.gather(bases, word_starts.value_rowids())
+        global_token_starts = token_starts.flat_values + tf.gather(bases, token_row)
+        token_word = tf.searchsorted(global_word_starts, global_token_starts, side="right", out_type=tf.int64) - 1
+        previous_word = tf.concat([tf.constant([-1], tf.int64), token_word[:-1]], axis=0)
+        is_first = tf.not_equal(token_word, previous_word)
+        word_row_starts = word_starts.row_starts()
+    else:
+        is_first = tf.gather(first_pieces, ids.flat_values)
+        token_word = tf.math.cumsum(tf.cast(is_first, tf.int64)) - 1
+        num_words = tf.math.unsorted_segment_sum(tf.cast(is_first, tf.int64), token_row, tf.shape(text)[0])
+        word_row_splits = tf.concat([[0], tf.math.cumsum(num_words)], axis=0)
+        word_row_starts = word_row_splits[:-1]
+        total_words = word_row_splits[-1]
+        word_starts = tf.RaggedTensor.from_row_splits(tf.boolean_mask(token_starts.flat_values, is_first),
+                                                      word_row_splits, validate=False)
+        word_ends = tf.RaggedTensor.from_row_splits(
+            tf.math.unsorted_segment_max(token_ends.flat_values, token_word, total_words), word_row_splits,
+            validate=False)
+    local_word = token_word - tf.gather(word_row_starts, token_row)  # (N,)
+
+    # Windows of `room` tokens, `stride` apart; token p of an example belongs to window home(p).
+    room = sequence_length - 2
+    num_tokens = ids.row_lengths()  # (B,)
+    num_windows = 1 + (tf.maximum(num_tokens - room, 0) + stride - 1) // stride  # (B,)
+    windows = tf.ragged.range(num_windows)  # (B, None)
+    example_index = windows.value_rowids()  # (W,)
+    window_start = windows.flat_values * stride  # (W,)
+    window_length = tf.minimum(tf.gather(num_tokens, example_index) - window_start, room)
+    position = tf.ragged.range(window_length)  # (W, None) position inside the window
+    window_of_position = position.value_rowids()
+    in_example = position.flat_values + tf.gather(window_start, window_of_position)  # (P,) position in example
+    token = in_example + tf.gather(ids.row_starts(), tf.gather(example_index, window_of_position))  # (P,)
+    home = tf.clip_by_value((in_example - (room - stride) // 2) // stride, 0,
+                            tf.gather(num_windows, tf.gather(example_index, window_of_position)) - 1)
+    scored = tf.logical_and(tf.equal(home, tf.gather(windows.flat_values, window_of_position)),
+                            tf.gather(is_first, token))
+
+    inputs = packer(position.with_flat_values(tf.gather(ids.flat_values, token)))
+    width = tf.shape(inputs["token_ids"])[1]  # T, or the longest row with dynamic padding
+
+    def aligned(values, fill):
+        """Per-window-token values `(P,)` at the packed positions (after [CLS]) of a `(W, T)` tensor."""
+        rows = position.with_flat_values(tf.where(scored, values, tf.cast(fill, values.dtype)))
+        column = tf.RaggedTensor.from_tensor(tf.fill([rows.nrows(), 1], tf.cast(fill, values.dtype)))
+        dense = tf.concat([column, rows], axis=1).to_tensor(default_value=fill)  # at most width - 1 wide
+        return tf.pad(dense, [[0, 0], [0, width - tf.shape(dense)[1]]], constant_values=fill)
+
+    features = {
+        "inputs": inputs,
+        "word_index": aligned(tf.cast(tf.gather(local_word, token), tf.int32), -1),
+        "example_index": example_index,
+        "text": text,
+        "word_starts": word_starts,
+        "word_ends": word_ends,
+    }
+    if tag_ids is not None:
+        word_tags = tf.cast(tag_ids.flat_values, tf.int32)
+        features["labels"] = aligned(tf.gather(word_tags, tf.gather(token_word, token)), IGNORED_LABEL)
+    return features
+
+
+def _is_word_lists(x):
+    if isinstance(x, tf.RaggedTensor):
+        return True
+    return isinstance(x, (list, tuple)) and bool(x) and isinstance(x[0], (list, tuple))
+
+
+def _as_words(words):
+    """A tf.string RaggedTensor `(B, None)` from a list of word lists (or a RaggedTensor)."""
+    if isinstance(words, tf.RaggedTensor):
+        return words
+    for index, sentence in enumerate(words):
+        for word in sentence:
+            if not isinstance(word, str):
+                raise TypeError(f"words[{index}] holds {type(word).__name__} {word!r:.40}; give str words.")
+    return tf.ragged.constant([list(sentence) for sentence in words], dtype=tf.string, ragged_rank=1,
+                              inner_shape=())
+
+
+def _as_texts(texts):
+    if isinstance(texts, (str, bytes)):
+        texts = [texts]
+    if isinstance(texts, np.ndarray):
+        texts = texts.tolist()
+    return tf.convert_to_tensor(texts, dtype=tf.string)
+
+
+def _byte_to_char_offsets(text):
+    """int array: character index of every byte offset of `text` (a UTF-8 str), one past the end included."""
+    encoded_lengths = [len(character.encode("utf-8")) for character in text]
+    char_of_byte = np.repeat(np.arange(len(text)), encoded_lengths)
+    return np.concatenate([char_of_byte, [len(text)]]).astype(np.int64)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertTokenClassificationPreprocessor(Preprocessor):
+    """Words or raw text to windowed BERT features for token classification (NER), and logits back to
+    tagged words and entities with character offsets.
+
+    See the module docstring for what a word is, where labels go and how long sentences are windowed.
+    A `BertTokenClassifier` holding this preprocessor tags raw text: `model.predict(texts)` returns, per text,
+    its `words` (`{"text", "start", "end", "tag", "score"}`) and `entities` (`{"text", "type", "start", "end",
+    "score"}`, read from the tags as conlleval reads them; `score` is the mean probability of the entity's
+    tags), with character offsets into the text.
+
+    Args:
+        tokenizer: `BertTokenizer`.
+        sequence_length: int. `T`, the window length including `[CLS]` and `[SEP]`. Defaults to 128.
+        stride: int or None. Distance between window starts, in tokens, at most `sequence_length - 2`; None:
+            half a window, `(sequence_length - 2) // 2`. Defaults to None.
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Call arguments:
+        x: raw texts (a str, a list / array / tf.string tensor `(B,)`), or pre-split words (a list of lists of
+            str, or a tf.string RaggedTensor `(B, None)`).
+        y: with words only: their tag ids, a list of int lists (or an int RaggedTensor) parallel to `x`.
+            Defaults to None.
+        sample_weight: not supported.
+
+    Returns:
+        the model inputs dict (`token_ids`, `segment_ids` int32, `padding_mask` bool, `(W, T)`, W >= B windows
+        in example order), and with `y` the labels int32 `(W, T)` as `(x, y)`. NumPy arrays when called
+        eagerly, TensorFlow tensors inside `tf.data`.
+
+    Example:
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "lives", "in", "par",
+    ...                            "##is"])
+    >>> preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=8)
+    >>> x, y = preprocessor([["Peter", "lives", "in", "Paris"]], [[1, 0, 0, 3]])
+    >>> x["token_ids"].tolist(), y.tolist()
+    ([[2, 5, 6, 7, 8, 9, 3, 0]], [[-100, 1, 0, 0, 3, -100, -100, -100]])
+    """
+
+    def __init__(self, tokenizer, sequence_length=128, stride=None, **kwargs):
+        super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
+        room = self.sequence_length - 2
+        stride = max(1, room // 2) if stride is None else stride
+        if not isinstance(stride, (int, np.integer)) or isinstance(stride, bool) or not 1 <= stride <= room:
+            raise ValueError(f"stride must be an int in [1, sequence_length - 2 = {room}] (tokens between window "
+                             f"starts), got {stride!r}.")
+        self.stride = int(stride)
+        self.packer = SegmentPacker(self.sequence_length, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id,
+                                    self.tokenizer.pad_token_id, name="packer")
+        self._first_pieces = None
+
+    def _features(self, x, y=None):
+        if y is not None and not _is_word_lists(x):
+            raise ValueError("Tags (y) go with pre-split words: give x as a list of word lists, one tag id per word.")
+        if _is_word_lists(x):
+            words = _as_words(x)
+            tag_ids = None
+            if y is not None:
+                tag_ids = y if isinstance(y, tf.RaggedTensor) else tf.ragged.constant(
+                    [list(row) for row in y], dtype=tf.int32, ragged_rank=1)
+            return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, words=words,
+                                   tag_ids=tag_ids)
+        if self._first_pieces is None:
+            self._first_pieces = first_piece_table(self.tokenizer)
+        texts = _as_texts(x)
+        if texts.shape.rank == 0:
+            texts = tf.reshape(texts, [1])
+        return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, texts=texts,
+                               first_pieces=self._first_pieces)
+
+    def call(self, x, y=None, sample_weight=None):
+        if sample_weight is not None:
+            raise ValueError("BertTokenClassificationPreprocessor takes no sample_weight (windows are not examples).")
+        features = self._features(x, y)
+        if y is None:
+            return features["inputs"]
+        return features["inputs"], features["labels"]
+
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """Batched `tf.data.Dataset` of windowed features: `batch_size` sentences (word lists with tag id lists
+        as `y`) or texts per batch, each batch as many rows as windows. Model inputs (token ids and labels)
+        and datasets of them pass through as the base class passes them."""
+        if _is_model_input(x) or (isinstance(x, tf.data.Dataset) and _is_model_input(
+                keras.utils.unpack_x_y_sample_weight(x.element_spec)[0])):
+            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle)
+        if sample_weight is not None:
+            self.call(x, y, sample_weight)  # the error
+        if isinstance(x, tf.data.Dataset):
+            return x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        if _is_word_lists(x):
+            x = _as_words(x)
+            if y is not None:
+                y = tf.ragged.constant([list(row) for row in y], dtype=tf.int32, ragged_rank=1)
+        else:
+            x = _as_texts(x)
+        dataset = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y))
+        if shuffle:
+            dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
+        dataset = dataset.ragged_batch(batch_size or DEFAULT_BATCH_SIZE)
+        return dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    # -- the offline pipeline: features with their words, and decoding -----------------------------------
+
+    def featurize(self, x, y=None):
+        """`window_features` of `x` (and tag ids `y`) as NumPy: arrays, and lists of arrays for the ragged
+        word offsets. `features["inputs"]` equals `self(x)`."""
+        features = self._features(x, y)
+        numpy = {"inputs": {key: value.numpy() for key, value in features["inputs"].items()}}
+        for key in ("word_index", "example_index", "labels"):
+            if key in features:
+                numpy[key] = features[key].numpy()
+        numpy["text"] = [text.decode("utf-8") for text in features["text"].numpy()]
+        for key in ("word_starts", "word_ends"):
+            numpy[key] = [np.asarray(row) for row in features[key].to_list()]
+        return numpy
+
+    def word_logits(self, features, logits):
+        """Per example, `(logits (words, C), has_token (words,))`: each word's logits at its first token, and
+        whether it has one (a word made only of characters the tokenizer deletes has none; its logits are 0)."""
+        logits = np.asarray(logits)
+        per_example = [(np.zeros((len(starts), logits.shape[-1]), logits.dtype), np.zeros(len(starts), bool))
+                       for starts in features["word_starts"]]
+        rows, columns = np.nonzero(features["word_index"] >= 0)
+        examples = features["example_index"][rows]
+        words = features["word_index"][rows, columns]
+        for example, word, row, column in zip(examples, words, rows, columns):
+            per_example[example][0][word] = logits[row, column]
+            per_example[example][1][word] = True
+        return per_example
+
+    def decode(self, features, logits, labels):
+        """Tagged words and entities of each example from the model's `logits` `(W, T, C)` on `features`.
+
+        Args:
+            features: dict from `featurize`.
+            logits: array `(W, T, C)`.
+            labels: sequence of str. The tag of each class id (IOB2: "O", "B-PER", ...).
+
+        Returns:
+            list (one per example) of dicts `{"words": [...], "entities": [...]}` as the class docstring says;
+            offsets are character offsets into the text (the words joined by spaces for pre-split words).
+        """
+        labels = list(labels)
+        if OUTSIDE_TAG not in labels:
+            raise ValueError(f"Decoding entities needs IOB tags with 'O' among the labels; got {labels}.")
+        results = []
+        for example, (word_logits, has_token) in enumerate(self.word_logits(features, logits)):
+            text = features["text"][example]
+            char_of_byte = _byte_to_char_offsets(text)
+            starts = char_of_byte[features["word_starts"][example]]
+            ends = char_of_byte[features["word_ends"][example]]
+            shifted = word_logits - word_logits.max(axis=-1, keepdims=True) if len(word_logits) else word_logits
+            probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+            tag_ids = np.where(has_token, np.argmax(word_logits, axis=-1), labels.index(OUTSIDE_TAG))
+            scores = np.where(has_token, probabilities.max(axis=-1) if len(word_logits) else 0.0, 0.0)
+            tags = [labels[int(tag_id)] for tag_id in tag_ids]
+            words = [{"text": text[start:end], "start": int(start), "end": int(end), "tag": tag, "score": float(score)}
+                     for start, end, tag, score in zip(starts, ends, tags, scores)]
+            entities = [{"text": text[starts[chunk.start]:ends[chunk.end - 1]], "type": chunk.type,
+                         "start": int(starts[chunk.start]), "end": int(ends[chunk.end - 1]),
+                         "score": float(np.mean(scores[chunk.start:chunk.end]))} for chunk in entity_chunks(tags)]
+            results.append({"words": words, "entities": entities})
+        return results
+
+    # -- config -------------------------------------------------------------------------------------------
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(stride=self.stride)
+        return config
