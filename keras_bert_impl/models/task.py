@@ -182,7 +182,9 @@ class BertTask(keras.Model):
             return None
         if preprocessor != AUTO:
             return preprocessor
-        path = os.fspath(path)
+        from keras_bert_impl.checkpoints import resolve_checkpoint
+
+        path = resolve_checkpoint(path)  # a Hugging Face Hub id: its cached snapshot, where vocab.txt is
         if cls.default_preprocessor_class is None or not os.path.isfile(os.path.join(path, VOCABULARY_FILENAME)):
             return None
         try:

@@ -79,6 +79,8 @@ def test_task_loads_by_id_at_a_revision_with_the_cached_vocabulary(offline_hub):
     assert model.backbone.num_layers == 6 and model.num_classes == 2
     assert model.preprocessor is not None and model.preprocessor.tokenizer.vocabulary_size() == 30522
     assert resolve_checkpoint(MODEL_ID, revision=COMMIT).endswith(COMMIT)
+    # Every task finds the vocabulary of an id, also one whose from_pretrained hands the id on unresolved.
+    assert BertClassifier._pretrained_preprocessor(MODEL_ID).tokenizer.vocabulary_size() == 30522
 
 
 def test_id_not_in_the_cache_while_offline_is_one_clear_line(offline_hub):
