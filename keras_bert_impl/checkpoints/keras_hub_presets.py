@@ -136,16 +136,21 @@ def read_keras_hub_tokenizer(preset):
                          strip_accents=settings.get("strip_accents", False))
 
 
-def write_keras_hub_preset(backbone, path, tokenizer=None):
-    """Write `backbone` (and `tokenizer`) as a keras-hub BERT preset directory, atomically.
+def write_keras_hub_preset(backbone, path, tokenizer=None, classifier_head=None):
+    """Write `backbone` (and `tokenizer`, and a classification head) as a keras-hub BERT preset directory,
+    atomically.
 
     `keras_hub.models.BertBackbone.from_preset(path)` (and `BertTokenizer.from_preset`, `BertTextClassifier.
-    from_preset(path, num_classes=...)`) then load it with our outputs.
+    from_preset(path, num_classes=...)`) then load it with our outputs; with `classifier_head`,
+    `BertTextClassifier.from_preset(path)` loads the head too (keras-hub's task files).
 
     Args:
         backbone: `BertBackbone`. Its activation and LayerNorm epsilon must be keras-hub's (tanh GELU, 1e-12).
         path: str. The preset directory; replaced only when complete.
         tokenizer: our `BertTokenizer` or None. Written as the preset's tokenizer. Defaults to None.
+        classifier_head: dict or None. `num_classes`, `dropout`, `kernel` `(H, C)`, `bias` `(C,)` and the
+            preprocessor's `sequence_length` of a `BertClassifier`: written as a keras-hub `BertTextClassifier`.
+            Defaults to None.
 
     Raises:
         CheckpointError: the backbone computes something keras-hub's `BertBackbone` cannot.
@@ -173,10 +178,19 @@ def write_keras_hub_preset(backbone, path, tokenizer=None):
     variables = {variable.path: variable for variable in target.weights}
     for keras_hub_path, name, kind in _name_table(backbone.num_layers):
         variables[keras_hub_path].assign(_per_head(kind, tensors[name], backbone.num_heads, to_keras_hub=True))
+    target_tokenizer = None if tokenizer is None else keras_hub.models.BertTokenizer(
+        vocabulary=tokenizer.get_vocabulary(), lowercase=tokenizer.lowercase, strip_accents=tokenizer.strip_accents)
     with atomic_directory(path, markers=(PRESET_CONFIG_FILE,), what="keras-hub preset") as staging:
-        target.save_to_preset(staging)
-        if tokenizer is not None:
-            keras_hub.models.BertTokenizer(
-                vocabulary=tokenizer.get_vocabulary(), lowercase=tokenizer.lowercase,
-                strip_accents=tokenizer.strip_accents,
-            ).save_to_preset(staging)
+        if classifier_head is None:
+            target.save_to_preset(staging)
+            if target_tokenizer is not None:
+                target_tokenizer.save_to_preset(staging)
+            return
+        preprocessor = None if target_tokenizer is None else keras_hub.models.BertTextClassifierPreprocessor(
+            target_tokenizer, sequence_length=classifier_head["sequence_length"])
+        task = keras_hub.models.BertTextClassifier(target, classifier_head["num_classes"], preprocessor=preprocessor,
+                                                   dropout=classifier_head["dropout"])
+        head = {variable.path: variable for variable in task.weights}
+        head["logits/kernel"].assign(classifier_head["kernel"])
+        head["logits/bias"].assign(classifier_head["bias"])
+        task.save_to_preset(staging)

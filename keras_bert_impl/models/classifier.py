@@ -239,6 +239,21 @@ class BertClassifier(BertTask):
             return {}
         return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
 
+    def save_to_preset(self, path):
+        """Write a keras-hub `BertTextClassifier` preset, atomically: backbone, head, and the preprocessor's
+        tokenizer and `sequence_length`. `keras_hub.models.BertTextClassifier.from_preset(path)` loads it with this
+        model's logits (`checkpoints.keras_hub_presets`); `labels` have no place there (`save_pretrained` keeps
+        them)."""
+        from keras_bert_impl.checkpoints.keras_hub_presets import write_keras_hub_preset
+
+        preprocessor = self._preprocessor_or_none()
+        dense = self.get_layer("classifier_dense")
+        head = {"num_classes": self.num_classes, "dropout": self.dropout,
+                "kernel": keras.ops.convert_to_numpy(dense.kernel), "bias": keras.ops.convert_to_numpy(dense.bias),
+                "sequence_length": None if preprocessor is None else preprocessor.sequence_length}
+        write_keras_hub_preset(self.backbone, path, tokenizer=None if preprocessor is None else preprocessor.tokenizer,
+                               classifier_head=head)
+
     def save_huggingface(self, path):
         """Write a Hugging Face `BertForSequenceClassification` directory (`num_labels`, `id2label`,
         `label2id`, `classifier_dropout`, `problem_type` in config.json) that `transformers` loads."""
