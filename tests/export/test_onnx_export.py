@@ -12,6 +12,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_impl.models.registry import TASK_CLASSES
 from tests.cli.cli_test_utils import run_cli
 from tests.helpers import random_batch, to_numpy
 
@@ -33,22 +34,39 @@ def _backbone(hidden_activation="gelu"):
     return BertBackbone(**TINY, hidden_activation=hidden_activation)
 
 
+# Task models built with only a backbone (and a class count): each is exported with no special case.
+LATER_TASKS = {"BertTokenClassifier": ("token_classifier", dict(num_classes=5)),
+               "BertMultipleChoice": ("multiple_choice", {})}
+MODEL_NAMES = ["classifier", "question_answerer", "pretrainer", "backbone"] + [
+    name for class_name, (name, _) in LATER_TASKS.items() if class_name in TASK_CLASSES]
+NUM_CHOICES = 3
+
+
 def _models():
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.models.pretrainer import BertPretrainer
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
+    from keras_bert_impl.models.registry import task_class
 
-    return {
+    models = {
         "classifier": BertClassifier(_backbone(), 3, labels=["negative", "neutral", "positive"]),
         "question_answerer": BertQuestionAnswerer(_backbone()),
         "pretrainer": BertPretrainer(_backbone()),
         "backbone": _backbone("gelu_approximate"),  # the original BERT's tanh GELU
     }
+    for class_name, (name, arguments) in LATER_TASKS.items():
+        if class_name in TASK_CLASSES:
+            models[name] = task_class(class_name)(_backbone(), **arguments)
+    return models
 
 
 def _inputs(model, batch_size, length, seed):
-    lengths = [max(2, length - 3 * row) for row in range(batch_size)]  # padded rows of every batch
-    batch = random_batch(batch_size, length, TINY["vocabulary_size"], seed=seed, lengths=lengths)
+    """Random padded inputs of the model's own rank: `(B, T)`, or `(B, C, T)` for multiple choice."""
+    choices = NUM_CHOICES if len(model.input["token_ids"].shape) == 3 else 1
+    lengths = [max(2, length - 3 * row) for row in range(batch_size * choices)]  # padded rows of every batch
+    batch = random_batch(batch_size * choices, length, TINY["vocabulary_size"], seed=seed, lengths=lengths)
+    if choices > 1:
+        batch = {name: value.reshape(batch_size, choices, length) for name, value in batch.items()}
     if "mask_positions" in model.input:
         batch["mask_positions"] = np.random.default_rng(seed).integers(0, length, (batch_size, 3)).astype("int32")
     return batch
@@ -81,7 +99,7 @@ def exports(tmp_path_factory):
 
 @pytest.mark.tensorflow_only
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["classifier", "question_answerer", "pretrainer", "backbone"])
+@pytest.mark.parametrize("name", MODEL_NAMES)
 def test_onnx_runtime_matches_keras_at_two_batch_sizes_and_lengths(exports, name):
     model, path = exports[name]
     _assert_session_matches(model, path)
