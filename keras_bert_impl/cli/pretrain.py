@@ -34,7 +34,10 @@ How the pieces fit:
 - `--distribution` (see `keras_bert_impl.training.distribution`): `mirrored` (all local GPUs),
   `multi_worker` (`TF_CONFIG` set per worker, the same command on each; the chief writes), `tpu` (`--tpu`
   names it) need `KERAS_BACKEND=tensorflow`; `jax_data_parallel` (every JAX device) needs
-  `KERAS_BACKEND=jax`. `--batch-size` is always the global batch.
+  `KERAS_BACKEND=jax`, and on several hosts `KERAS_DISTRIBUTION_JOB_ADDRESSES` (the coordinator's host:port),
+  `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID` set for the same command on each
+  (every process writes, process i > 0 into `--output-dir/process<i>`). `--batch-size` is always the global
+  batch.
 """
 
 import json
@@ -135,7 +138,8 @@ def add_arguments(parser):
     train.add_argument("--distribution", default="none",
                        choices=("none", "mirrored", "multi_worker", "tpu", "jax_data_parallel"),
                        help="data-parallel setup, see keras_bert_impl.training.distribution (default: none)")
-    train.add_argument("--tpu", default="", help="TPU name or address for --distribution tpu")
+    train.add_argument("--tpu", default="", help="TPU name or grpc:// address for --distribution tpu ('local' on a "
+                       "Cloud TPU VM; default: $TPU_NAME)")
     out = parser.add_argument_group("output")
     out.add_argument("--output-dir", default="runs/pretrain",
                      help="checkpoints, logs and final/ (default: %(default)s)")
@@ -320,7 +324,9 @@ def run(args):
     from keras_bert_impl.models.pretrainer import BertPretrainer
     from keras_bert_impl.optimization import create_optimizer
     from keras_bert_impl.utils.atomic_io import atomic_write_json, ensure_directory
-    from keras_bert_impl.training.distribution import for_tf_distribute, make_distribution, replica_count
+    from keras_bert_impl.training.distribution import (
+        for_tf_distribute, make_distribution, process_directory, replica_count,
+    )
     from keras_bert_impl.training.callbacks import (
         MetricsLog, NonFiniteLossGuard, TrainingCheckpoint, latest_training_checkpoint, plot_training_curves,
         read_metrics_log, restore_training_checkpoint,
@@ -330,7 +336,7 @@ def run(args):
     # set, before anything (the tokenizer's tf.data / tf.lookup, the seed) initialises TensorFlow's runtime.
     scope, strategy, is_chief = make_distribution(args.distribution, tpu=args.tpu)
     keras.utils.set_random_seed(args.seed)
-    out = ensure_directory(args.output_dir)
+    out = ensure_directory(process_directory(args.output_dir, args.distribution))
     tokenizer = pretraining_tokenizer(args)
     phases = training_phases(args, tokenizer)
     longest = max(phase["preprocessor"].sequence_length for phase in phases)
@@ -407,8 +413,10 @@ def run(args):
                            step_offset=steps_before, write=is_chief),
                 TrainingCheckpoint(checkpoint_directory, every, keep=args.keep_checkpoints,
                                    extra_state={"phase": index, "run_settings": settings[index]}, write=is_chief),
-                keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"), update_freq=every),
             ]
+            if is_chief:  # the workers of a multi-worker run share --output-dir
+                callbacks.append(keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"),
+                                                             update_freq=every))
             replicas = replica_count(strategy)
             logger.info("Phase %d: length %d, batch %d (%g per replica, %d replicas), %d steps (from %d)", index,
                         phase["preprocessor"].sequence_length, phase["batch_size"], phase["batch_size"] / replicas,

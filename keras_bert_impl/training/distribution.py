@@ -8,8 +8,10 @@ TensorFlow appears here only at the edge (strategy objects and a tf.data map), i
 | `mirrored`          | tensorflow | `tf.distribute.MirroredStrategy`: every local GPU (or given devices)  |
 | `multi_worker`      | tensorflow | `MultiWorkerMirroredStrategy`; each worker's `TF_CONFIG` names the     |
 |                     |            | cluster, the same command runs on every worker, the chief writes      |
-| `tpu`               | tensorflow | `TPUStrategy` on the TPU named by `tpu` (a name or `grpc://` address) |
-| `jax_data_parallel` | jax        | `keras.distribution.DataParallel` over every JAX device               |
+| `tpu`               | tensorflow | `TPUStrategy` on the TPU named by `tpu` or `TPU_NAME` (a name,        |
+|                     |            | `grpc://` address, or `local` on a Cloud TPU VM)                      |
+| `jax_data_parallel` | jax        | `keras.distribution.DataParallel` over every JAX device; on several   |
+|                     |            | hosts, the same command on each with `JAX_PROCESS_VARIABLES` set      |
 
 In all of them the batch size given to the input pipeline is the global batch, split across replicas.
 Under tf.distribute each replica normalises the MLM loss by its own mask weights and the replica gradients
@@ -36,7 +38,8 @@ def make_distribution(name, tpu="", devices=None):
 
     Build and compile the model inside `scope` (a no-op context for `none` and `jax_data_parallel`, whose
     layout is global state set here). `strategy` is the tf.distribute strategy or None; `is_chief` says
-    whether this process should write checkpoints and logs.
+    whether this process should write checkpoints and logs: the chief of tf.distribute workers, every
+    process of a JAX run (into its own `process_directory`).
 
     Args:
         name: str. One of `DISTRIBUTIONS`.
@@ -54,13 +57,14 @@ def make_distribution(name, tpu="", devices=None):
     if name == "none":
         return contextlib.nullcontext(), None, True
     if name == "jax_data_parallel":
+        _initialize_jax_processes()
         distribution = keras.distribution.DataParallel(devices=devices)
         keras.distribution.set_distribution(distribution)
         mesh = distribution.device_mesh
         logger.info("DataParallel over a %d-device mesh: shape %s, axis names %s (batch axis %r), devices %s",
                     int(mesh.devices.size), tuple(mesh.shape), tuple(mesh.axis_names), distribution.batch_dim_name,
                     ", ".join(str(device) for device in mesh.devices.flat))
-        return contextlib.nullcontext(), None, True
+        return contextlib.nullcontext(), None, True  # every process writes, see `process_directory`
 
     import tensorflow as tf
 
@@ -68,20 +72,102 @@ def make_distribution(name, tpu="", devices=None):
         strategy = tf.distribute.MirroredStrategy(devices)
         is_chief = True
     elif name == "multi_worker":
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        strategy = _multi_worker_strategy()
         resolver = strategy.cluster_resolver
         is_chief = resolver.task_type in (None, "chief") or (
             resolver.task_type == "worker" and resolver.task_id == 0
             and "chief" not in resolver.cluster_spec().as_dict()
         )
     else:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or os.environ.get("TPU_NAME", ""))
+        tpu = tpu or os.environ.get("TPU_NAME", "")
+        if not tpu:  # TensorFlow would look for a Cloud TPU for minutes, then say "Please provide a TPU Name"
+            raise ValueError("--distribution tpu needs a TPU: give --tpu NAME (or grpc://HOST:PORT), or set TPU_NAME; "
+                             "on a Cloud TPU VM, --tpu local.")
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         strategy = tf.distribute.TPUStrategy(resolver)
         is_chief = True
     logger.info("%s with %d replicas in sync", type(strategy).__name__, strategy.num_replicas_in_sync)
     return StrategyScope(strategy), strategy, is_chief
+
+
+# keras.distribution.initialize's settings of a multi-process (multi-host) JAX run, the same on every host but
+# the process id: the coordinator's (process 0's) address as host:port (or every process's, comma-separated),
+# the number of processes and this process's id.
+JAX_PROCESS_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                         "KERAS_DISTRIBUTION_PROCESS_ID")
+
+
+def _initialize_jax_processes():
+    """Join the processes of a multi-host JAX run when `JAX_PROCESS_VARIABLES` are set (else nothing to do).
+
+    `keras.distribution.initialize` reads the variables, calls `jax.distributed.initialize` and agrees on one
+    random seed across processes; it must run before JAX initialises its devices. A variable missing or not
+    a number is one clear line naming it.
+    """
+    given = {variable: os.environ[variable] for variable in JAX_PROCESS_VARIABLES if os.environ.get(variable)}
+    if not given:
+        return
+    missing = [variable for variable in JAX_PROCESS_VARIABLES if variable not in given]
+    if missing:
+        raise ValueError(f"A multi-host JAX run needs all of {', '.join(JAX_PROCESS_VARIABLES)}; "
+                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set.")
+    for variable in JAX_PROCESS_VARIABLES[1:]:
+        if not given[variable].isdigit():
+            raise ValueError(f"{variable}={given[variable]!r} is not a non-negative integer.")
+    processes, process = int(given["KERAS_DISTRIBUTION_NUM_PROCESSES"]), int(given["KERAS_DISTRIBUTION_PROCESS_ID"])
+    if not process < processes:
+        raise ValueError(f"KERAS_DISTRIBUTION_PROCESS_ID={process} must be below "
+                         f"KERAS_DISTRIBUTION_NUM_PROCESSES={processes} (ids count from 0).")
+    keras.distribution.initialize()
+    import jax
+
+    logger.info("JAX process %d of %d (coordinator %s), %d of the %d devices local", jax.process_index(),
+                jax.process_count(), given["KERAS_DISTRIBUTION_JOB_ADDRESSES"].split(",")[0],
+                jax.local_device_count(), jax.device_count())
+
+
+def _multi_worker_strategy():
+    """A `tf.distribute.MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3's trainer gives it.
+
+    - A nested structure, as `MirroredStrategy.reduce` does: `fit` reduces a whole `(x, y)` batch of dicts in
+      one call when it starts under a strategy, which the multi-worker strategy refuses ("Attempt to convert a
+      value ({'token_ids': PerReplica...}) ... to a Tensor", keras-team/keras#20329).
+    - Scalars with `axis=0`: the trainer reduces every step's loss and metrics that way under the multi-worker
+      strategy ("Invalid reduction dimension 0 for input with 0 dimensions"); their mean over the replicas is
+      what it means.
+    """
+    import tensorflow as tf
+
+    class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+        def reduce(self, reduce_op, value, axis):
+            reduce = super().reduce
+
+            def reduce_one(one):
+                scalar = self.experimental_local_results(one)[0].shape.rank == 0
+                return reduce(reduce_op, one, None if scalar else axis)
+
+            return tf.nest.map_structure(reduce_one, value)
+
+    return MultiWorkerMirroredStrategy()
+
+
+def process_directory(directory, name):
+    """Where this process of a run under distribution `name` (set up by `make_distribution`) writes its
+    outputs: `directory`, or `directory/process<i>` for process i > 0 of a multi-host JAX run.
+
+    There every weight is one array across the hosts, and reading it is a collective that all processes
+    must join: process 0 reading them alone for a checkpoint fails ("... passed to device_put is not the
+    same on each process"). So each process writes the same checkpoints and final model, process 0 into
+    `directory`, the others into their own folders. (tf.distribute's chief writes alone: a replica's
+    weights are readable on its own worker.)
+    """
+    if name != "jax_data_parallel":
+        return directory
+    import jax
+
+    return directory if jax.process_index() == 0 else os.path.join(directory, f"process{jax.process_index()}")
 
 
 def replica_count(strategy=None):
@@ -117,15 +203,23 @@ class StrategyScope:
 
 
 def for_tf_distribute(dataset):
-    """Cast boolean features (`padding_mask`) of `(x, y)` batches to int32 for tf.distribute.
+    """Prepare a stream of `(x, y)` batches for tf.distribute: boolean features (`padding_mask`) cast to
+    int32, and sharding across workers by data.
 
     Keras 3 (`TensorFlowTrainer._maybe_symbolic_build`) averages one distributed batch across replicas to
     build the model, which TensorFlow cannot do for booleans. The model treats an int 0/1 padding mask
     exactly as the boolean one.
+
+    Sharding by data: every worker reads the whole stream and keeps its replicas' slices of each global
+    batch, so a multi-worker run trains on the batches of a one-device run. (TensorFlow's default would
+    give each worker its own TFRecord files: another stream, and an error with fewer files than workers.)
     """
     import tensorflow as tf
 
     def cast_booleans(features):
         return {key: tf.cast(value, tf.int32) if value.dtype == tf.bool else value for key, value in features.items()}
 
-    return dataset.map(lambda x, y: (cast_booleans(x), y), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    dataset = dataset.map(lambda x, y: (cast_booleans(x), y), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.with_options(options)

@@ -135,21 +135,33 @@ def test_pretrain_refuses_a_flag_that_conflicts_with_the_recorded_settings(tmp_p
     assert not (tmp_path / "out" / "checkpoints").exists()
 
 
-def run_pretrain_process(directory, output, devices, *extra, backend="tensorflow"):
-    """`keras-bert pretrain` in a fresh process with `devices` logical CPUs (JAX host devices): its log (stderr)."""
-    import subprocess
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def worker_command(directory, output, devices, *extra):
+    """The command line of `keras-bert pretrain` in a fresh process with `devices` logical CPUs (JAX host
+    devices), tiny and without dropout, so that distributed and one-device runs can be compared."""
     import sys
 
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     argv = [
         "pretrain", "--input-files", str(directory / "corpus.txt"), "--vocab-file", str(directory / "vocab.txt"),
         "--preset", "tiny", "--seq-length", "24", "--max-predictions-per-seq", "4", "--batch-size", "4",
         "--learning-rate", "1e-3", "--warmup-fraction", "0.25", "--checkpoint-every", "2", "--dropout", "0",
         "--output-dir", str(output), "--verbose", "0", *extra,
     ]
-    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="3")
-    completed = subprocess.run([sys.executable, os.path.join(repo, "tests", "cli", "pretrain_worker.py"),
-                                str(devices), *argv], env=env, capture_output=True, text=True, timeout=600)
+    return [sys.executable, os.path.join(REPO_ROOT, "tests", "cli", "pretrain_worker.py"), str(devices), *argv]
+
+
+def worker_environment(backend="tensorflow", **variables):
+    return dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3", **variables)
+
+
+def run_pretrain_process(directory, output, devices, *extra, backend="tensorflow"):
+    """`keras-bert pretrain` in a fresh process with `devices` logical CPUs (JAX host devices): its log (stderr)."""
+    import subprocess
+
+    completed = subprocess.run(worker_command(directory, output, devices, *extra), env=worker_environment(backend),
+                               capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed.stderr
 
@@ -188,15 +200,17 @@ def test_mirrored_on_two_cpu_devices_trains_and_resumes_from_the_command_line(tm
     assert json.loads((tmp_path / "straight" / "summary.json").read_text())["final_step"] == 4
 
 
-def test_jax_data_parallel_on_two_host_devices_equals_one_device_from_the_command_line(tmp_path):
-    """`--distribution jax_data_parallel` on 2 host devices, default optimizer and clipping, against one
-    device on the same global batch: the mesh and the per-replica batch are logged, the weights agree. Both
-    runs are KERAS_BACKEND=jax processes, started from the TensorFlow pass as this file's other tests are."""
+def test_tpu_without_a_tpu_is_one_clear_line(tmp_path, capsys, monkeypatch):
+    """Without --tpu or TPU_NAME, TensorFlow would search for a Cloud TPU for minutes before failing with
+    "Please provide a TPU Name to connect to."; the command stops at once, naming the ways to give one."""
+    from tests.cli.cli_test_utils import run_cli
+
+    monkeypatch.delenv("TPU_NAME", raising=False)
     write_corpus(tmp_path)
-    steps = ("--steps", "4")
-    run_pretrain_process(tmp_path, tmp_path / "one_device", 1, *steps, backend="jax")
-    log = run_pretrain_process(tmp_path, tmp_path / "dp", 2, *steps, "--distribution", "jax_data_parallel",
-                               backend="jax")
-    assert "DataParallel over a 2-device mesh: shape (2,), axis names ('batch',) (batch axis 'batch')" in log
-    assert "batch 4 (2 per replica, 2 replicas)" in log
-    assert_same_final_weights(tmp_path / "one_device", tmp_path / "dp", "jax_data_parallel")
+    status, _, err = run_cli(capsys, "pretrain", "--input-files", tmp_path / "corpus.txt", "--vocab-file",
+                             tmp_path / "vocab.txt", "--steps", "2", "--checkpoint-every", "2", "--distribution",
+                             "tpu", "--output-dir", tmp_path / "out")
+    assert status == 1
+    assert err.strip() == ("keras-bert pretrain: error: --distribution tpu needs a TPU: give --tpu NAME (or "
+                           "grpc://HOST:PORT), or set TPU_NAME; on a Cloud TPU VM, --tpu local.")
+    assert not (tmp_path / "out").exists()

@@ -7,9 +7,12 @@ The batch's two halves carry equal mask-weight sums (5 and 5), because under tf.
 normalises the MLM loss by its own weights, as the original's per-core TPU loss does.
 """
 
+import re
+
 import keras
 import pytest
 
+from keras_bert_impl.training.distribution import JAX_PROCESS_VARIABLES, make_distribution
 from tests.models.test_pretrainer import assert_same_step, run_in_this_process, run_worker, save_model_and_batch
 
 pytestmark = pytest.mark.slow
@@ -64,3 +67,25 @@ def test_jax_data_parallel_with_the_default_optimizer_and_clipping_matches_one_d
     """AdamWeightDecay with global_clipnorm=1.0 under `DataParallel` on 2 host devices: the step is traced
     over the global batch, so the clip factor is the global gradient's, as on one device."""
     assert_default_optimizer_steps_match_one_device(tmp_path, "jax_data_parallel", "jax")
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="the multi-host JAX settings are read in the JAX pass")
+@pytest.mark.parametrize("variables, message", [
+    ({"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234"},
+     "A multi-host JAX run needs all of KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_NUM_PROCESSES, "
+     "KERAS_DISTRIBUTION_PROCESS_ID; KERAS_DISTRIBUTION_NUM_PROCESSES, KERAS_DISTRIBUTION_PROCESS_ID are not set."),
+    ({"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234", "KERAS_DISTRIBUTION_NUM_PROCESSES": "two",
+      "KERAS_DISTRIBUTION_PROCESS_ID": "0"}, "KERAS_DISTRIBUTION_NUM_PROCESSES='two' is not a non-negative integer."),
+    ({"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234", "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+      "KERAS_DISTRIBUTION_PROCESS_ID": "2"},
+     "KERAS_DISTRIBUTION_PROCESS_ID=2 must be below KERAS_DISTRIBUTION_NUM_PROCESSES=2 (ids count from 0)."),
+])
+def test_jax_multi_host_settings_that_do_not_fit_are_one_clear_line(monkeypatch, variables, message):
+    """Caught before `jax.distributed.initialize`, which would wait minutes for a coordinator."""
+    for variable in JAX_PROCESS_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in variables.items():
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        make_distribution("jax_data_parallel")
+    assert keras.distribution.distribution() is None
