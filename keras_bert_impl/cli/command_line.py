@@ -8,6 +8,8 @@
         --init-checkpoint runs/bert/final --output-dir runs/mrpc
     keras-bert finetune-squad --train-file train-v1.1.json --dev-file dev-v1.1.json \\
         --init-checkpoint runs/bert/final --output-dir runs/squad
+    keras-bert finetune-ner --train-file conll2003/train.txt --dev-file conll2003/dev.txt \\
+        --init-checkpoint runs/bert/final --output-dir runs/ner
     keras-bert evaluate --squad-file dev-v1.1.json --predictions runs/squad/predictions.json
     keras-bert predict --model runs/mrpc/best --text $'The cat sat.\\tA cat was sitting.'
     keras-bert export --model runs/squad/best --output saved_models/squad
@@ -36,6 +38,7 @@ SUBCOMMANDS = {
     "pretrain": "keras_bert_impl.cli.pretrain",
     "finetune-classifier": "keras_bert_impl.cli.finetune_classifier",
     "finetune-squad": "keras_bert_impl.cli.finetune_squad",
+    "finetune-ner": "keras_bert_impl.cli.finetune_ner",
     "evaluate": "keras_bert_impl.cli.evaluate",
     "predict": "keras_bert_impl.cli.predict",
     "export": "keras_bert_impl.cli.export",

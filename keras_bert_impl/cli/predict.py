@@ -8,6 +8,8 @@
     keras-bert predict --model runs/squad/best --question "What does math.sqrt return?" \\
         --context "math.sqrt returns the square root of x. math.floor returns the floor of x."
     keras-bert predict --model runs/squad/best --squad-file dev.json --output-file predictions.json
+    # token classifier (a finetune-ner run's best/): the entities of each --text / --input-file line
+    keras-bert predict --model runs/ner/best --text "Peter Blackburn spoke in Brussels."
 
 The model class and the tokenizer come from the directory (`cli.model_directories`), and so do the settings
 the model was fine-tuned with (its `preprocessor.json`: packing length; SQuAD windows, decoding and the tuned
@@ -15,6 +17,9 @@ v2.0 null threshold), which flags given here override. Classifier output:
 `index<TAB>prediction<TAB>probability<TAB>text` lines (the score for regression models), to stdout or
 `--output-file` (with a header row; `keras-bert evaluate` reads it). Question answering prints the answer,
 or writes predictions.json (`{question id: answer}`) for a SQuAD file, decoded as `run_squad.py` does.
+Token classifiers write one JSON object per text: `{"index", "text", "entities"}`, each entity
+`{"text", "type", "start", "end", "score"}` with character offsets into the text (long texts are windowed
+with the model's `--sequence-length` and stride).
 """
 
 import json
@@ -32,7 +37,8 @@ def add_arguments(parser):
                         help="tokens per packed input (default: the model's fine-tuning length from its "
                              "preprocessor.json, else 128 for classifiers, 384 for QA; at most the position table)")
     classify = parser.add_argument_group("classifier")
-    classify.add_argument("--text", action="append", help="a text to classify (repeatable; TAB separates a pair)")
+    classify.add_argument("--text", action="append", help="a text to classify or tag (repeatable; TAB separates "
+                          "a pair)")
     classify.add_argument("--input-file", help="UTF-8 file, one text (or TAB-separated pair) per line")
     answer = parser.add_argument_group("question answerer")
     answer.add_argument("--question", help="the question")
@@ -163,8 +169,22 @@ def answer(args, model, tokenizer):
         _write_or_print(args, decoded.predictions["question"] + "\n")
 
 
+def tag_entities(args, model):
+    """Tag `args`' texts with a `BertTokenClassifier`; write or print their entities, one JSON line per text."""
+    from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
+
+    if args.sequence_length:  # another window length than the fine-tuning run's
+        length = min(args.sequence_length, model.backbone.max_sequence_length)
+        model.preprocessor = BertTokenClassificationPreprocessor(model.preprocessor.tokenizer, sequence_length=length)
+    texts = _texts(args)
+    tagged = model.predict(texts, batch_size=args.batch_size, verbose=0)
+    lines = [json.dumps({"index": index, "text": text, "entities": result["entities"]}, ensure_ascii=False)
+             for index, (text, result) in enumerate(zip(texts, tagged))]
+    _write_or_print(args, "\n".join(lines) + "\n")
+
+
 def run(args):
-    """Load the model directory and classify or answer, by the model's class."""
+    """Load the model directory and classify, tag or answer, by the model's class."""
     from keras_bert_impl.cli.model_directories import load_model_directory
 
     model, tokenizer = load_model_directory(args.model, require_tokenizer=True)
@@ -172,10 +192,12 @@ def run(args):
     asked_to_classify = bool(args.text or args.input_file)
     if kind == "BertClassifier" and asked_to_classify:
         classify(args, model, tokenizer)
+    elif kind == "BertTokenClassifier" and asked_to_classify:
+        tag_entities(args, model)
     elif kind == "BertQuestionAnswerer" and not asked_to_classify:
         answer(args, model, tokenizer)
     else:
         wanted = "texts to classify" if asked_to_classify else "questions"
         raise ValueError(f"{args.model} holds a {kind}, which does not take {wanted}; predict takes a "
-                         f"BertClassifier (texts) or a BertQuestionAnswerer (questions).")
+                         f"BertClassifier or BertTokenClassifier (texts) or a BertQuestionAnswerer (questions).")
     return 0

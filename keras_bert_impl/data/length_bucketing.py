@@ -276,8 +276,9 @@ def predict_with_length_buckets(
         batch_size: int. Defaults to 32.
         bucket_width: int. Defaults to 32.
         pad_to: str. "bucket" or "batch", see `length_bucketed_dataset`. Defaults to "bucket".
-        token_outputs: sequence of str. Names of dict outputs that are per token `(B, L)`; they are padded
-            back to `(N, T)` with `fill_value` beyond each batch's length `L`. Defaults to
+        token_outputs: sequence of str (or None). Names of dict outputs that are per token `(B, L, ...)`;
+            they are padded back to `(N, T, ...)` with `fill_value` beyond each batch's length `L`; None names
+            a model's single, non-dict output (a token classifier's logits). Defaults to
             `("start_logits", "end_logits")`.
         fill_value: float. Value beyond `L` in per-token outputs. Defaults to `PADDED_LOGIT` (-10000.0).
         pad_token_id: int. Defaults to 0.

@@ -36,6 +36,8 @@ QA_DEFAULTS = dict(
     version_2_with_negative=False,
     null_score_diff_threshold=0.0,
 )
+# Token classifier option: tokens between the starts of a long text's windows (default: the model's run's).
+TOKEN_CLASSIFIER_OPTIONS = ("stride",)
 WORKER_MODULE = "keras_bert_impl.export.export_worker"
 SAVED_MODEL_MARKERS = ("saved_model.pb",)  # a previous export, which a new one may replace
 _WORKER_ERROR_TAIL = 4000
@@ -62,11 +64,14 @@ def _backbone_of(model):
 def _export_settings(model, kind, tokenizer, sequence_length, options):
     """Check and complete the export settings; every inconsistency is an ExportError before writing."""
     backbone = _backbone_of(model)
-    unknown = sorted(set(options) - set(QA_DEFAULTS))
+    known = {"question_answerer": tuple(QA_DEFAULTS), "token_classifier": TOKEN_CLASSIFIER_OPTIONS}
+    unknown = sorted(set(options) - set(QA_DEFAULTS) - set(TOKEN_CLASSIFIER_OPTIONS))
     if unknown:
-        raise TypeError(f"export_saved_model got unknown options {unknown}; known: {sorted(QA_DEFAULTS)}.")
-    if options and kind != "question_answerer":
-        raise ExportError(f"Options {sorted(options)} apply only to BertQuestionAnswerer exports, not {kind}.")
+        raise TypeError(f"export_saved_model got unknown options {unknown}; known: "
+                        f"{sorted(QA_DEFAULTS) + list(TOKEN_CLASSIFIER_OPTIONS)}.")
+    if set(options) - set(known.get(kind, ())):
+        owner = "BertQuestionAnswerer" if set(options) & set(QA_DEFAULTS) else "BertTokenClassifier"
+        raise ExportError(f"Options {sorted(options)} apply only to {owner} exports, not {kind}.")
     # A fine-tuned model's preprocessor holds what it was trained and tuned with (packing length; SQuAD
     # windows, decoding, null threshold): serve the same unless told otherwise.
     preprocessor = getattr(model, "preprocessor", None)
@@ -96,6 +101,17 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
             )
         settings["version_2_with_negative"] = bool(settings["version_2_with_negative"])
         settings["null_score_diff_threshold"] = float(settings["null_score_diff_threshold"])
+    if kind == "token_classifier":
+        # The run's stride where its window length is kept, else half a window.
+        stride = options.get("stride") or (saved.get("stride") if saved.get("sequence_length") == sequence_length
+                                           else None)
+        settings["stride"] = int(stride) if stride else max(1, (sequence_length - 2) // 2)
+        if not 1 <= settings["stride"] <= sequence_length - 2:
+            raise ExportError(f"stride must be in [1, {sequence_length - 2}] (sequence_length - 2, the tokens of a "
+                              f"window), got {settings['stride']}.")
+        if tokenizer is not None and (model.labels is None or "O" not in model.labels):
+            raise ExportError(f"serve_text returns entities, which needs the model's IOB tags with 'O' among them; "
+                              f"this BertTokenClassifier has labels {model.labels}. Build it with `labels`.")
     if tokenizer is not None and tokenizer.vocabulary_size() > backbone.vocabulary_size:
         raise ExportError(
             f"The tokenizer has {tokenizer.vocabulary_size()} tokens but the model embeds only "
@@ -180,8 +196,9 @@ def _export_config(model, class_name, kind, tokenizer, settings):
         "padding_mask_dtype": "int32",
         "has_tokenizer": tokenizer is not None,
     }
-    if kind == "classifier":
+    if kind in ("classifier", "token_classifier"):
         config["labels"] = list(model.labels) if model.labels is not None else None
+    if kind == "classifier":
         config["is_regression"] = bool(model.is_regression)
     return config
 

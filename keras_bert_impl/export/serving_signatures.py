@@ -22,6 +22,11 @@ Signatures (B batch, T tokens, H hidden width, C classes, P masked slots, V voca
   `start_char` / `end_char` int64 `(B,)` (Unicode code point offsets into the context, end exclusive,
   -1 when there is no answer) and `score` float32 `(B,)` (start + end logit of the answer span, -inf when
   there is none). Long contexts are windowed (see `export.squad_span_graph`).
+- `BertTokenClassifier`: `serve_token_ids` -> `logits` float32 `(B, T, C)`; with a tokenizer
+  `serve_text(text)` -> the entities of each text, padded to the most any text has (E): `entity_text`,
+  `entity_type` tf.string `(B, E)`, `entity_start` / `entity_end` int64 `(B, E)` (code point offsets into the
+  text, end exclusive, -1 as padding), `entity_score` float32 `(B, E)` and `num_entities` int32 `(B,)`.
+  Long texts are windowed, not truncated (`export.entity_span_graph`).
 - `BertPretrainer`: numeric only (`mlm_logits` `(B, P, V)`, `nsp_logits` `(B, 2)`); pretraining inputs need
   masking, which belongs to the training pipeline, not to serving.
 
@@ -40,7 +45,7 @@ text holds `assertion failed: [<input> ...: <what to do>]`, naming the input, it
 import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
-from keras_bert_impl.export import squad_span_graph
+from keras_bert_impl.export import entity_span_graph, squad_span_graph
 
 SERVE_TOKEN_IDS = "serve_token_ids"
 SERVE_TEXT = "serve_text"
@@ -213,6 +218,8 @@ def build_serving_module(model, kind, tokenizer, settings):
             outputs = run_model(_numeric_inputs(token_ids, segment_ids, padding_mask))
             if kind == "classifier":
                 return _classifier_outputs(model, outputs)
+            if kind == "token_classifier":
+                return {"logits": tf.cast(outputs, tf.float32)}
             return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
 
     signatures[SERVE_TOKEN_IDS] = serve_token_ids.get_concrete_function()
@@ -244,6 +251,9 @@ def build_serving_module(model, kind, tokenizer, settings):
     if tokenizer is not None and kind == "question_answerer":
         serve_text = _question_answering_function(run_model, tokenizer, settings)
         signatures[SERVE_TEXT] = serve_text.get_concrete_function()
+
+    if tokenizer is not None and kind == "token_classifier":
+        signatures[SERVE_TEXT] = _entity_function(run_model, model.labels, tokenizer, settings).get_concrete_function()
 
     signatures[SERVING_DEFAULT] = signatures.get(SERVE_TEXT, signatures[SERVE_TOKEN_IDS])
     return module, signatures
@@ -280,5 +290,24 @@ def _question_answering_function(run_model, tokenizer, settings):
             version_2_with_negative=settings.get("version_2_with_negative", False),
             null_score_diff_threshold=settings.get("null_score_diff_threshold", 0.0),
         )
+
+    return serve_text
+
+
+def _entity_function(run_model, labels, tokenizer, settings):
+    """`serve_text(text)`: the windowing of `BertTokenClassificationPreprocessor` (dynamic padding) and the
+    entity decoding of `export.entity_span_graph`, which give the entities `BertTokenClassifier.predict` gives."""
+    from keras_bert_impl.preprocessing.token_classification_preprocessor import first_piece_table, window_features
+
+    sequence_length, stride = settings["sequence_length"], settings["stride"]
+    packer = _text_packer(tokenizer, sequence_length)
+    first_pieces = first_piece_table(tokenizer)
+
+    @tf.function(input_signature=[_TEXT_SPEC], autograph=False)
+    def serve_text(text):
+        features = window_features(tokenizer, packer, sequence_length, stride, texts=text, first_pieces=first_pieces)
+        inputs = _at_least_two_columns(features["inputs"])
+        logits = run_model(inputs)[:, : tf.shape(features["word_index"])[1]]
+        return entity_span_graph.decode_entities(features, logits, labels)
 
     return serve_text

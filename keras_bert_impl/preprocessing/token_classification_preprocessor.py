@@ -302,7 +302,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
                 numpy[key] = features[key].numpy()
         numpy["text"] = [text.decode("utf-8") for text in features["text"].numpy()]
         for key in ("word_starts", "word_ends"):
-            numpy[key] = [np.asarray(row) for row in features[key].to_list()]
+            numpy[key] = [np.asarray(row, dtype=np.int64) for row in features[key].to_list()]
         return numpy
 
     def word_logits(self, features, logits):

@@ -59,8 +59,10 @@ def saved_preprocessor_config(path):
 
 
 def build_classifier(tokenizer, num_classes, labels=None, init_checkpoint=None, preset=None,
-                     max_sequence_length=512, classifier_dropout=None, backbone_dropout=None, preprocessor=None):
-    """A `BertClassifier` from a checkpoint (`init_checkpoint`) or a randomly initialised preset.
+                     max_sequence_length=512, classifier_dropout=None, backbone_dropout=None, preprocessor=None,
+                     model_class=None):
+    """A `BertClassifier` (or `BertTokenClassifier`) from a checkpoint (`init_checkpoint`) or a randomly
+    initialised preset.
 
     Args:
         tokenizer: `BertTokenizer`. Checked against the embedding table.
@@ -74,20 +76,23 @@ def build_classifier(tokenizer, num_classes, labels=None, init_checkpoint=None, 
         backbone_dropout: float or None. Encoder dropout override. Defaults to None (the config's).
         preprocessor: `BertPreprocessor` or None. Attached to the model and saved with it (the packing length
             of the run); None: the checkpoint's own, if any. Defaults to None.
+        model_class: `BertClassifier`, `BertTokenClassifier` (the same head arguments), or None for
+            `BertClassifier`. Defaults to None.
 
     Returns:
-        `BertClassifier`.
+        the `model_class` model.
     """
     from keras_bert_impl.models.classifier import DEFAULT_DROPOUT, BertClassifier
     from keras_bert_impl.models.task import AUTO
 
+    model_class = model_class or BertClassifier
     if init_checkpoint:
-        model = BertClassifier.from_pretrained(init_checkpoint, num_classes=num_classes, labels=labels,
-                                               classifier_dropout=classifier_dropout,
-                                               preprocessor=AUTO if preprocessor is None else preprocessor,
-                                               **_dropout_overrides(backbone_dropout))
+        model = model_class.from_pretrained(init_checkpoint, num_classes=num_classes, labels=labels,
+                                            classifier_dropout=classifier_dropout,
+                                            preprocessor=AUTO if preprocessor is None else preprocessor,
+                                            **_dropout_overrides(backbone_dropout))
     elif preset:
-        model = BertClassifier(
+        model = model_class(
             _preset_backbone(preset, tokenizer, max_sequence_length, backbone_dropout), num_classes,
             dropout=DEFAULT_DROPOUT if classifier_dropout is None else classifier_dropout, labels=labels,
             preprocessor=preprocessor,

@@ -425,6 +425,8 @@ def test_unexportable_inputs_raise_clear_errors(tmp_path):
     with pytest.raises(ExportError, match="apply only to BertQuestionAnswerer"):
         export_saved_model(small, tmp_path / "x", doc_stride=8)
     with pytest.raises(TypeError, match="unknown options"):
+        export_saved_model(small, tmp_path / "x", strides=8)
+    with pytest.raises(ExportError, match="apply only to BertTokenClassifier"):
         export_saved_model(small, tmp_path / "x", stride=8)
     with pytest.raises(ExportError, match="must exceed max_query_length"):
         export_saved_model(BertQuestionAnswerer(_backbone()), tmp_path / "x", max_query_length=30)
