@@ -5,8 +5,8 @@ holds. The class is read from the checkpoint itself:
 
 - ours (`save_pretrained`): `config.json` stores `class_name`;
 - Hugging Face: `config.json` `architectures` (`BertForSequenceClassification` -> `BertClassifier`,
-  `BertForQuestionAnswering` -> `BertQuestionAnswerer`, `BertForPreTraining` -> `BertPretrainer`, anything
-  else -> `BertBackbone`);
+  `BertForQuestionAnswering` -> `BertQuestionAnswerer`, `BertForTokenClassification` -> `BertTokenClassifier`,
+  `BertForPreTraining` -> `BertPretrainer`, anything else -> `BertBackbone`);
 - original TF: the head variables (`cls/squad/*` -> question answering, `output_weights` ->
   classification, `cls/predictions/*` -> pretraining, none -> backbone).
 
@@ -26,6 +26,7 @@ MODEL_CLASS_CHOICES = ("auto",) + tuple(kind.replace("_", "-") for kind in TASK_
 HUGGINGFACE_ARCHITECTURES = {
     "BertForSequenceClassification": "BertClassifier",
     "BertForQuestionAnswering": "BertQuestionAnswerer",
+    "BertForTokenClassification": "BertTokenClassifier",
     "BertForPreTraining": "BertPretrainer",
 }
 
