@@ -1,6 +1,6 @@
 """Run the whole pipeline in minutes on a CPU: vocabulary, pretraining, two fine-tuned tasks, export, serving.
 
-    keras-bert quickstart                                  # about 10 minutes on 2 CPU cores, into runs/quickstart/
+    keras-bert quickstart                   # at most ~11 minutes on 2 quiet CPU cores, into runs/quickstart/
     keras-bert quickstart --steps-scale 0.05 --output-dir /tmp/quickstart   # a short smoke test
 
 Needs no download: the text is the standard library's docstrings (keras_bert_impl.data.default_corpus) and
@@ -48,7 +48,7 @@ from keras_bert_impl.cli.arguments import add_verbose_argument, positive_int
 
 logger = logging.getLogger(__name__)
 
-# -- defaults: sized for ~10 minutes on 2 CPU cores -------------------------------------------------------
+# -- defaults: sized for at most ~11 minutes on 2 quiet CPU cores (661 CPU-seconds measured) -------------
 PRESET = "tiny"
 VOCAB_SIZE = 4000  # the docstring corpus yields fewer; it is a ceiling
 PRETRAIN_STEPS = 3000
