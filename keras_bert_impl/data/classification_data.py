@@ -159,8 +159,11 @@ def _utf8_lines(read):
 
 
 @_utf8_lines
-def _table_rows(path, delimiter, quoting, has_header):
-    """Yields (line number, cells) of the data rows, after the header; blank lines are skipped."""
+def table_rows(path, delimiter, quoting, has_header):
+    """Yields `(line, cells, header)` for each row of a TSV/CSV file: `line` is the 1-based line the row starts
+    on (a quoted CSV field may span lines), `header` the header's cells (None without one). With a header,
+    its own row comes first, as `(line, None, header)`. Blank lines are skipped; a line that is not UTF-8 raises
+    `ClassificationDataError` naming it."""
     with open(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
         header = None
@@ -181,7 +184,7 @@ def _read_table(path, text_columns, label_column, has_header, delimiter, quoting
     """(line, texts, raw label) of each row of a TSV/CSV file."""
     columns = text_columns + ((label_column,) if label_column is not None else ())
     indices = None
-    for line, cells, header in _table_rows(path, delimiter, quoting, has_header):
+    for line, cells, header in table_rows(path, delimiter, quoting, has_header):
         if indices is None:
             indices = _column_indices(path, columns, header)
             if cells is None:

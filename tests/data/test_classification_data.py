@@ -189,3 +189,44 @@ def test_dataset_classification_regression_and_unlabeled(tokenizer, tmp_path):
     mixed = [ClassificationExample(("a",), "x", "f.tsv", 2), ClassificationExample(("b",), None, "f.tsv", 3)]
     with pytest.raises(ClassificationDataError, match=r"f.tsv, line 3: the example has no label"):
         make_classification_dataset(mixed, tokenizer, 6, vocabulary)
+
+
+# -- the real MSR paraphrase release (../shared/data/mrpc) --------------------------------------------------
+
+MRPC_DIRECTORY = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "mrpc")
+requires_mrpc = pytest.mark.skipif(
+    not os.path.isdir(MRPC_DIRECTORY),
+    reason="../shared/data/mrpc (the real MSR paraphrase files, see ../shared/data/README.md) is absent",
+)
+
+
+@requires_mrpc
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_real_msr_paraphrase_files_read_every_row(split):
+    path = os.path.join(MRPC_DIRECTORY, f"msr_paraphrase_{split}.txt")
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        lines = handle.read().splitlines()
+    assert lines[0].split("\t") == ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    examples = read_glue_examples("mrpc", path)
+    # One example per data line, none lost or merged (the strings hold unbalanced quotes, read as text).
+    assert len(examples) == len(lines) - 1 and [e.line for e in examples] == list(range(2, len(lines) + 1))
+    for example, line in zip(examples, lines[1:]):
+        label, _, _, first, second = line.split("\t")
+        assert (example.label, example.texts) == (label, (first, second))
+    assert {e.label for e in examples} == {"0", "1"}
+    if split == "test":
+        assert len(examples) == 1725  # the README's count
+
+
+@requires_mrpc
+def test_bad_rows_of_the_msr_format_name_file_and_line(tmp_path):
+    with open(os.path.join(MRPC_DIRECTORY, "msr_paraphrase_train.txt"), encoding="utf-8-sig", newline="") as handle:
+        lines = handle.read().splitlines()[:5]
+    short = lines[:3] + [lines[3].rsplit("\t", 1)[0]] + lines[4:]  # line 4 lost its second string
+    path = write(tmp_path, "short.txt", "\r\n".join(short) + "\r\n")
+    with pytest.raises(ClassificationDataError, match=r"short.txt, line 4: expected at least 5 columns, found 4"):
+        read_glue_examples("mrpc", path)
+    relabelled = lines[:2] + ["yes" + lines[2][1:]] + lines[3:]
+    path = write(tmp_path, "label.txt", "\r\n".join(relabelled) + "\r\n")
+    with pytest.raises(ClassificationDataError, match=r"label.txt, line 3: label 'yes' is not one of the known labels"):
+        LabelVocabulary(["0", "1"]).encode(read_glue_examples("mrpc", path))

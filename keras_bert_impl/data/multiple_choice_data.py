@@ -1,0 +1,164 @@
+"""Multiple-choice data (SWAG): the CSV reader and the `(contexts, endings)` a multiple-choice model packs.
+
+SWAG CSV (Zellers et al., 2018; the `regular` files `train.csv`, `val.csv`, `test.csv`): a header naming at
+least `sent1`, `sent2`, `ending0`, `ending1`, ... (two or more endings, numbered from 0) and, in labelled
+files, `label` (the index of the right ending). Other columns (`video-id`, `fold-ind`, `startphrase`,
+`gold-source`, an unnamed index column) are ignored: columns are read by name, in any order. Standard CSV
+quoting; a quoted field may span lines.
+
+`sent1` is the context and `sent2` the start of the ending that every candidate completes, so the model
+sees `[CLS] sent1 [SEP] sent2 endingN [SEP]` for choice N: the packing of Hugging Face's `run_swag.py`
+(first segment `sent1`, second `sent2 + " " + endingN`), which `multiple_choice_inputs` builds.
+
+A missing column, a row with more or fewer cells than the header, or a label that is not an ending's index
+raises `ClassificationDataError` naming the file, the line and the value.
+"""
+
+import csv
+import dataclasses
+import re
+
+import numpy as np
+
+from keras_bert_impl.data.classification_data import table_rows
+from keras_bert_impl.models.label_vocabulary import ClassificationDataError
+
+CONTEXT_COLUMN = "sent1"
+ENDING_START_COLUMN = "sent2"
+LABEL_COLUMN = "label"
+_ENDING_COLUMN = re.compile(r"ending(\d+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class MultipleChoiceExample:
+    """One example: a context, the shared start of its endings, the candidate endings and the right one.
+
+    Args:
+        context: str. The first sentence (`sent1`).
+        ending_start: str. The start of the second sentence that every ending completes (`sent2`).
+        endings: tuple of str. The candidate endings (`ending0`, `ending1`, ...).
+        label: int or None. The index of the right ending; None for unlabelled data.
+        source: str. The file it was read from. Defaults to "".
+        line: int. Line number (1-based, header included) where the row starts. Defaults to 0.
+    """
+
+    context: str
+    ending_start: str
+    endings: tuple
+    label: object = None
+    source: str = ""
+    line: int = 0
+
+    @property
+    def choices(self):
+        """The second segment of each choice: `ending_start + " " + ending`, as `run_swag.py` joins them."""
+        return tuple(f"{self.ending_start} {ending}" for ending in self.endings)
+
+
+def _ending_columns(path, header):
+    numbered = {int(match.group(1)): name for name in header if (match := _ENDING_COLUMN.fullmatch(name))}
+    count = 0
+    while count in numbered:
+        count += 1
+    if count < 2 or len(numbered) != count:
+        raise ClassificationDataError(
+            f"{path}: the header needs ending columns numbered from 0 (ending0, ending1, ...; at least two), found "
+            f"{sorted(numbered.values()) or 'none'} in {header}."
+        )
+    return [numbered[index] for index in range(count)]
+
+
+def _label(value, location, num_endings):
+    value = value.strip()
+    if not value.lstrip("-").isdigit() or not 0 <= int(value) < num_endings:
+        raise ClassificationDataError(
+            f"{location}: label {value!r} in column {LABEL_COLUMN!r} is not the index of an ending (0 to "
+            f"{num_endings - 1}); fix the row or remove it."
+        )
+    return int(value)
+
+
+def read_swag_examples(path, require_labels=True):
+    """Reads a SWAG CSV file (see the module docstring).
+
+    Args:
+        path: str. The file.
+        require_labels: bool. The file must have a `label` column with a label on every row (training and
+            evaluation data). False: labels are read where the column has them, rows with an empty label
+            (a test file) get None. Defaults to True.
+
+    Returns:
+        list of `MultipleChoiceExample`.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "val.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('video-id,sent1,sent2,ending0,ending1,label\\nv1,"He sits, smiling.",He,waves.,sinks.,0\\n')
+    >>> example = read_swag_examples(path)[0]
+    >>> example.context, example.choices, example.label
+    ('He sits, smiling.', ('He waves.', 'He sinks.'), 0)
+    """
+    examples = []
+    for line, cells, header in table_rows(path, ",", csv.QUOTE_MINIMAL, True):
+        if cells is None:
+            missing = [name for name in (CONTEXT_COLUMN, ENDING_START_COLUMN) if name not in header]
+            if require_labels and LABEL_COLUMN not in header:
+                missing.append(LABEL_COLUMN)
+            if missing:
+                raise ClassificationDataError(
+                    f"{path}: no column {missing} in the header {header}; a SWAG file names sent1, sent2, "
+                    f"ending0, ending1, ...{' and label' if require_labels else ''}."
+                )
+            endings = _ending_columns(path, header)
+            columns = {name: header.index(name) for name in (CONTEXT_COLUMN, ENDING_START_COLUMN, *endings)}
+            label_index = header.index(LABEL_COLUMN) if LABEL_COLUMN in header else None
+            continue
+        location = f"{path}, line {line}"
+        if len(cells) != len(header):
+            raise ClassificationDataError(
+                f"{location}: {len(cells)} cells but the header has {len(header)} columns; quote fields that "
+                f"contain commas."
+            )
+        label = None
+        if label_index is not None and (require_labels or cells[label_index].strip()):
+            label = _label(cells[label_index], location, len(endings))
+        examples.append(MultipleChoiceExample(
+            context=cells[columns[CONTEXT_COLUMN]], ending_start=cells[columns[ENDING_START_COLUMN]],
+            endings=tuple(cells[columns[name]] for name in endings), label=label, source=path, line=line,
+        ))
+    if not examples:
+        raise ClassificationDataError(f"{path} has no examples (it is empty or has only its header row); give a "
+                                      f"file with at least one row.")
+    return examples
+
+
+def multiple_choice_inputs(examples):
+    """What `BertMultipleChoicePreprocessor` and `BertMultipleChoice.fit` take, from examples.
+
+    Args:
+        examples: sequence of `MultipleChoiceExample`, all with the same number of endings.
+
+    Returns:
+        `((contexts, choices), labels)`: contexts a list of `N` str, choices `N` lists of `C` str
+        (`MultipleChoiceExample.choices`), labels int32 `(N,)`, or None when no example has a label.
+    """
+    examples = list(examples)
+    if not examples:
+        raise ValueError("No examples.")
+    widths = {len(example.endings) for example in examples}
+    if len(widths) != 1:
+        odd = next(example for example in examples if len(example.endings) != len(examples[0].endings))
+        raise ClassificationDataError(
+            f"{odd.source}, line {odd.line}: {len(odd.endings)} endings, but the first example has "
+            f"{len(examples[0].endings)}; every example of a batch needs the same number."
+        )
+    contexts = [example.context for example in examples]
+    choices = [list(example.choices) for example in examples]
+    labelled = [example.label is not None for example in examples]
+    if not any(labelled):
+        return (contexts, choices), None
+    if not all(labelled):
+        missing = examples[labelled.index(False)]
+        raise ClassificationDataError(f"{missing.source}, line {missing.line}: the example has no label, others do.")
+    return (contexts, choices), np.asarray([example.label for example in examples], dtype=np.int32)
