@@ -1,0 +1,67 @@
+"""Fold the choices of multiple-choice inputs into the batch, and unfold one score per choice back out.
+
+A multiple-choice model (SWAG) scores `C` packed sequences per example with the same encoder: its inputs
+`(B, C, T)` are run as `B * C` sequences `(B * C, T)`, and the `B * C` scores come back as `(B, C)`. `B`, `C`
+and `T` may all vary from call to call (dynamic shapes), which a functional graph cannot express with
+`keras.ops.reshape` on symbolic tensors alone; these layers do it on the concrete tensors.
+
+Shape legend: B batch, C choices, T tokens.
+"""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class FoldChoices(keras.layers.Layer):
+    """`(B, C, T)` -> `(B * C, T)`: every choice of every example becomes a row of the batch.
+
+    Args:
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Call arguments:
+        inputs: tensor `(B, C, T)`.
+
+    Returns:
+        tensor `(B * C, T)`, rows ordered example by example (example 0's choices first).
+
+    Example:
+    >>> import numpy as np
+    >>> x = np.arange(12).reshape(1, 3, 4)
+    >>> np.asarray(FoldChoices()(x)).tolist()
+    [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    """
+
+    def call(self, inputs):
+        return ops.reshape(inputs, (-1, ops.shape(inputs)[-1]))  # (B * C, T)
+
+    def compute_output_shape(self, input_shape):
+        return (None, input_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class UnfoldChoices(keras.layers.Layer):
+    """`(B * C, 1)` scores -> `(B, C)`, the layout of the `(B, C, T)` inputs they were computed from.
+
+    Args:
+        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
+
+    Call arguments:
+        scores: tensor `(B * C, 1)` (or `(B * C,)`), one score per folded row (`FoldChoices`' order).
+        choices: tensor `(B, C, T)`. The unfolded inputs; only their shape is read.
+
+    Returns:
+        tensor `(B, C)`.
+
+    Example:
+    >>> import numpy as np
+    >>> scores = np.arange(6, dtype="float32").reshape(6, 1)
+    >>> np.asarray(UnfoldChoices()(scores, np.zeros((2, 3, 5)))).tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    """
+
+    def call(self, scores, choices):
+        return ops.reshape(scores, ops.shape(choices)[:2])  # (B, C)
+
+    def compute_output_shape(self, scores_shape, choices_shape):
+        return tuple(choices_shape[:2])
