@@ -176,3 +176,12 @@ def test_a_sequence_classification_head_is_reinitialised_not_loaded(tmp_path, ca
     with caplog.at_level(logging.WARNING):
         model = BertMultipleChoice.from_pretrained(str(tmp_path / "hf"))
     assert model.load_report.missing == HEAD_PATHS and "does not fit" in caplog.text
+
+
+@pytest.mark.tensorflow_only
+def test_saved_model_export_is_refused_with_what_to_use_instead(tmp_path):
+    from keras_bert_impl.export import ExportError, export_saved_model
+
+    with pytest.raises(ExportError, match=r"BertMultipleChoice has no SavedModel export: .*save_huggingface"):
+        export_saved_model(BertMultipleChoice(tiny_backbone()), str(tmp_path / "exported"))
+    assert not (tmp_path / "exported").exists()
