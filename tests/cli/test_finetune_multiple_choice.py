@@ -66,6 +66,16 @@ def test_finetune_multiple_choice_writes_best_last_scores_and_predictions(tmp_pa
     best = BertMultipleChoice.from_pretrained(str(tmp_path / "run" / "best"))
     assert isinstance(best.preprocessor, BertMultipleChoicePreprocessor) and best.preprocessor.sequence_length == 24
     assert os.path.isdir(tmp_path / "run" / "last") and os.path.isdir(tmp_path / "run" / "training_state")
+    status, out, err = run_cli(capsys, "predict", "--model", tmp_path / "run" / "best",
+                               "--text", "the red cat sat, on the mat.\tthe red dog.\tthe blue dog.",
+                               "--text", "the old cat sat.\tthe green mat.\tthe old mat.")
+    assert status == 0, err
+    lines = out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["0", "1"]
+    assert {line.split("\t")[1] for line in lines} <= {"0", "1"}  # the index of the chosen ending
+    assert lines[0].endswith("the red cat sat, on the mat. | the red dog. | the blue dog.")
+    status, out, err = run_cli(capsys, "predict", "--model", tmp_path / "run" / "best", "--text", "no endings")
+    assert status == 1 and "context<TAB>ending0<TAB>ending1" in err
     # The same output directory with another batch size: the saved state is not resumed with other settings.
     status, out, err = run_cli(capsys, "finetune-multiple-choice", *flags, "--batch-size", 4)
     assert status == 1 and "batch_size 8 -> 4" in err, err

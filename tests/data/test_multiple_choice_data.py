@@ -62,7 +62,8 @@ HEADER = "sent1,sent2,ending0,ending1,ending2,ending3,label\n"
 
 @pytest.mark.parametrize("text,message", [
     (HEADER + "a,b,c,d,e,f,0\na,b,c,d,e,0\n", r"bad.csv, line 3: 6 cells but the header has 7 columns"),
-    (HEADER + "a,b,c,d,e,f,4\n", r"bad.csv, line 2: label '4' in column 'label' is not the index of an ending \(0 to 3\)"),
+    (HEADER + "a,b,c,d,e,f,4\n",
+     r"bad.csv, line 2: label '4' in column 'label' is not the index of an ending \(0 to 3\)"),
     (HEADER + "a,b,c,d,e,f,\n", r"bad.csv, line 2: label '' in column 'label'"),
     (HEADER + "\n\na,b,c,d,e,f,two\n", r"bad.csv, line 4: label 'two'"),
     ("sent1,ending0,ending1,label\na,b,c,0\n", r"bad.csv: no column \['sent2'\] in the header"),
