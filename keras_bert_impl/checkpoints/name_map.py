@@ -134,3 +134,13 @@ def token_classifier_head_specs():
         WeightSpec("token_classifier_dense/kernel", "kernel", ("classifier.weight",), ()),
         WeightSpec("token_classifier_dense/bias", "vector", ("classifier.bias",), ()),
     ]
+
+
+def multiple_choice_head_specs():
+    """Specs for `BertMultipleChoice`'s scoring layer: Hugging Face `BertForMultipleChoice`'s `classifier`
+    (`[1, H]`, one score per choice). The original release has no multiple-choice script, so no original
+    names."""
+    return [
+        WeightSpec("multiple_choice_dense/kernel", "kernel", ("classifier.weight",), ()),
+        WeightSpec("multiple_choice_dense/bias", "vector", ("classifier.bias",), ()),
+    ]

@@ -10,6 +10,8 @@
         --init-checkpoint runs/bert/final --output-dir runs/squad
     keras-bert finetune-ner --train-file conll2003/train.txt --dev-file conll2003/dev.txt \\
         --init-checkpoint runs/bert/final --output-dir runs/ner
+    keras-bert finetune-multiple-choice --train-file swag/train.csv --dev-file swag/val.csv \\
+        --init-checkpoint runs/bert/final --output-dir runs/swag
     keras-bert evaluate --squad-file dev-v1.1.json --predictions runs/squad/predictions.json
     keras-bert predict --model runs/mrpc/best --text $'The cat sat.\\tA cat was sitting.'
     keras-bert export --model runs/squad/best --output saved_models/squad
@@ -39,6 +41,7 @@ SUBCOMMANDS = {
     "finetune-classifier": "keras_bert_impl.cli.finetune_classifier",
     "finetune-squad": "keras_bert_impl.cli.finetune_squad",
     "finetune-ner": "keras_bert_impl.cli.finetune_ner",
+    "finetune-multiple-choice": "keras_bert_impl.cli.finetune_multiple_choice",
     "evaluate": "keras_bert_impl.cli.evaluate",
     "predict": "keras_bert_impl.cli.predict",
     "export": "keras_bert_impl.cli.export",

@@ -10,6 +10,8 @@
     keras-bert predict --model runs/squad/best --squad-file dev.json --output-file predictions.json
     # token classifier (a finetune-ner run's best/): the entities of each --text / --input-file line
     keras-bert predict --model runs/ner/best --text "Peter Blackburn spoke in Brussels."
+    # multiple choice (a finetune-multiple-choice run's best/): context<TAB>ending0<TAB>ending1... per text
+    keras-bert predict --model runs/swag/best --text $'He sat at the piano.\\tHe played.\\tHe swam away.'
 
 The model class and the tokenizer come from the directory (`cli.model_directories`), and so do the settings
 the model was fine-tuned with (its `preprocessor.json`: packing length; SQuAD windows, decoding and the tuned
@@ -183,6 +185,32 @@ def tag_entities(args, model):
     _write_or_print(args, "\n".join(lines) + "\n")
 
 
+def choose_endings(args, model):
+    """Pick each `args` text's ending with a `BertMultipleChoice`: a text is `context<TAB>ending0<TAB>ending1...`;
+    write or print `index<TAB>choice<TAB>probability<TAB>text` lines."""
+    import numpy as np
+
+    from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
+
+    texts = _texts(args)
+    rows = [text.split("\t") for text in texts]
+    if min(len(row) for row in rows) < 3 or len({len(row) for row in rows}) != 1:
+        raise ValueError("A multiple-choice model takes texts of the form context<TAB>ending0<TAB>ending1..., two "
+                         "or more endings and the same number on every text.")
+    if args.sequence_length:  # another packing length than the fine-tuning run's
+        length = min(args.sequence_length, model.backbone.max_sequence_length)
+        model.preprocessor = BertMultipleChoicePreprocessor(model.preprocessor.tokenizer, sequence_length=length)
+    logits = np.asarray(model.predict(([row[0] for row in rows], [row[1:] for row in rows]),
+                                      batch_size=args.batch_size, verbose=0))
+    lines = ["index\tprediction\tprobability\ttext"] if args.output_file else []
+    for index, (row, text) in enumerate(zip(logits, texts)):
+        probabilities = np.exp(row - row.max())
+        probabilities /= probabilities.sum()
+        choice = int(np.argmax(row))
+        lines.append(f"{index}\t{choice}\t{probabilities[choice]:.4f}\t{text.replace(chr(9), ' | ')}")
+    _write_or_print(args, "\n".join(lines) + "\n")
+
+
 def run(args):
     """Load the model directory and classify, tag or answer, by the model's class."""
     from keras_bert_impl.cli.model_directories import load_model_directory
@@ -194,10 +222,13 @@ def run(args):
         classify(args, model, tokenizer)
     elif kind == "BertTokenClassifier" and asked_to_classify:
         tag_entities(args, model)
+    elif kind == "BertMultipleChoice" and asked_to_classify:
+        choose_endings(args, model)
     elif kind == "BertQuestionAnswerer" and not asked_to_classify:
         answer(args, model, tokenizer)
     else:
         wanted = "texts to classify" if asked_to_classify else "questions"
         raise ValueError(f"{args.model} holds a {kind}, which does not take {wanted}; predict takes a "
-                         f"BertClassifier or BertTokenClassifier (texts) or a BertQuestionAnswerer (questions).")
+                         f"BertClassifier, BertTokenClassifier or BertMultipleChoice (texts) or a "
+                         f"BertQuestionAnswerer (questions).")
     return 0

@@ -43,6 +43,13 @@ SAVED_MODEL_MARKERS = ("saved_model.pb",)  # a previous export, which a new one 
 _WORKER_ERROR_TAIL = 4000
 
 
+# Model classes without serving signatures, and what to use instead.
+NOT_EXPORTED = {
+    "BertMultipleChoice": "its inputs are (B, C, T) choices; run it in Python (model.predict((contexts, endings))) "
+                          "or write a Hugging Face directory (save_huggingface).",
+}
+
+
 class ExportError(RuntimeError):
     """An export that cannot be done (unsupported model, inconsistent settings, a failed worker)."""
 
@@ -54,6 +61,8 @@ def _model_kind(model):
             f"export_saved_model supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}."
             f"{class_name}. Export its backbone, or wrap it in one of these models."
         )
+    if class_name in NOT_EXPORTED:
+        raise ExportError(f"{class_name} has no SavedModel export: {NOT_EXPORTED[class_name]}")
     return class_name, task_kind(class_name)
 
 

@@ -6,7 +6,7 @@ lazily, so reading the registry imports no model code (and nothing that needs Te
 
 Example:
 >>> sorted(TASK_CLASSES)
-['BertBackbone', 'BertClassifier', 'BertPretrainer', 'BertQuestionAnswerer', 'BertTokenClassifier']
+['BertBackbone', 'BertClassifier', 'BertMultipleChoice', 'BertPretrainer', 'BertQuestionAnswerer', 'BertTokenClassifier']
 >>> task_kind("BertQuestionAnswerer")
 'question_answerer'
 >>> task_class("BertClassifier").__name__  # doctest: +SKIP
@@ -22,6 +22,7 @@ TASK_CLASSES = {
     "BertClassifier": "keras_bert_impl.models.classifier",
     "BertQuestionAnswerer": "keras_bert_impl.models.question_answerer",
     "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
+    "BertMultipleChoice": "keras_bert_impl.models.multiple_choice",
 }
 # Class name -> its kind: a short snake_case name (SavedModel export settings, the CLI's `--model-class`
 # flag with "-" for "_").
@@ -31,6 +32,7 @@ TASK_KINDS = {
     "BertClassifier": "classifier",
     "BertQuestionAnswerer": "question_answerer",
     "BertTokenClassifier": "token_classifier",
+    "BertMultipleChoice": "multiple_choice",
 }
 
 

@@ -135,3 +135,37 @@ def build_question_answerer(tokenizer, init_checkpoint=None, preset=None, max_se
         raise ValueError("Give an initial checkpoint (init_checkpoint) or a preset to train from scratch.")
     _check_vocabulary_fits(model, tokenizer)
     return model
+
+
+def build_multiple_choice(tokenizer, init_checkpoint=None, preset=None, max_sequence_length=512, dropout=None,
+                          backbone_dropout=None, preprocessor=None):
+    """A `BertMultipleChoice` from a checkpoint (`init_checkpoint`) or a randomly initialised preset.
+
+    Args:
+        tokenizer: `BertTokenizer`. Checked against the embedding table.
+        init_checkpoint: str or None. Any checkpoint `BertMultipleChoice.from_pretrained` reads. Defaults to
+            None.
+        preset: str or None. `BertBackbone` preset for training from scratch. Defaults to None.
+        max_sequence_length: int. Position table of a preset model. Defaults to 512.
+        dropout: float or None. Head dropout; None: the checkpoint's or 0.1. Defaults to None.
+        backbone_dropout: float or None. Encoder dropout override. Defaults to None (the config's).
+        preprocessor: `BertMultipleChoicePreprocessor` or None. Attached to the model and saved with it (the
+            packing length of the run); None: the checkpoint's own, if any. Defaults to None.
+
+    Returns:
+        `BertMultipleChoice`.
+    """
+    from keras_bert_impl.models.multiple_choice import DEFAULT_DROPOUT, BertMultipleChoice
+    from keras_bert_impl.models.task import AUTO
+
+    if init_checkpoint:
+        model = BertMultipleChoice.from_pretrained(
+            init_checkpoint, dropout=dropout, preprocessor=AUTO if preprocessor is None else preprocessor,
+            **_dropout_overrides(backbone_dropout))
+    elif preset:
+        model = BertMultipleChoice(_preset_backbone(preset, tokenizer, max_sequence_length, backbone_dropout),
+                                   dropout=DEFAULT_DROPOUT if dropout is None else dropout, preprocessor=preprocessor)
+    else:
+        raise ValueError("Give an initial checkpoint (init_checkpoint) or a preset to train from scratch.")
+    _check_vocabulary_fits(model, tokenizer)
+    return model
