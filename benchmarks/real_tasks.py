@@ -1,4 +1,4 @@
-"""Fine-tuning the real MiniLM checkpoint on real MRPC and SQuAD 2.0: ours vs a plain transformers + torch loop.
+"""The real MiniLM checkpoint fine-tuned on MRPC, SQuAD 2.0 and CoNLL-2003: ours vs a transformers + torch loop.
 
 Same recipe for both (benchmarks/real_tasks_train.py says it in full): AdamW with decay 0.01 (not on LayerNorm
 and biases), 10% linear warmup then linear decay to 0, clip 1.0, dropout 0.1, the learning rate, epochs, batch
@@ -22,7 +22,8 @@ Three stages, so that training can run where TensorFlow is absent (a GPU machine
   benchmarks/real_tasks_gpu.sh                                            # the train stage on a GPU machine
 
 SQuAD split (../shared/data/README.md): articles 0-10 train, article 11 is held out to tune the null threshold,
-articles 12-15 are the test set. MRPC: msr_paraphrase_train.txt -> msr_paraphrase_test.txt.
+articles 12-15 are the test set. MRPC: msr_paraphrase_train.txt -> msr_paraphrase_test.txt. CoNLL-2003: the
+first 6,000 sentences of train.txt -> test.txt (entity F1). Results: benchmarks/RESULTS.md section 7.
 """
 
 import argparse
