@@ -55,6 +55,7 @@ from keras_bert_impl.cli.arguments import (
     non_negative_int,
     positive_float,
     positive_int,
+    progress_callbacks,
 )
 
 logger = logging.getLogger(__name__)
@@ -413,6 +414,7 @@ def run(args):
                            step_offset=steps_before, write=is_chief),
                 TrainingCheckpoint(checkpoint_directory, every, keep=args.keep_checkpoints,
                                    extra_state={"phase": index, "run_settings": settings[index]}, write=is_chief),
+                *progress_callbacks(args.verbose, phase["batch_size"]),
             ]
             if is_chief:  # the workers of a multi-worker run share --output-dir
                 callbacks.append(keras.callbacks.TensorBoard(os.path.join(out, "tensorboard", f"phase{index}"),
