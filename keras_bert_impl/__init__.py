@@ -6,6 +6,12 @@ pipelines, SavedModel export) load lazily, so `import keras_bert_impl` stays che
 
 import importlib
 
+from keras_bert_impl.utils.tensorflow_startup_logs import quiet_tensorflow_startup
+
+# Before anything imports TensorFlow: its native start-up log lines (cuda drivers, cuInit, oneDNN) stay off
+# stderr unless TF_CPP_MIN_LOG_LEVEL=0 asks for them.
+quiet_tensorflow_startup()
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -15,6 +21,7 @@ _EXPORTS = {
     "BertClassifier": "keras_bert_impl.models.classifier",
     "BertQuestionAnswerer": "keras_bert_impl.models.question_answerer",
     "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
+    "BertMultipleChoice": "keras_bert_impl.models.multiple_choice",
     "PRESETS": "keras_bert_impl.models.presets",
     "BertEmbeddings": "keras_bert_impl.layers.embeddings",
     "BertEncoderBlock": "keras_bert_impl.layers.encoder_block",
@@ -34,6 +41,7 @@ _EXPORTS = {
     "BertPretrainingPreprocessor": "keras_bert_impl.preprocessing",
     "BertQuestionAnsweringPreprocessor": "keras_bert_impl.preprocessing",
     "BertTokenClassificationPreprocessor": "keras_bert_impl.preprocessing",
+    "BertMultipleChoicePreprocessor": "keras_bert_impl.preprocessing",
     # Tokenization and data (TensorFlow edge).
     "BertTokenizer": "keras_bert_impl.tokenization",
     "train_wordpiece_vocabulary": "keras_bert_impl.tokenization",
@@ -67,6 +75,7 @@ _EXPORTS = {
     "CorruptCheckpointError": "keras_bert_impl.training.callbacks",
     # Export (TensorFlow edge).
     "export_saved_model": "keras_bert_impl.export",
+    "export_onnx": "keras_bert_impl.export",
     "ExportError": "keras_bert_impl.export",
 }
 
