@@ -38,9 +38,9 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_training_arguments,
     check_finetuning_arguments,
     positive_int,
-    progress_callbacks,
     tune_fraction,
 )
+from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (run_classifier.py's where one exists) ---------------------------------------------------------
 SEQUENCE_LENGTH = 128
@@ -176,23 +176,11 @@ def run(args):
     monitor = (args.monitor or finetuning.classification_monitor(args.task, args.regression)) if selection else None
     if args.epochs:
         train_x, train_y = pack(train)
-        steps_per_epoch = finetuning.batches_per_epoch(train_x, args.batch_size, bucketing, args.bucket_width)
-        total_steps = steps_per_epoch * args.epochs
-        finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
-                                          args.weight_decay, jit_compile=not args.no_jit)
-        print(f"{len(train)} training examples, {steps_per_epoch} steps per epoch, {total_steps} updates; "
-              f"labels: {labels.labels if labels else 'regression'}")
-        if selection is None:
-            print("no --dev-file or --tune-fraction: nothing tells the epochs apart, so only last/ is written")
-        checkpoint = finetuning.FinetuningCheckpoint(
-            args.output_dir, tokenizer, evaluate=(lambda m: scores(selection)[1]) if selection else None,
-            monitor=monitor)
-        finetuning.fit_finetuning(model, train_x, train_y, checkpoint, args.epochs, args.batch_size, bucketing,
-                                  args.bucket_width, seed=args.seed, verbose=args.verbose,
-                                  callbacks=progress_callbacks(args.verbose, args.batch_size))
-        if selection is not None:
-            print(f"best epoch {checkpoint.best_epoch + 1}: {'dev' if dev else 'held-out'} {monitor} "
-                  f"{checkpoint.best_score:.4f}, saved in {args.output_dir}/best")
+        fit_from_arguments(model, train_x, train_y, args, tokenizer, counts=f"{len(train)} training examples",
+                           details=f"; labels: {labels.labels if labels else 'regression'}",
+                           evaluate=(lambda m: scores(selection)[1]) if selection else None, monitor=monitor,
+                           selection_name="dev" if dev else "held-out", length_bucketing=bucketing,
+                           bucket_width=args.bucket_width)
 
     if dev is not None:
         logits, results = scores(dev)

@@ -30,9 +30,9 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_training_arguments,
     check_finetuning_arguments,
     positive_int,
-    progress_callbacks,
     tune_fraction,
 )
+from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (the paper's SWAG run, section 4.4) ----------------------------------------------------------
 SEQUENCE_LENGTH = 128
@@ -115,23 +115,10 @@ def run(args):
     selection = dev if dev is not None else (pack(tune) if tune else None)
     if args.epochs:
         train_x, train_y = pack(train)
-        steps_per_epoch = finetuning.batches_per_epoch(train_x, args.batch_size, length_bucketing=False)
-        total_steps = steps_per_epoch * args.epochs
-        finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
-                                          args.weight_decay, jit_compile=not args.no_jit)
-        print(f"{len(train)} training examples of {train_x['token_ids'].shape[1]} choices, {steps_per_epoch} steps "
-              f"per epoch, {total_steps} updates")
-        if selection is None:
-            print("no --dev-file or --tune-fraction: nothing tells the epochs apart, so only last/ is written")
-        checkpoint = finetuning.FinetuningCheckpoint(
-            args.output_dir, tokenizer, evaluate=(lambda m: scores(selection)[1]) if selection else None,
-            monitor=MONITOR if selection else None)
-        finetuning.fit_finetuning(model, train_x, train_y, checkpoint, args.epochs, args.batch_size,
-                                  length_bucketing=False, seed=args.seed, verbose=args.verbose,
-                                  callbacks=progress_callbacks(args.verbose, args.batch_size))
-        if selection is not None:
-            print(f"best epoch {checkpoint.best_epoch + 1}: {'dev' if dev else 'held-out'} {MONITOR} "
-                  f"{checkpoint.best_score:.4f}, saved in {args.output_dir}/best")
+        fit_from_arguments(model, train_x, train_y, args, tokenizer,
+                           counts=f"{len(train)} training examples of {train_x['token_ids'].shape[1]} choices",
+                           evaluate=(lambda m: scores(selection)[1]) if selection else None,
+                           monitor=MONITOR if selection else None, selection_name="dev" if dev else "held-out")
 
     if dev is not None:
         logits, results = scores(dev)

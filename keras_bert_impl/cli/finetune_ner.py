@@ -30,8 +30,8 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_training_arguments,
     check_finetuning_arguments,
     positive_int,
-    progress_callbacks,
 )
+from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (the paper's fine-tuning ranges, section 5.3 / appendix A.3) ------------------------------------
 SEQUENCE_LENGTH = 128
@@ -139,23 +139,11 @@ def run(args):
     dev = read_conll_sentences(args.dev_file) if args.dev_file else None
     if args.epochs:
         train_x, train_y = preprocessor([sentence.words for sentence in train], encode_tags(train, tags))
-        steps_per_epoch = finetuning.batches_per_epoch(train_x, args.batch_size, bucketing, args.bucket_width)
-        total_steps = steps_per_epoch * args.epochs
-        finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
-                                          args.weight_decay, jit_compile=not args.no_jit)
-        print(f"{len(train)} training sentences, {len(train_y)} windows, {steps_per_epoch} steps per epoch, "
-              f"{total_steps} updates; tags: {tags.labels}")
-        if dev is None:
-            print("no --dev-file: nothing tells the epochs apart, so only last/ is written")
-        checkpoint = finetuning.FinetuningCheckpoint(
-            args.output_dir, tokenizer, evaluate=(lambda m: scores(dev)[1]) if dev else None,
-            monitor=args.monitor if dev else None)
-        finetuning.fit_finetuning(model, train_x, train_y, checkpoint, args.epochs, args.batch_size, bucketing,
-                                  args.bucket_width, seed=args.seed, verbose=args.verbose,
-                                  callbacks=progress_callbacks(args.verbose, args.batch_size))
-        if dev is not None:
-            print(f"best epoch {checkpoint.best_epoch + 1}: dev {args.monitor} {checkpoint.best_score:.4f}, saved in "
-                  f"{args.output_dir}/best")
+        fit_from_arguments(model, train_x, train_y, args, tokenizer,
+                           counts=f"{len(train)} training sentences, {len(train_y)} windows",
+                           details=f"; tags: {tags.labels}", evaluate=(lambda m: scores(dev)[1]) if dev else None,
+                           monitor=args.monitor if dev else None, selection_flags="--dev-file",
+                           length_bucketing=bucketing, bucket_width=args.bucket_width)
 
     for name, sentences, results_file in (("dev", dev, "eval_results.json"),
                                           ("test", read_conll_sentences(args.test_file) if args.test_file else None,

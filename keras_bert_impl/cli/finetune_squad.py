@@ -44,9 +44,9 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_training_arguments,
     check_finetuning_arguments,
     positive_int,
-    progress_callbacks,
     tune_fraction,
 )
+from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (run_squad.py's) -------------------------------------------------------------------------------
 SEQUENCE_LENGTH = 384
@@ -217,22 +217,11 @@ def run(args):
                              f"give a SQuAD file whose data[].paragraphs[].qas[] hold answered questions, or "
                              f"--epochs 0 to predict only.")
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **windows)
-        steps_per_epoch = finetuning.batches_per_epoch(train_features.inputs(), args.batch_size, bucketing,
-                                                       args.bucket_width)
-        total_steps = steps_per_epoch * args.epochs
-        finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
-                                          args.weight_decay, jit_compile=not args.no_jit)
-        print(f"{len(train_examples)} training questions, {len(train_features)} windows, {steps_per_epoch} steps "
-              f"per epoch, {total_steps} updates")
-        if selection is None:
-            print("no --dev-file or --tune-fraction: nothing tells the epochs apart, so only last/ is written")
-        checkpoint = finetuning.FinetuningCheckpoint(
-            args.output_dir, tokenizer, evaluate=evaluate_epoch if selection or threshold_set else None,
-            monitor="f1" if selection else None)
-        trained_from = finetuning.fit_finetuning(
-            model, train_features.inputs(), train_features.labels(), checkpoint, args.epochs, args.batch_size,
-            bucketing, args.bucket_width, seed=args.seed, verbose=args.verbose,
-            callbacks=progress_callbacks(args.verbose, args.batch_size))
+        trained_from = fit_from_arguments(
+            model, train_features.inputs(), train_features.labels(), args, tokenizer,
+            counts=f"{len(train_examples)} training questions, {len(train_features)} windows",
+            evaluate=evaluate_epoch if selection or threshold_set else None, monitor="f1" if selection else None,
+            selection_name="dev" if dev else "held-out", length_bucketing=bucketing, bucket_width=args.bucket_width)
     if (not args.epochs or trained_from >= args.epochs) and threshold_set is not None and threshold_set is not dev:
         score(model, threshold_set)  # nothing trained in this run (--epochs 0, or a finished run's rerun): tune now
     if args.version_2:
