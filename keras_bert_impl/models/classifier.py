@@ -4,24 +4,16 @@ Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
 """
 
 import logging
-import os
 
 import keras
 
 from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
-from keras_bert_impl.models.task import AUTO, BertTask
+from keras_bert_impl.models.task import AUTO, BertTask, check_classification_head
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_DROPOUT = 0.1
-
-
-def _as_labels(labels):
-    """A tuple of str from a `LabelVocabulary`, a sequence of str, or None."""
-    if labels is None:
-        return None
-    return tuple(str(label) for label in getattr(labels, "labels", labels))
 
 
 def _is_default_huggingface_labels(labels):
@@ -75,18 +67,9 @@ class BertClassifier(BertTask):
     default_preprocessor_class = "BertPreprocessor"
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
-        if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
-            raise ValueError(f"BertClassifier `num_classes` must be a positive integer, got {num_classes!r}.")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"BertClassifier `dropout` must be in [0, 1), got {dropout!r}.")
-        labels = _as_labels(labels)
-        if labels is not None:
-            if num_classes == 1:
-                raise ValueError("BertClassifier with num_classes=1 is a regression model; it takes no `labels`.")
-            if len(labels) != num_classes:
-                raise ValueError(
-                    f"BertClassifier got {len(labels)} labels {list(labels)} for num_classes={num_classes}."
-                )
+        if num_classes == 1 and labels is not None:
+            raise ValueError("BertClassifier with num_classes=1 is a regression model; it takes no `labels`.")
+        labels = check_classification_head("BertClassifier", num_classes, dropout, labels)
         inputs = dict(backbone.input)
         # A (B, 0) `output_positions`: the backbone's last block computes the [CLS] row alone.
         no_positions = keras.ops.zeros_like(inputs["token_ids"][:, :0])

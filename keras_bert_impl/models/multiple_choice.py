@@ -6,7 +6,7 @@ Shape legend: B batch, C choices, T tokens, H hidden width.
 import keras
 
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
-from keras_bert_impl.models.task import AUTO, BertTask
+from keras_bert_impl.models.task import AUTO, BertTask, check_head_dropout
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 DEFAULT_DROPOUT = 0.1
@@ -55,8 +55,7 @@ class BertMultipleChoice(BertTask):
     default_preprocessor_class = "BertMultipleChoicePreprocessor"
 
     def __init__(self, backbone, dropout=DEFAULT_DROPOUT, preprocessor=None, **kwargs):
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"BertMultipleChoice `dropout` must be in [0, 1), got {dropout!r}.")
+        check_head_dropout("BertMultipleChoice", dropout)
         inputs = {
             name: keras.Input(shape=(None, None), dtype=tensor.dtype, name=name)  # (B, C, T)
             for name, tensor in backbone.input.items()

@@ -20,6 +20,26 @@ VOCABULARY_FILENAME = "vocab.txt"
 AUTO = "auto"
 
 
+def check_head_dropout(model_name, dropout):
+    """Refuse a head dropout rate outside [0, 1) in one line naming the model."""
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"{model_name} `dropout` must be in [0, 1), got {dropout!r}.")
+
+
+def check_classification_head(model_name, num_classes, dropout, labels):
+    """Check a classification head's `num_classes`, `dropout` and `labels`; return the labels as a tuple of str
+    (from a `LabelVocabulary`, a sequence of str) or None."""
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
+        raise ValueError(f"{model_name} `num_classes` must be a positive integer, got {num_classes!r}.")
+    check_head_dropout(model_name, dropout)
+    if labels is None:
+        return None
+    labels = tuple(str(label) for label in getattr(labels, "labels", labels))
+    if len(labels) != num_classes:
+        raise ValueError(f"{model_name} got {len(labels)} labels {list(labels)} for num_classes={num_classes}.")
+    return labels
+
+
 def _contains_strings(x):
     """Whether `x` (a model call's inputs) holds text, which only a preprocessor turns into model inputs."""
     if isinstance(x, (str, bytes)):

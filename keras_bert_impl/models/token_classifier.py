@@ -8,10 +8,10 @@ import logging
 import keras
 from keras import ops
 
-from keras_bert_impl.models.classifier import DEFAULT_DROPOUT, _as_labels
+from keras_bert_impl.models.classifier import DEFAULT_DROPOUT
 from keras_bert_impl.models.classifier import _stored_head as classifier_stored_head
 from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
-from keras_bert_impl.models.task import AUTO, BertTask, _contains_strings
+from keras_bert_impl.models.task import AUTO, BertTask, _contains_strings, check_classification_head
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 
 logger = logging.getLogger(__name__)
@@ -108,13 +108,7 @@ class BertTokenClassifier(BertTask):
     default_preprocessor_class = "BertTokenClassificationPreprocessor"
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
-        if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
-            raise ValueError(f"BertTokenClassifier `num_classes` must be a positive integer, got {num_classes!r}.")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"BertTokenClassifier `dropout` must be in [0, 1), got {dropout!r}.")
-        labels = _as_labels(labels)
-        if labels is not None and len(labels) != num_classes:
-            raise ValueError(f"BertTokenClassifier got {len(labels)} labels {list(labels)} for num_classes={num_classes}.")
+        labels = check_classification_head("BertTokenClassifier", num_classes, dropout, labels)
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
         sequence_output = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
