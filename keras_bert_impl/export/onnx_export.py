@@ -4,7 +4,7 @@ The graph is Keras' own ONNX export (`keras.Model.export(format="onnx")`), which
 converts the model's traced `call` with `tf2onnx`. Keras' torch path needs static shapes (its dynamic-shape
 TorchScript export fails on our attention masks) and its JAX path needs `jax2onnx`, so a model living under
 JAX or torch is saved with its own `save_pretrained` into a temporary directory and a subprocess with
-`KERAS_BACKEND=tensorflow` (`export.onnx_export_worker`) loads it with `from_pretrained` and exports it;
+`KERAS_BACKEND=tensorflow` (`export.tensorflow_export_worker`) loads it with `from_pretrained` and exports it;
 `_export_for_backend` is the one place that chooses between the two.
 
 The ONNX graph takes numeric inputs only, the task model's own: `token_ids` int32 `(B, T)`, `segment_ids`
@@ -24,14 +24,12 @@ import importlib.util
 import json
 import logging
 import os
-import subprocess
-import sys
-import tempfile
 import warnings
 
 import keras
 
-from keras_bert_impl.export.saved_model_export import ExportError
+from keras_bert_impl.export.export_error import ExportError
+from keras_bert_impl.export.tensorflow_export_worker import export_in_tensorflow_subprocess
 from keras_bert_impl.models.registry import TASK_CLASSES
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
 
@@ -43,8 +41,6 @@ EXPORT_PACKAGES = ("onnx", "tf2onnx")
 SINGLE_OUTPUT_NAME = "logits"
 # Metadata (`onnx.ModelProto.metadata_props`) every export carries.
 METADATA_KEYS = ("keras_bert_impl.model_class", "keras_bert_impl.labels", "keras_bert_impl.max_sequence_length")
-WORKER_MODULE = "keras_bert_impl.export.onnx_export_worker"
-_WORKER_ERROR_TAIL = 4000
 
 
 def _check_model(model):
@@ -130,7 +126,8 @@ def _export_for_backend(model, class_name, path, opset, overwrite):
     if keras.backend.backend() == "tensorflow":
         _export_with_tensorflow(model, class_name, path, opset)
     else:
-        _export_in_tensorflow_subprocess(model, class_name, path, opset, overwrite)
+        options = {} if opset is None else {"opset": opset}
+        export_in_tensorflow_subprocess(model, class_name, "onnx", path, options, overwrite=overwrite)
 
 
 def _metadata(model, class_name):
@@ -196,26 +193,3 @@ def _quiet_stdout():
     """tf2onnx prints its progress to stdout; an export prints only its own result."""
     with open(os.devnull, "w", encoding="utf-8") as devnull, contextlib.redirect_stdout(devnull):
         yield
-
-
-def _export_in_tensorflow_subprocess(model, class_name, path, opset, overwrite=False):
-    """Save with `save_pretrained`, then let `onnx_export_worker` (KERAS_BACKEND=tensorflow) load and export."""
-    with tempfile.TemporaryDirectory(prefix="bert_onnx_checkpoint_") as staging:
-        try:
-            model.save_pretrained(staging)
-        except Exception as error:
-            raise ExportError(
-                f"Cannot export {class_name} to ONNX from the {keras.backend.backend()} backend: saving it for "
-                f"the TensorFlow export worker failed ({type(error).__name__}: {error})."
-            ) from error
-        command = [sys.executable, "-m", WORKER_MODULE, "--model-class", class_name, "--model-dir", staging,
-                   "--output", path] + ([] if opset is None else ["--opset", str(opset)])
-        command += ["--overwrite"] if overwrite else []
-        environment = dict(os.environ, KERAS_BACKEND="tensorflow")
-        result = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise ExportError(
-                f"The TensorFlow ONNX export worker failed (exit code {result.returncode}) exporting {class_name} "
-                f"from the {keras.backend.backend()} backend to {path}; nothing was written there. Its output "
-                f"ends with:\n{(result.stdout + result.stderr)[-_WORKER_ERROR_TAIL:]}"
-            )

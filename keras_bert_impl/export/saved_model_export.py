@@ -2,8 +2,8 @@
 
 The SavedModel graph is TensorFlow, so it is built under the TensorFlow backend (`serving_signatures`). A
 model living under JAX or torch is saved with its own `save_pretrained` into a temporary directory and a
-subprocess with `KERAS_BACKEND=tensorflow` (`export.export_worker`) loads it with `from_pretrained` and
-exports it; `_export_for_backend` is the one place that chooses between the two.
+subprocess with `KERAS_BACKEND=tensorflow` (`export.tensorflow_export_worker`) loads it with
+`from_pretrained` and exports it; `_export_for_backend` is the one place that chooses between the two.
 
 Writes are atomic (`utils.atomic_io.atomic_directory`): the SavedModel is written into a temporary
 directory beside the target and renamed into place only when complete, so a failed export leaves the
@@ -13,12 +13,12 @@ target as it was (absent, or the previous export) and a re-export replaces the o
 import json
 import logging
 import os
-import subprocess
-import sys
 import tempfile
 
 import keras
 
+from keras_bert_impl.export.export_error import ExportError
+from keras_bert_impl.export.tensorflow_export_worker import export_in_tensorflow_subprocess
 from keras_bert_impl.models.registry import TASK_CLASSES, task_kind
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 from keras_bert_impl.utils.renamed_arguments import renamed_arguments
@@ -38,9 +38,7 @@ QA_DEFAULTS = dict(
 )
 # Token classifier option: tokens between the starts of a long text's windows (default: the model's run's).
 TOKEN_CLASSIFIER_OPTIONS = ("stride",)
-WORKER_MODULE = "keras_bert_impl.export.export_worker"
 SAVED_MODEL_MARKERS = ("saved_model.pb",)  # a previous export, which a new one may replace
-_WORKER_ERROR_TAIL = 4000
 
 
 # Model classes without serving signatures, and what to use instead.
@@ -48,10 +46,6 @@ NOT_EXPORTED = {
     "BertMultipleChoice": "its inputs are (B, C, T) choices; run it in Python (model.predict((contexts, endings))) "
                           "or write a Hugging Face directory (save_huggingface).",
 }
-
-
-class ExportError(RuntimeError):
-    """An export that cannot be done (unsupported model, inconsistent settings, a failed worker)."""
 
 
 def _model_kind(model):
@@ -192,7 +186,7 @@ def _export_for_backend(model, class_name, kind, tokenizer, settings, path, over
     if keras.backend.backend() == "tensorflow":
         _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite)
     else:
-        _export_in_tensorflow_subprocess(model, class_name, tokenizer, settings, path, overwrite)
+        export_in_tensorflow_subprocess(model, class_name, "saved_model", path, settings, tokenizer, overwrite)
 
 
 def _export_config(model, class_name, kind, tokenizer, settings):
@@ -235,30 +229,3 @@ def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, 
             setattr(module, name, asset)
         with atomic_directory(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel") as tmp:
             tf.saved_model.save(module, tmp, signatures=signatures)
-
-
-def _export_in_tensorflow_subprocess(model, class_name, tokenizer, settings, path, overwrite=False):
-    """Save with `save_pretrained`, then let `export_worker` (KERAS_BACKEND=tensorflow) load and export."""
-    with tempfile.TemporaryDirectory(prefix="bert_export_checkpoint_") as staging:
-        model_dir = os.path.join(staging, "model")
-        try:
-            model.save_pretrained(model_dir)
-        except Exception as error:
-            raise ExportError(
-                f"Cannot export {class_name} from the {keras.backend.backend()} backend: saving it for the "
-                f"TensorFlow export worker failed ({type(error).__name__}: {error})."
-            ) from error
-        command = [sys.executable, "-m", WORKER_MODULE, "--model-class", class_name, "--model-dir", model_dir,
-                   "--output", path, "--settings", json.dumps(settings)] + (["--overwrite"] if overwrite else [])
-        if tokenizer is not None:
-            tokenizer_dir = os.path.join(staging, "tokenizer")
-            tokenizer.save_pretrained(tokenizer_dir)
-            command += ["--tokenizer-dir", tokenizer_dir]
-        environment = dict(os.environ, KERAS_BACKEND="tensorflow")
-        result = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise ExportError(
-                f"The TensorFlow export worker failed (exit code {result.returncode}) exporting {class_name} "
-                f"from the {keras.backend.backend()} backend to {path}; nothing was written there. Its "
-                f"output ends with:\n{(result.stdout + result.stderr)[-_WORKER_ERROR_TAIL:]}"
-            )

@@ -435,21 +435,21 @@ def test_unexportable_inputs_raise_clear_errors(tmp_path):
 
 def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch):
     """The JAX / torch path: a worker that fails (here: cannot even start) becomes an ExportError quoting it."""
-    from keras_bert_impl.export import ExportError, saved_model_export
+    from keras_bert_impl.export import ExportError, tensorflow_export_worker
 
     model = _backbone()
-    monkeypatch.setattr(saved_model_export, "WORKER_MODULE", "no_such_bert_export_worker")
+    monkeypatch.setattr(tensorflow_export_worker, "WORKER_MODULE", "no_such_bert_export_worker")
     with pytest.raises(ExportError, match=r"worker failed \(exit code 1\)(.|\n)*no_such_bert_export_worker"):
-        saved_model_export._export_in_tensorflow_subprocess(
-            model, "BertBackbone", None, {"sequence_length": 8}, str(tmp_path / "out"))
+        tensorflow_export_worker.export_in_tensorflow_subprocess(
+            model, "BertBackbone", "saved_model", str(tmp_path / "out"), {"sequence_length": 8})
 
     def broken_save(path):
         raise OSError("read-only file system")
 
     monkeypatch.setattr(model, "save_pretrained", broken_save)
     with pytest.raises(ExportError, match="saving it for the TensorFlow export worker failed"):
-        saved_model_export._export_in_tensorflow_subprocess(
-            model, "BertBackbone", None, {"sequence_length": 8}, str(tmp_path / "out"))
+        tensorflow_export_worker.export_in_tensorflow_subprocess(
+            model, "BertBackbone", "saved_model", str(tmp_path / "out"), {"sequence_length": 8})
     assert os.listdir(tmp_path) == []
 
 
