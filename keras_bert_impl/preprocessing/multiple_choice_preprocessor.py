@@ -7,23 +7,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.preprocessing.bert_preprocessor import BertPreprocessor
-
-
-def _as_strings(texts, name, rank):
-    """A `tf.string` tensor of `rank` (or `rank - 1`: one example) from texts, arrays or tensors."""
-    if not isinstance(texts, tf.Tensor):
-        try:
-            texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        except (TypeError, ValueError) as error:
-            raise ValueError(
-                f"{name} must be strings of shape {'(B,)' if rank == 1 else '(B, C)'}, every example with the same "
-                f"number of choices; got {type(texts).__name__} ({error})."
-            ) from None
-    if texts.dtype != tf.string:
-        raise TypeError(f"{name} must hold strings, got a tensor of {texts.dtype.name}.")
-    if texts.shape.rank not in (rank - 1, rank):
-        raise ValueError(f"{name} must have rank {rank} (or {rank - 1} for one example), got shape {texts.shape}.")
-    return texts
+from keras_bert_impl.preprocessing.preprocessor import _as_string_tensor
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -64,8 +48,8 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
     def call(self, x, y=None, sample_weight=None):
         if not isinstance(x, tuple) or len(x) != 2:
             raise ValueError("x must be a tuple (contexts, endings): contexts (B,) and endings (B, C) strings.")
-        contexts = _as_strings(x[0], "x[0] (the contexts)", rank=1)
-        endings = _as_strings(x[1], "x[1] (the endings)", rank=2)
+        contexts = _as_string_tensor(x[0], "x[0] (the contexts)", rank=1)
+        endings = _as_string_tensor(x[1], "x[1] (the endings)", rank=2)
         unbatched = contexts.shape.rank == 0
         if unbatched:
             contexts, endings = contexts[tf.newaxis], endings[tf.newaxis]

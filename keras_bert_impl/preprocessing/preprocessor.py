@@ -45,8 +45,13 @@ def _to_numpy(structure):
     return tf.nest.map_structure(convert, structure)
 
 
-def _as_string_tensor(texts, name):
-    """A `tf.string` tensor of rank 0 or 1 from a str, a list of str, a NumPy string array or a tensor."""
+def _as_string_tensor(texts, name, rank=1):
+    """A `tf.string` tensor of `rank` (or `rank - 1`: one example) from str, lists of str, a NumPy string array
+    or a tensor. `rank` 1 is a batch of texts `(B,)`; 2 a batch of choices `(B, C)`, every example with as many."""
+    shape = "(B,)" if rank == 1 else "(B, C)"
+    if rank == 2 and isinstance(texts, tf.RaggedTensor):
+        raise ValueError(f"{name} must be strings of shape {shape}, every example with the same number of choices; "
+                         f"got a RaggedTensor.")
     if isinstance(texts, (tf.Tensor, tf.RaggedTensor)):
         tensor = texts
     else:
@@ -55,14 +60,15 @@ def _as_string_tensor(texts, name):
         try:
             tensor = tf.convert_to_tensor(texts, dtype=tf.string)
         except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"{name} must be a str, a list of str or a string array/tensor; got {type(texts).__name__} "
-                f"({error})."
-            ) from None
+            if rank == 1:
+                raise TypeError(f"{name} must be a str, a list of str or a string array/tensor; got "
+                                f"{type(texts).__name__} ({error}).") from None
+            raise ValueError(f"{name} must be strings of shape {shape}, every example with the same number of "
+                             f"choices; got {type(texts).__name__} ({error}).") from None
     if tensor.dtype != tf.string:
         raise TypeError(f"{name} must hold strings, got a tensor of {tensor.dtype.name}.")
-    if tensor.shape.rank not in (0, 1, None):
-        raise ValueError(f"{name} must be a str or a batch `(B,)` of str, got shape {tensor.shape}.")
+    if tensor.shape.rank not in (rank - 1, rank, None):
+        raise ValueError(f"{name} must be strings of shape {shape} (or one example), got shape {tensor.shape}.")
     return tensor
 
 

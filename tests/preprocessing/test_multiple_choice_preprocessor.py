@@ -4,6 +4,7 @@ backend."""
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor, BertPreprocessor
@@ -40,6 +41,10 @@ def test_uneven_or_misaligned_inputs_are_refused():
         preprocessor(CONTEXTS)
     with pytest.raises(ValueError, match="same number of choices"):
         preprocessor((CONTEXTS, [["he sat"], ["she ran", "."]]))
+    with pytest.raises(ValueError, match="same number of choices; got a RaggedTensor"):
+        preprocessor((CONTEXTS, tf.ragged.constant([["he sat"], ["she ran", "."]])))
+    with pytest.raises(ValueError, match=r"shape \(B, C\) \(or one example\), got shape \(1, 1, 1\)"):
+        preprocessor((CONTEXTS[:1], [[["he sat"]]]))
     with pytest.raises(Exception, match="must hold as many examples"):
         preprocessor((CONTEXTS, ENDINGS[:1]))
 
