@@ -19,29 +19,11 @@ FEATURES=${FEATURES:-.real_tasks/features}
 RUNS=${RUNS:-/tmp/real_tasks_runs}
 mkdir -p "$OUT" "$RUNS"
 
-WHEELS=${WHEELS:-.whl}
-if compgen -G "$WHEELS/*.whl" >/dev/null; then
-  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-# Jobs run one after another in their own processes; the JAX high-water mark should be what a job used.
-export XLA_PYTHON_CLIENT_PREALLOCATE=false
 # Seed 1 reuses seed 0's compiled XLA programs (its first epoch then holds no compilation).
 export JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/jax_cache}
-export PYTHONUNBUFFERED=1
 # Keras defaults to TensorFlow, which such a machine lacks; our jobs run on JAX.
 export KERAS_BACKEND=jax
-
-{
-  date -u
-  if command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  else
-    echo "nvidia-smi not found: no NVIDIA GPU here, figures are CPU figures"
-  fi
-  "$PYTHON" -c "import sys, jax, torch, transformers, keras; print(sys.version.split()[0], 'jax', jax.__version__, jax.devices(), 'torch', torch.__version__, 'transformers', transformers.__version__, 'keras', keras.__version__)"
-  "$PYTHON" -c "import importlib.util as u; print('tensorflow installed:', u.find_spec('tensorflow') is not None)"
-} 2>&1 | tee "$OUT/machine.txt"
+source benchmarks/gpu_machine.sh
 
 status=0
 "$PYTHON" benchmarks/real_tasks.py train --features-dir "$FEATURES" --runs-dir "$RUNS" --ours-backend jax "$@" \
