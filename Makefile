@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 BACKENDS ?= tensorflow jax torch
+# pytest-xdist workers per backend pass; tests of one file stay on one worker, so a module's fixtures are built
+# once. PYTEST_WORKERS=0 runs the tests in the pytest process itself.
+PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
 .PHONY: demo test install clean
@@ -24,7 +27,8 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== pytest, KERAS_BACKEND=$$backend ==="; \
-		KERAS_BACKEND=$$backend $(BIN)/python -m pytest -q $(PYTEST_ARGS) || status=1; \
+		KERAS_BACKEND=$$backend $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
+			|| status=1; \
 	done; exit $$status
 
 clean:
