@@ -68,7 +68,7 @@ def job_order(tasks, seeds, implementations):
 
 
 def run_training(features_dir, runs_dir, tasks, seeds, implementations, budget_seconds, job_timeout,
-                 ours_backend, max_train_examples, epochs, ours_optimizer=OURS_OPTIMIZER):
+                 ours_backend, max_train_examples, epochs, ours_optimizer=OURS_OPTIMIZER, stop_after_epochs=None):
     """Run the jobs one after another in their own processes; start none after `budget_seconds`."""
     os.makedirs(runs_dir, exist_ok=True)
     started = time.perf_counter()
@@ -88,6 +88,8 @@ def run_training(features_dir, runs_dir, tasks, seeds, implementations, budget_s
             command += ["--max-train-examples", str(max_train_examples)]
         if epochs is not None:
             command += ["--epochs", str(epochs)]
+        if stop_after_epochs is not None:
+            command += ["--stop-after-epochs", str(stop_after_epochs)]
         env = dict(os.environ, KERAS_BACKEND=ours_backend, PYTHONUNBUFFERED="1")
         print(f"{name}: starting at {used:.0f} s", flush=True)
         try:
@@ -104,6 +106,8 @@ def train_job(args):
     recipe = dict(load_meta(args.features_dir)["tasks"][args.task]["recipe"])
     if args.epochs is not None:
         recipe["epochs"] = args.epochs
+    if args.stop_after_epochs is not None:
+        recipe["stop_after_epochs"] = args.stop_after_epochs
     run_job(args.features_dir, args.runs_dir, args.task, args.implementation, args.seed, recipe,
             max_train_examples=args.max_train_examples, ours_optimizer=args.ours_optimizer)
 
@@ -140,6 +144,9 @@ def main(argv=None):
             stage.add_argument("--implementations", type=_csv(str), default=list(IMPLEMENTATIONS))
             stage.add_argument("--budget-seconds", type=float, default=float("inf"),
                                help="start no job after this many seconds")
+            stage.add_argument("--stop-after-epochs", type=int, default=None,
+                               help="run only the first N epochs of the recipe's schedule (a partial learning curve; "
+                                    "the learning rate still decays over all the recipe's epochs)")
             stage.add_argument("--job-timeout", type=float, default=None, help="kill a job after this many seconds")
             stage.add_argument("--ours-backend", default=os.environ.get("KERAS_BACKEND", "jax"),
                                help="KERAS_BACKEND of our jobs (default: $KERAS_BACKEND, else jax)")
@@ -154,6 +161,7 @@ def main(argv=None):
     job.add_argument("--seed", type=int, required=True)
     job.add_argument("--max-train-examples", type=int, default=None)
     job.add_argument("--epochs", type=int, default=None)
+    job.add_argument("--stop-after-epochs", type=int, default=None)
     job.add_argument("--ours-optimizer", choices=OURS_OPTIMIZERS, default=OURS_OPTIMIZER)
     args = parser.parse_args(argv)
     if args.stage == "train-job":
@@ -181,7 +189,8 @@ def main(argv=None):
         run_training(features_dir, runs_dir, args.tasks, args.seeds, args.implementations, args.budget_seconds,
                      args.job_timeout, args.ours_backend,
                      # `all` prepared only the prefix already; `train` alone cuts the prepared rows.
-                     None if args.stage == "all" else args.max_train_examples, args.epochs, args.ours_optimizer)
+                     None if args.stage == "all" else args.max_train_examples, args.epochs, args.ours_optimizer,
+                     args.stop_after_epochs)
     if args.stage in ("score", "all"):
         from real_tasks_score import score
 

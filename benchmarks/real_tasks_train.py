@@ -146,6 +146,11 @@ def _ours_device():
     return keras.backend.backend()
 
 
+def epochs_to_run(recipe):
+    """The recipe's epochs, or its first `stop_after_epochs` (the schedule stays the whole recipe's)."""
+    return min(recipe["epochs"], recipe.get("stop_after_epochs") or recipe["epochs"])
+
+
 def train_ours(task, checkpoint, recipe, train_x, train_y, eval_x, seed, on_epoch, optimizer_name=OURS_OPTIMIZER):
     import keras
 
@@ -166,7 +171,7 @@ def train_ours(task, checkpoint, recipe, train_x, train_y, eval_x, seed, on_epoc
                            total_updates(num_rows, recipe["batch_size"], recipe["epochs"]),
                            warmup_fraction=WARMUP_FRACTION, weight_decay=WEIGHT_DECAY,
                            optimizer_name=optimizer_name, schedule_variant="huggingface")
-    for epoch in range(recipe["epochs"]):
+    for epoch in range(epochs_to_run(recipe)):
         with EpochClock() as clock:
             history = model.fit(train_x, train_y, batch_size=recipe["batch_size"], epochs=epoch + 1,
                                 initial_epoch=epoch, shuffle=True, verbose=0)
@@ -225,7 +230,7 @@ def train_huggingface(task, checkpoint, recipe, train_x, train_y, eval_x, seed, 
                     for name, value in train_y.items()}
         return {"labels": torch.as_tensor(train_y[rows], dtype=torch.long, device=device)}
 
-    for epoch in range(recipe["epochs"]):
+    for epoch in range(epochs_to_run(recipe)):
         model.train()
         losses = []
         with EpochClock() as clock:
