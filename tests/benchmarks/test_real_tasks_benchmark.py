@@ -77,6 +77,15 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
     # Finished jobs are not run again.
     output = run_stage(["train", "--ours-backend", "jax", "--tasks", "mrpc", *common])
     assert_lines(output, r"^mrpc_hf_seed0: already written, skipped$")
+    # --stop-after-epochs: the first epoch of the 2-epoch schedule only.
+    partial = tmp_path / "partial_runs"
+    run_stage(["train", "--ours-backend", "jax", "--tasks", "mrpc", "--stop-after-epochs", "1",
+               "--runs-dir", str(partial), *common])
+    for implementation in ("ours", "hf"):
+        with open(partial / f"mrpc_{implementation}_seed0.json") as handle:
+            record = json.load(handle)
+        assert [epoch["epoch"] for epoch in record["epochs"]] == [1]
+        assert (record["recipe"]["epochs"], record["recipe"]["stop_after_epochs"]) == (2, 1)
 
     output = run_stage(["score", "--data-dir", DATA_DIR, *common])
     number = r"\s+-?\d+\.\d+"
