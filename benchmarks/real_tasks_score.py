@@ -19,9 +19,11 @@ from real_tasks_prepare import load_meta, squad_split
 from real_tasks_train import IMPLEMENTATIONS, job_name, kept_positions, load_record
 
 SQUAD_DECODING = dict(n_best_size=20, max_answer_length=30)
-# forced_HasAns_f1: F1 on the answerable questions when every question is answered (no null threshold), the
-# span quality apart from the no-answer decision.
-SQUAD_METRICS = ("exact", "f1", "HasAns_f1", "NoAns_f1", "forced_HasAns_f1")
+# Diagnostics beside the official scores: forced_HasAns_f1, F1 on the answerable questions when every question is
+# answered (no null threshold), the span quality apart from the no-answer decision; answered, the percentage of
+# test questions answered at the tuned threshold; oracle_f1, the F1 of the threshold that is best on the test
+# articles themselves (never used to pick anything): how much of an F1 gap the held-out threshold explains.
+SQUAD_METRICS = ("exact", "f1", "HasAns_f1", "NoAns_f1", "forced_HasAns_f1", "answered", "oracle_f1")
 CONLL_METRICS = ("f1", "precision", "recall")
 
 
@@ -119,11 +121,14 @@ class SquadScorer:
             tune = self.decode("tune", predictions["tune/start_logits"][epoch], predictions["tune/end_logits"][epoch])
             tuned = tune_null_threshold(self.split["tune"], tune.best_non_null, tune.null_odds)
             test = self.decode("test", predictions["test/start_logits"][epoch], predictions["test/end_logits"][epoch])
-            result = evaluate_v2(self.split["test"], test.with_null_threshold(tuned.threshold).predictions)
+            answers = test.with_null_threshold(tuned.threshold).predictions
+            result = evaluate_v2(self.split["test"], answers)
             forced = evaluate_v2(self.split["test"], test.best_non_null)
+            oracle = tune_null_threshold(self.split["test"], test.best_non_null, test.null_odds)
             curve.append({**{key: result[key] for key in SQUAD_METRICS if key in result},
                           "forced_HasAns_f1": forced["HasAns_f1"], "threshold": tuned.threshold,
-                          "tune_f1": tuned.f1})
+                          "answered": 100.0 * sum(bool(text) for text in answers.values()) / len(answers),
+                          "oracle_f1": oracle.f1, "tune_f1": tuned.f1})
         return curve
 
 
