@@ -19,14 +19,18 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if keras.backend.backend() == "tensorflow":
-        return
-    kept, deselected = [], []
-    for item in items:
-        (deselected if item.get_closest_marker("tensorflow_only") else kept).append(item)
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
+    if keras.backend.backend() != "tensorflow":
+        kept, deselected = [], []
+        for item in items:
+            (deselected if item.get_closest_marker("tensorflow_only") else kept).append(item)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+    # Files that hold slow tests first; the sort is stable, so each file keeps its order. pytest-xdist hands whole
+    # files to its workers in this order (`make test`), so the long files start early and the short ones fill the
+    # end, instead of one worker finishing a long file alone.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture(autouse=True)
