@@ -9,8 +9,8 @@ SQuAD 2.0 has no such test: at CI sizes MiniLM learns no spans. Measured with `k
 --version-2` on the first 201 answerable questions of training articles 0-11 (round robin over their paragraphs),
 length 192, stride 64, forced answers (`--null-score-diff-threshold 1e9`) on 309 questions of test articles
 12-15: HasAns F1 7.8 (2 epochs, lr 1e-4, batch 16; 163 s CPU) and 6.4 (3 epochs, 2e-4, batch 8; 229 s CPU)
-against 7.0 for the untrained head, and 9.5 from 402 questions (3 epochs, 1e-4, batch 16; 430 s CPU); the no-answer baseline (F1 50.8 there) is not beaten either, as issue 18
-found for 1,494 questions.
+against 7.0 for the untrained head, and 9.5 from 402 questions (3 epochs, 1e-4, batch 16; 430 s CPU); the
+no-answer baseline (F1 50.8 there) is not beaten either, as issue 18 found for 1,494 questions.
 """
 
 import json
