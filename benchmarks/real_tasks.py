@@ -37,7 +37,8 @@ sys.path[:0] = [BENCHMARKS, os.path.dirname(BENCHMARKS)]  # these stages, and th
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from real_tasks_prepare import TASKS, load_meta  # noqa: E402
-from real_tasks_train import IMPLEMENTATIONS, OURS_OPTIMIZER, OURS_OPTIMIZERS, job_name, load_record  # noqa: E402
+from real_tasks_train import (IMPLEMENTATIONS, LENGTH_BUCKETING, OURS_OPTIMIZER, OURS_OPTIMIZERS,  # noqa: E402
+                              job_name, load_record)
 
 
 def _csv(kind):
@@ -68,7 +69,8 @@ def job_order(tasks, seeds, implementations):
 
 
 def run_training(features_dir, runs_dir, tasks, seeds, implementations, budget_seconds, job_timeout,
-                 ours_backend, max_train_examples, epochs, ours_optimizer=OURS_OPTIMIZER, stop_after_epochs=None):
+                 ours_backend, max_train_examples, epochs, ours_optimizer=OURS_OPTIMIZER, stop_after_epochs=None,
+                 length_bucketing="none"):
     """Run the jobs one after another in their own processes; start none after `budget_seconds`."""
     os.makedirs(runs_dir, exist_ok=True)
     started = time.perf_counter()
@@ -83,7 +85,7 @@ def run_training(features_dir, runs_dir, tasks, seeds, implementations, budget_s
             continue
         command = [sys.executable, os.path.abspath(__file__), "train-job", "--features-dir", features_dir,
                    "--runs-dir", runs_dir, "--task", task, "--implementation", implementation, "--seed", str(seed),
-                   "--ours-optimizer", ours_optimizer]
+                   "--ours-optimizer", ours_optimizer, "--length-bucketing", length_bucketing]
         if max_train_examples is not None:
             command += ["--max-train-examples", str(max_train_examples)]
         if epochs is not None:
@@ -108,6 +110,11 @@ def train_job(args):
         recipe["epochs"] = args.epochs
     if args.stop_after_epochs is not None:
         recipe["stop_after_epochs"] = args.stop_after_epochs
+    recipe["length_bucketing"] = args.length_bucketing
+    if args.length_bucketing != "none":
+        from real_tasks_train import BUCKET_WIDTH
+
+        recipe["bucket_width"] = BUCKET_WIDTH
     run_job(args.features_dir, args.runs_dir, args.task, args.implementation, args.seed, recipe,
             max_train_examples=args.max_train_examples, ours_optimizer=args.ours_optimizer)
 
@@ -153,6 +160,10 @@ def main(argv=None):
             stage.add_argument("--ours-optimizer", choices=OURS_OPTIMIZERS, default=OURS_OPTIMIZER,
                                help="our optimizer: the original BERT AdamWeightDecay (default, no bias "
                                     "correction) or keras_adamw (bias correction, as torch's AdamW)")
+            stage.add_argument("--length-bucketing", choices=LENGTH_BUCKETING, default="none",
+                               help="who trains on the length-bucketed batches of our finetune-* commands instead "
+                                    "of batches padded to the packed length: none (default), ours (each as it "
+                                    "runs by default), both (HF gets ours' batches); needs TensorFlow (tf.data)")
     job = sub.add_parser("train-job", help=argparse.SUPPRESS)
     job.add_argument("--features-dir", required=True)
     job.add_argument("--runs-dir", required=True)
@@ -163,6 +174,7 @@ def main(argv=None):
     job.add_argument("--epochs", type=int, default=None)
     job.add_argument("--stop-after-epochs", type=int, default=None)
     job.add_argument("--ours-optimizer", choices=OURS_OPTIMIZERS, default=OURS_OPTIMIZER)
+    job.add_argument("--length-bucketing", choices=LENGTH_BUCKETING, default="none")
     args = parser.parse_args(argv)
     if args.stage == "train-job":
         return train_job(args)
@@ -190,7 +202,7 @@ def main(argv=None):
                      args.job_timeout, args.ours_backend,
                      # `all` prepared only the prefix already; `train` alone cuts the prepared rows.
                      None if args.stage == "all" else args.max_train_examples, args.epochs, args.ours_optimizer,
-                     args.stop_after_epochs)
+                     args.stop_after_epochs, args.length_bucketing)
     if args.stage in ("score", "all"):
         from real_tasks_score import score
 

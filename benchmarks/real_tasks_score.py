@@ -199,6 +199,13 @@ def score(data_dir, features_dir, runs_dir, seeds, tasks=None, print_fn=print):
 METRIC_NAMES = {"mrpc": ("accuracy", "f1"), "squad": SQUAD_METRICS, "conll": CONLL_METRICS}
 
 
+def _batches(record, implementation):
+    recipe = record["recipe"]
+    if recipe.get("length_bucketing", "none") in ("both", implementation):
+        return f"length-bucketed (width {recipe['bucket_width']})"
+    return f"padded to {recipe['sequence_length']}"
+
+
 def print_task(task, task_meta, runs_by_implementation, print_fn=print):
     recipe = task_meta["recipe"]
     print_fn(f"\n== {task}: " + ", ".join(f"{key} {value}" for key, value in recipe.items()) + "; " +
@@ -240,5 +247,6 @@ def print_task(task, task_meta, runs_by_implementation, print_fn=print):
         for run in runs:
             print_fn(f"    {implementation:<5} seed {run['seed']} loss " +
                      " ".join(f"{epoch['loss']:.3f}" for epoch in run["record"]["epochs"]) +
+                     f"; batches {_batches(run['record'], implementation)}"
                      f"; load average at the end {', '.join(f'{x:.1f}' for x in run['record']['load_average'])}"
                      f"; tensorflow imported: {run['record']['tensorflow_imported']}")

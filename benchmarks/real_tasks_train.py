@@ -11,9 +11,16 @@ Both: the same features, batch size, epochs, learning rate, 10% warmup then line
 LayerNorm and biases), dropout 0.1 (the checkpoint's), float32 weights, the last partial batch kept, reshuffled
 every epoch.
 
+Batches: by default every batch is padded to the packed length `T` (as `run_qa.py`'s default `pad_to_max_length`).
+`recipe["length_bucketing"]` = "ours" or "both" trains that implementation on the length-bucketed batches of the
+library's `finetune-*` commands instead (`training.finetuning_batches.training_dataset`, bucket width 32: rows
+cut to their length, batched by length bucket, each batch padded to its bucket): "ours" times each as it runs by
+default, "both" gives Hugging Face's loop exactly ours' batches. The batches come from `tf.data`, so this mode
+needs TensorFlow; the learning-rate schedule counts the bucketed batches.
+
 After every epoch the job predicts the evaluation rows (a learning curve) and writes
 `<task>_<impl>_seed<seed>.npz` (the logits per epoch; per-token ones only where the decoder reads them, in
-float16, to keep the files small) and `.json` (per-epoch training loss, CPU-seconds, wall seconds, prediction
+float16, to keep the files small) and `.json` (per-epoch training loss, updates, CPU-seconds, wall seconds, prediction
 time, peak host memory, peak accelerator memory, versions). The training clock covers the updates only
 (compilation included in the first epoch), not the predictions.
 """
@@ -35,6 +42,9 @@ EVAL_BATCH_SIZE = 128
 # AdamW: bias correction, as torch's) to measure what the bias correction changes.
 OURS_OPTIMIZERS = ("adamw_original", "keras_adamw")
 OURS_OPTIMIZER = "adamw_original"
+# Which implementations train on length-bucketed batches instead of batches padded to T.
+LENGTH_BUCKETING = ("none", "ours", "both")
+BUCKET_WIDTH = 32  # the `finetune-*` commands' default
 WARMUP_FRACTION = 0.1
 WEIGHT_DECAY = 0.01
 # Parameters without weight decay, as google-research/bert and the Hugging Face examples (our optimizer's
@@ -100,8 +110,27 @@ def float32_checkpoint(features_dir, scratch_dir):
     return target
 
 
-def total_updates(num_rows, batch_size, epochs):
-    return -(-num_rows // batch_size) * epochs
+def uses_length_buckets(recipe, implementation):
+    return recipe.get("length_bucketing", "none") in ("both", implementation)
+
+
+def batches_per_epoch(train_x, recipe, implementation):
+    """Updates per epoch: `ceil(N / B)` padded to T; length-bucketed, each bucket ends with its own partial batch."""
+    if uses_length_buckets(recipe, implementation):
+        from keras_bert_impl.training.finetuning_batches import batches_per_epoch as bucketed_batches_per_epoch
+
+        return bucketed_batches_per_epoch(train_x, recipe["batch_size"], True, recipe["bucket_width"])
+    return -(-len(train_x["token_ids"]) // recipe["batch_size"])
+
+
+def length_bucketed_epoch(train_x, train_y, recipe, seed, epoch):
+    """Epoch `epoch`'s length-bucketed `(x, y)` batches as `finetune-*` trains on them: `(tf.data.Dataset, steps)`.
+
+    Fixed by `(seed, epoch)` alone, so ours and Hugging Face's loop get the same batches."""
+    from keras_bert_impl.training.finetuning_batches import training_dataset
+
+    return training_dataset(train_x, train_y, recipe["batch_size"], length_bucketing=True,
+                            bucket_width=recipe["bucket_width"], seed=seed, epochs=epoch + 1, initial_epoch=epoch)
 
 
 class EpochClock:
@@ -166,23 +195,30 @@ def train_ours(task, checkpoint, recipe, train_x, train_y, eval_x, seed, on_epoc
         model = BertTokenClassifier.from_pretrained(checkpoint, num_classes=recipe["num_labels"], preprocessor=None)
     else:
         model = BertClassifier.from_pretrained(checkpoint, num_classes=recipe["num_labels"], preprocessor=None)
-    num_rows = len(train_x["token_ids"])
     compile_for_finetuning(model, recipe["learning_rate"],
-                           total_updates(num_rows, recipe["batch_size"], recipe["epochs"]),
+                           batches_per_epoch(train_x, recipe, "ours") * recipe["epochs"],
                            warmup_fraction=WARMUP_FRACTION, weight_decay=WEIGHT_DECAY,
                            optimizer_name=optimizer_name, schedule_variant="huggingface")
+    updates = []
+    count_updates = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: updates.append(batch))
     for epoch in range(epochs_to_run(recipe)):
+        updates.clear()
         with EpochClock() as clock:
-            history = model.fit(train_x, train_y, batch_size=recipe["batch_size"], epochs=epoch + 1,
-                                initial_epoch=epoch, shuffle=True, verbose=0)
+            if uses_length_buckets(recipe, "ours"):
+                batches, steps = length_bucketed_epoch(train_x, train_y, recipe, seed, epoch)
+                history = model.fit(batches, steps_per_epoch=steps, epochs=epoch + 1, initial_epoch=epoch,
+                                    callbacks=[count_updates], verbose=0)
+            else:
+                history = model.fit(train_x, train_y, batch_size=recipe["batch_size"], epochs=epoch + 1,
+                                    initial_epoch=epoch, shuffle=True, callbacks=[count_updates], verbose=0)
         started = time.perf_counter()
         predictions = {}
         for split, x in eval_x.items():
             outputs = model.predict(x, batch_size=EVAL_BATCH_SIZE, verbose=0)
             outputs = outputs if isinstance(outputs, dict) else {"logits": outputs}
             predictions[split] = {name: np.asarray(value) for name, value in outputs.items()}
-        on_epoch(epoch, float(history.history["loss"][-1]), clock, time.perf_counter() - started, predictions,
-                 _ours_device_peak_bytes())
+        on_epoch(epoch, float(history.history["loss"][-1]), len(updates), clock, time.perf_counter() - started,
+                 predictions, _ours_device_peak_bytes())
     return {"backend": keras.backend.backend(), "device": _ours_device(), "keras": keras.__version__,
             "optimizer": optimizer_name}
 
@@ -215,29 +251,37 @@ def train_huggingface(task, checkpoint, recipe, train_x, train_y, eval_x, seed, 
     ]
     optimizer = torch.optim.AdamW(groups, lr=recipe["learning_rate"], eps=1e-6)
     num_rows, batch_size = len(train_x["token_ids"]), recipe["batch_size"]
-    updates = total_updates(num_rows, batch_size, recipe["epochs"])
+    updates = batches_per_epoch(train_x, recipe, "hf") * recipe["epochs"]
     schedule = get_linear_schedule_with_warmup(optimizer, int(updates * WARMUP_FRACTION), updates)
     generator = torch.Generator().manual_seed(seed)
 
-    def model_inputs(x, rows):
+    def model_inputs(x, rows=slice(None)):
         return {"input_ids": torch.as_tensor(x["token_ids"][rows], dtype=torch.long, device=device),
                 "token_type_ids": torch.as_tensor(x["segment_ids"][rows], dtype=torch.long, device=device),
                 "attention_mask": torch.as_tensor(x["padding_mask"][rows], dtype=torch.long, device=device)}
 
-    def labels(rows):
+    def labels(y):
         if task == "squad":
-            return {name: torch.as_tensor(value[rows], dtype=torch.long, device=device)
-                    for name, value in train_y.items()}
-        return {"labels": torch.as_tensor(train_y[rows], dtype=torch.long, device=device)}
+            return {name: torch.as_tensor(value, dtype=torch.long, device=device) for name, value in y.items()}
+        return {"labels": torch.as_tensor(y, dtype=torch.long, device=device)}
+
+    def epoch_batches(epoch):
+        """`(x, y)` NumPy batches: ours' length-bucketed ones, or rows in a torch permutation padded to T."""
+        if uses_length_buckets(recipe, "hf"):
+            yield from length_bucketed_epoch(train_x, train_y, recipe, seed, epoch)[0].as_numpy_iterator()
+            return
+        order = torch.randperm(num_rows, generator=generator).numpy()
+        for start in range(0, num_rows, batch_size):
+            rows = order[start:start + batch_size]
+            yield ({name: value[rows] for name, value in train_x.items()},
+                   {name: value[rows] for name, value in train_y.items()} if task == "squad" else train_y[rows])
 
     for epoch in range(epochs_to_run(recipe)):
         model.train()
         losses = []
         with EpochClock() as clock:
-            order = torch.randperm(num_rows, generator=generator).numpy()
-            for start in range(0, num_rows, batch_size):
-                rows = order[start:start + batch_size]
-                loss = model(**model_inputs(train_x, rows), **labels(rows)).loss
+            for x, y in epoch_batches(epoch):
+                loss = model(**model_inputs(x), **labels(y)).loss
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
@@ -257,7 +301,7 @@ def train_huggingface(task, checkpoint, recipe, train_x, train_y, eval_x, seed, 
                         chunks[name].append(getattr(outputs, name).float().cpu().numpy())
                 predictions[split] = {name: np.concatenate(value) for name, value in chunks.items()}
         peak = torch.cuda.max_memory_allocated() if device.type == "cuda" else None
-        on_epoch(epoch, epoch_loss, clock, time.perf_counter() - started, predictions, peak)
+        on_epoch(epoch, epoch_loss, len(losses), clock, time.perf_counter() - started, predictions, peak)
     return {"device": f"torch {device.type}", "torch": torch.__version__, "transformers": transformers.__version__,
             "optimizer": "torch AdamW"}
 
@@ -286,8 +330,8 @@ def _run_job(out_dir, task, implementation, seed, recipe, train_x, train_y, eval
     name = job_name(task, implementation, seed)
     epochs, curves = [], {f"{split}/{output}": [] for split in EVAL_SPLITS[task] for output in OUTPUTS[task]}
 
-    def on_epoch(epoch, loss, clock, predict_seconds, predictions, device_peak_bytes):
-        epochs.append({"epoch": epoch + 1, "loss": loss, "train_cpu_seconds": clock.cpu,
+    def on_epoch(epoch, loss, updates, clock, predict_seconds, predictions, device_peak_bytes):
+        epochs.append({"epoch": epoch + 1, "loss": loss, "updates": updates, "train_cpu_seconds": clock.cpu,
                        "train_wall_seconds": clock.wall, "predict_wall_seconds": predict_seconds,
                        "peak_host_bytes": peak_host_bytes(), "peak_device_bytes": device_peak_bytes})
         for split, outputs in predictions.items():

