@@ -10,13 +10,14 @@ with the official metrics and print ours next to Hugging Face's, per task and pe
   HasAns F1, NoAns accuracy.
 """
 
+import json
 import os
 import statistics
 
 import numpy as np
 
 from real_tasks_prepare import load_meta, squad_split
-from real_tasks_train import IMPLEMENTATIONS, job_name, kept_positions, load_record
+from real_tasks_train import IMPLEMENTATIONS, job_name, kept_positions, load_record, uses_length_buckets
 
 SQUAD_DECODING = dict(n_best_size=20, max_answer_length=30)
 # Diagnostics beside the official scores: forced_HasAns_f1, F1 on the answerable questions when every question is
@@ -148,6 +149,30 @@ def _format(value, digits=1):
     return f"{value:.{digits}f}"
 
 
+def nominal_training_flops_per_epoch(features_dir, record):
+    """Nominal FLOPs of one training epoch of `record`'s job on the shapes it trained on (`utils.flops`; every row
+    at the packed length T, or at its length bucket's), so CPU runs can be read against the core's peak rate.
+
+    Counted as a classifier training step (encoder + attention, 3x forward; the task heads differ by < 0.1%)."""
+    from keras_bert_impl.utils.flops import bert_flops_per_sequence
+
+    with open(os.path.join(features_dir, "checkpoint", "config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    with np.load(os.path.join(features_dir, f"{record['task']}.npz")) as stored:
+        padding_mask = stored["train_padding_mask"][:record["train_rows"]]
+    recipe, max_length = record["recipe"], padding_mask.shape[1]
+    lengths = np.full(len(padding_mask), max_length)
+    if uses_length_buckets(recipe, record["implementation"]):
+        from keras_bert_impl.data.length_bucketing import bucket_lengths, sequence_lengths
+
+        edges = np.asarray(bucket_lengths(max_length, recipe["bucket_width"]))
+        lengths = edges[np.searchsorted(edges, sequence_lengths(padding_mask), side="left")]
+    shapes, counts = np.unique(lengths, return_counts=True)
+    return sum(int(count) * bert_flops_per_sequence(
+        "classifier_training", config["num_hidden_layers"], config["hidden_size"], config["intermediate_size"],
+        int(length)) for length, count in zip(shapes, counts))
+
+
 def job_summary(record):
     """Training time and memory of one job: totals, the median epoch after the first (compilation), peaks."""
     epochs = record["epochs"]
@@ -189,7 +214,11 @@ def score(data_dir, features_dir, runs_dir, seeds, tasks=None, print_fn=print):
                     curve = scorers[task].scores(predictions)
                 else:
                     curve = mrpc_scores(features_dir, predictions)
-                runs.append({"seed": seed, "curve": curve, "record": record, **job_summary(record)})
+                summary = job_summary(record)
+                if record.get("device", "").endswith("cpu"):  # host CPU-seconds measure the work only on a CPU
+                    summary["gflop_per_cpu_second"] = (nominal_training_flops_per_epoch(features_dir, record) / 1e9
+                                                       / summary["cpu_seconds_per_epoch"])
+                runs.append({"seed": seed, "curve": curve, "record": record, **summary})
             if runs:
                 results[task][implementation] = runs
         print_task(task, task_meta, results[task], print_fn)
@@ -216,7 +245,7 @@ def print_task(task, task_meta, runs_by_implementation, print_fn=print):
         return
     metrics = METRIC_NAMES[task]
     header = (f"  {'impl':<5} {'seeds':<6}" + "".join(f" {name:>10}" for name in metrics) +
-              f" {'train CPU-s':>12} {'train wall s':>13} {'CPU-s/epoch':>12} {'peak host MiB':>14}"
+              f" {'train CPU-s':>12} {'train wall s':>13} {'CPU-s/epoch':>12} {'GFLOP/CPU-s':>12} {'peak host MiB':>14}"
               f" {'peak dev MiB':>13}  device")
     print_fn(header)
     for implementation, runs in runs_by_implementation.items():
@@ -226,6 +255,7 @@ def print_task(task, task_meta, runs_by_implementation, print_fn=print):
         row += (f" {_format(_median([run['train_cpu_seconds'] for run in runs])):>12}"
                 f" {_format(_median([run['train_wall_seconds'] for run in runs])):>13}"
                 f" {_format(_median([run['cpu_seconds_per_epoch'] for run in runs])):>12}"
+                f" {_format(_median([run.get('gflop_per_cpu_second') for run in runs])):>12}"
                 f" {_format(_median([run['peak_host_mib'] for run in runs]), 0):>14}"
                 f" {_format(_median([run['peak_device_mib'] for run in runs]), 0):>13}"
                 f"  {runs[0]['record'].get('device', '?')}")

@@ -207,7 +207,7 @@ def train_ours(task, checkpoint, recipe, train_x, train_y, eval_x, seed, on_epoc
             if uses_length_buckets(recipe, "ours"):
                 batches, steps = length_bucketed_epoch(train_x, train_y, recipe, seed, epoch)
                 history = model.fit(batches, steps_per_epoch=steps, epochs=epoch + 1, initial_epoch=epoch,
-                                    callbacks=[count_updates], verbose=0)
+                                    shuffle=False, callbacks=[count_updates], verbose=0)  # ordered by (seed, epoch)
             else:
                 history = model.fit(train_x, train_y, batch_size=recipe["batch_size"], epochs=epoch + 1,
                                     initial_epoch=epoch, shuffle=True, callbacks=[count_updates], verbose=0)
@@ -268,7 +268,9 @@ def train_huggingface(task, checkpoint, recipe, train_x, train_y, eval_x, seed, 
     def epoch_batches(epoch):
         """`(x, y)` NumPy batches: ours' length-bucketed ones, or rows in a torch permutation padded to T."""
         if uses_length_buckets(recipe, "hf"):
-            yield from length_bucketed_epoch(train_x, train_y, recipe, seed, epoch)[0].as_numpy_iterator()
+            for x, y in length_bucketed_epoch(train_x, train_y, recipe, seed, epoch)[0].as_numpy_iterator():
+                # Per-token targets stay (B, T); past the cut they are all ignored (-100): cut them as ours' loss does.
+                yield x, (y[:, :x["token_ids"].shape[1]] if task == "conll" else y)
             return
         order = torch.randperm(num_rows, generator=generator).numpy()
         for start in range(0, num_rows, batch_size):

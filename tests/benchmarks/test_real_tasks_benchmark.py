@@ -50,7 +50,7 @@ def run_stage(argv, env_updates=None):
     return result.stdout
 
 
-def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
+def test_real_tasks_stages_on_a_few_real_rows(tmp_path, monkeypatch):
     checkpoint = str(tmp_path / "tiny_bert")
     tiny_huggingface_bert(checkpoint)
     # A `tensorflow` package that cannot be imported, first on the path: the train stage must not need it.
@@ -97,8 +97,11 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
     padded_updates = -(-len(padding_mask) // 32)
     assert bucketed_updates > padded_updates  # else this check could not tell the two apart
     bucketed = tmp_path / "bucketed_runs"
-    run_stage(["train", "--ours-backend", "jax", "--tasks", "squad", "--length-bucketing", "both",
+    run_stage(["train", "--ours-backend", "jax", "--tasks", "squad,conll", "--length-bucketing", "both",
                "--runs-dir", str(bucketed), *common])
+    for implementation in ("ours", "hf"):  # per-token targets: HF's loop cuts them to the bucketed inputs
+        with open(bucketed / f"conll_{implementation}_seed0.json") as handle:
+            assert len(json.load(handle)["epochs"]) == 2
     for implementation in ("ours", "hf"):
         with open(tmp_path / "work" / "runs" / f"squad_{implementation}_seed0.json") as handle:
             assert [epoch["updates"] for epoch in json.load(handle)["epochs"]] == [padded_updates] * 2
@@ -106,6 +109,23 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
             record = json.load(handle)
         assert (record["recipe"]["length_bucketing"], record["recipe"]["bucket_width"]) == ("both", 32)
         assert [epoch["updates"] for epoch in record["epochs"]] == [bucketed_updates] * 2
+    # The nominal FLOPs per epoch that the score stage divides by the CPU-seconds: every row at T when padded, at
+    # its bucket's length when bucketed.
+    from keras_bert_impl.utils.flops import bert_flops_per_sequence
+
+    monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "benchmarks"))
+    from real_tasks_score import nominal_training_flops_per_epoch
+    from real_tasks_train import uses_length_buckets
+
+    features = str(tmp_path / "work" / "features")
+    with open(tmp_path / "work" / "runs" / "squad_hf_seed0.json") as handle:
+        padded_flops = nominal_training_flops_per_epoch(features, json.load(handle))
+    assert padded_flops == len(padding_mask) * bert_flops_per_sequence("classifier_training", 1, 16, 32,
+                                                                        padding_mask.shape[1])
+    with open(bucketed / "squad_hf_seed0.json") as handle:
+        assert 0 < nominal_training_flops_per_epoch(features, json.load(handle)) < padded_flops
+    assert [uses_length_buckets({"length_bucketing": mode}, "hf") for mode in ("none", "ours", "both")] == [
+        False, False, True]
     output = run_stage(["score", "--data-dir", DATA_DIR, "--tasks", "squad", "--runs-dir", str(bucketed), *common])
     assert_lines(output, r"^    ours  seed 0 loss .*; batches length-bucketed \(width 32\); load average",
                  r"^    hf    seed 0 loss .*; batches length-bucketed \(width 32\); load average")
@@ -114,8 +134,8 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path):
     number = r"\s+-?\d+\.\d+"
     assert_lines(
         output,
-        rf"^  ours  0 {number * 5}\s+\d+\s+-\s+jax cpu$",
-        rf"^  hf    0 {number * 5}\s+\d+\s+-\s+torch cpu$",
+        rf"^  ours  0 {number * 6}\s+\d+\s+-\s+jax cpu$",
+        rf"^  hf    0 {number * 6}\s+\d+\s+-\s+torch cpu$",
         r"^  ours/hf CPU-s per epoch \(median, epochs after the first\): [\d.]+x$",
         rf"^    ours  exact {number}{number}$",
         r"^== conll: .*train_sentences 12",
