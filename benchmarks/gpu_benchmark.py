@@ -251,7 +251,8 @@ def huggingface_job(implementation, workload, args):
         "token_type_ids": torch.as_tensor(data["segment_ids"], dtype=torch.long),
         "attention_mask": torch.as_tensor(data["padding_mask"], dtype=torch.long),
     }
-    model_class = transformers.BertForPreTraining if kind == "pretraining" else transformers.BertForSequenceClassification
+    model_class = (transformers.BertForPreTraining if kind == "pretraining"
+                   else transformers.BertForSequenceClassification)
     model = model_class(config)
     if kind == "pretraining":
         labels = torch.full(data["token_ids"].shape, -100, dtype=torch.long)

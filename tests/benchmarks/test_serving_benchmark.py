@@ -38,7 +38,7 @@ def test_serving_benchmark_smoke():
             rows = _rows(output, task, batch_size)
             for path in PATHS + (torch_path,):
                 assert any(re.match(rf"^  {path} +{FIGURES}", row) for row in rows), (task, batch_size, path, rows)
-            assert re.match(rf"^  hf tokenizers \+ ort +( +[\d.]+){{4}} +1\.00 +100%$",
+            assert re.match(r"^  hf tokenizers \+ ort +( +[\d.]+){4} +1\.00 +100%$",
                             next(row for row in rows if "hf tokenizers + ort" in row))
             section = output.split(f"\n{task}, batch {batch_size}, ", 1)[1]
             for path, first_stage in (("ours onnx \\+ ort", "(tokenize|featurize)"), ("hf tokenizers \\+ ort",

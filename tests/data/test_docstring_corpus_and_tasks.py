@@ -38,6 +38,9 @@ def test_corpus_is_deterministic_and_split_by_module(documented, tmp_path):
     first = write_docstring_corpus(tmp_path / "a", documented, eval_every=4)
     second = write_docstring_corpus(tmp_path / "b", collect_stdlib_docstrings(MODULES), eval_every=4)
     assert (tmp_path / "a" / "train.txt").read_text() == (tmp_path / "b" / "train.txt").read_text()
+    counts = [{key: value for key, value in summary.items() if not isinstance(value, str)}  # not the paths
+              for summary in (first, second)]
+    assert counts[0] == counts[1] and counts[0]
     modules = sorted(module_sentences(documented))
     assert first["eval_documents"] == len(modules[::4])
     assert first["train_documents"] + first["eval_documents"] == len(modules)

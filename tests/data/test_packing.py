@@ -205,7 +205,8 @@ def test_config_saved_with_the_old_seq_length_key_still_loads():
     assert restored.get_config() == config
     with pytest.warns(DeprecationWarning, match="pass `sequence_length`"):
         keyword = SegmentPacker(seq_length=10, cls_token_id=CLS, sep_token_id=SEP, pad_token_id=PAD)
-    np.testing.assert_array_equal(keyword.pack([1, 2, 3], [4, 5])["token_ids"], _packer().pack([1, 2, 3], [4, 5])["token_ids"])
+    np.testing.assert_array_equal(keyword.pack([1, 2, 3], [4, 5])["token_ids"],
+                                  _packer().pack([1, 2, 3], [4, 5])["token_ids"])
     with pytest.raises(TypeError, match="both `sequence_length` and its deprecated name `seq_length`"):
         SegmentPacker(sequence_length=10, seq_length=10, cls_token_id=CLS, sep_token_id=SEP)
     with pytest.raises(TypeError, match="needs sequence_length, cls_token_id and sep_token_id"):
