@@ -18,6 +18,8 @@ import numpy as np
 
 from keras_bert_impl.utils.atomic_io import atomic_path, atomic_write, atomic_write_json
 
+from real_tasks_train import BUCKET_WIDTH
+
 # Articles of the SQuAD 2.0 sample (../shared/data/README.md): 0-11 train, 12-15 test. The last training
 # article is held out to tune the null-score threshold; it is not trained on.
 SQUAD_TRAIN_ARTICLES = range(0, 11)
@@ -206,6 +208,17 @@ def save_npz(path, arrays):
         np.savez_compressed(handle, **arrays)
 
 
+def training_token_slots(padding_mask, bucket_width=BUCKET_WIDTH):
+    """How much of a training epoch padded to T is real tokens, and what length bucketing leaves to compute."""
+    from keras_bert_impl.data.length_bucketing import bucket_padded_lengths, sequence_lengths
+
+    lengths = sequence_lengths(padding_mask)
+    padded = padding_mask.size
+    bucketed = int(bucket_padded_lengths(lengths, padding_mask.shape[1], bucket_width).sum())
+    return (f"{padded:,} padded to {padding_mask.shape[1]}; real tokens {lengths.sum() / padded:.1%} of them "
+            f"(mean length {lengths.mean():.1f}); length-bucketed (width {bucket_width}) {bucketed / padded:.1%}")
+
+
 def prepare(data_dir, features_dir, checkpoint, tasks=TASKS, checkpoint_dtype="float32", max_train_examples=None,
             max_eval_examples=None, epochs=None):
     """Write the features of `tasks` and the checkpoint copy into `features_dir`; returns the metadata."""
@@ -247,6 +260,7 @@ def prepare(data_dir, features_dir, checkpoint, tasks=TASKS, checkpoint_dtype="f
         meta["tasks"][task] = {"recipe": recipe, **info}
         print(f"prepared {task}: " + ", ".join(f"{key} {value}" for key, value in info.items()
                                                 if key.endswith(("rows", "questions", "sentences"))), flush=True)
+        print(f"  {task} training token slots: {training_token_slots(arrays['train_padding_mask'])}", flush=True)
     atomic_write_json(os.path.join(features_dir, "meta.json"), meta)
     return meta
 

@@ -163,10 +163,9 @@ def nominal_training_flops_per_epoch(features_dir, record):
     recipe, max_length = record["recipe"], padding_mask.shape[1]
     lengths = np.full(len(padding_mask), max_length)
     if uses_length_buckets(recipe, record["implementation"]):
-        from keras_bert_impl.data.length_bucketing import bucket_lengths, sequence_lengths
+        from keras_bert_impl.data.length_bucketing import bucket_padded_lengths, sequence_lengths
 
-        edges = np.asarray(bucket_lengths(max_length, recipe["bucket_width"]))
-        lengths = edges[np.searchsorted(edges, sequence_lengths(padding_mask), side="left")]
+        lengths = bucket_padded_lengths(sequence_lengths(padding_mask), max_length, recipe["bucket_width"])
     shapes, counts = np.unique(lengths, return_counts=True)
     return sum(int(count) * bert_flops_per_sequence(
         "classifier_training", config["num_hidden_layers"], config["hidden_size"], config["intermediate_size"],

@@ -53,6 +53,28 @@ def bucket_lengths(max_length, bucket_width=32):
     return list(range(bucket_width, max_length, bucket_width)) + [max_length]
 
 
+def bucket_padded_lengths(lengths, max_length, bucket_width=32):
+    """The length each row is padded to with `pad_to="bucket"`: the smallest bucket length that holds it.
+
+    Args:
+        lengths: int array `(N,)`. Real lengths (`sequence_lengths(padding_mask)`).
+        max_length: int. `T`.
+        bucket_width: int. Defaults to 32.
+
+    Returns:
+        int64 array `(N,)`.
+
+    Example:
+    >>> bucket_padded_lengths([5, 32, 33, 50], max_length=50, bucket_width=32).tolist()
+    [32, 32, 50, 50]
+    """
+    edges = np.asarray(bucket_lengths(max_length, bucket_width), dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.size and lengths.max() > max_length:
+        raise ValueError(f"A row of length {lengths.max()} does not fit the packed length max_length={max_length}.")
+    return edges[np.searchsorted(edges, lengths, side="left")]
+
+
 def bucketed_batch_count(lengths, batch_size, max_length, bucket_width=32, drop_remainder=False):
     """Number of batches `length_bucketed_dataset` yields per pass over rows with these `lengths`.
 
@@ -73,9 +95,7 @@ def bucketed_batch_count(lengths, batch_size, max_length, bucket_width=32, drop_
     >>> bucketed_batch_count([5, 6, 40, 41, 42], batch_size=2, max_length=64, bucket_width=32)
     3
     """
-    edges = bucket_lengths(max_length, bucket_width)
-    buckets = np.searchsorted(np.asarray(edges), np.asarray(lengths), side="left")
-    counts = np.bincount(buckets, minlength=len(edges))
+    counts = np.unique(bucket_padded_lengths(lengths, max_length, bucket_width), return_counts=True)[1]
     rounding = math.floor if drop_remainder else math.ceil
     return int(sum(rounding(count / batch_size) for count in counts))
 

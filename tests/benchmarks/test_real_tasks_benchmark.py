@@ -64,7 +64,10 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path, monkeypatch):
                         *common])
     assert_lines(output, r"^prepared mrpc: train_rows 12, test_rows 6$",
                  r"^prepared squad: train_questions 12, train_rows \d+, tune_questions 6, .* test_questions 6",
-                 r"^prepared conll: train_sentences 12, train_rows \d+, test_sentences 6, test_rows \d+$")
+                 r"^  squad training token slots: [\d,]+ padded to 384; real tokens [\d.]+% of them \(mean length "
+                 r"[\d.]+\); length-bucketed \(width 32\) [\d.]+%$",
+                 r"^prepared conll: train_sentences 12, train_rows \d+, test_sentences 6, test_rows \d+$",
+                 r"^  conll training token slots: [\d,]+ padded to 128; ")
 
     output = run_stage(["train", "--ours-backend", "jax", *common],
                        {"PYTHONPATH": os.pathsep.join([str(hidden.parent), REPO_ROOT])})

@@ -4,6 +4,7 @@ import pytest
 from keras_bert_impl.data.length_bucketing import (
     PADDED_LOGIT,
     bucket_lengths,
+    bucket_padded_lengths,
     bucketed_batch_count,
     length_bucketed_dataset,
     predict_with_length_buckets,
@@ -30,6 +31,12 @@ def test_bucket_lengths_end_at_the_packed_length():
         bucket_lengths(128, 0)
 
 
+def test_bucket_padded_lengths_refuse_rows_longer_than_the_packed_length():
+    assert bucket_padded_lengths([1, 8, 9, 24], MAX_LENGTH, 8).tolist() == [8, 8, 16, 24]
+    with pytest.raises(ValueError, match="length 25 does not fit the packed length max_length=24"):
+        bucket_padded_lengths([3, 25], MAX_LENGTH, 8)
+
+
 @pytest.mark.tensorflow_only
 @pytest.mark.parametrize("pad_to", ["bucket", "batch"])
 def test_batches_hold_every_row_once_cut_to_its_length(pad_to):
@@ -45,6 +52,7 @@ def test_batches_hold_every_row_once_cut_to_its_length(pad_to):
         if pad_to == "bucket":
             assert width in (8, 16, 24)
             assert np.all(batch_lengths <= width) and np.all(batch_lengths > width - 8)
+            assert np.all(bucket_padded_lengths(batch_lengths, MAX_LENGTH, 8) == width)
         else:
             assert width == batch_lengths.max()
         np.testing.assert_array_equal(x["padding_mask"], np.arange(width)[None] < batch_lengths[:, None])
