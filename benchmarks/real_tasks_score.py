@@ -229,7 +229,7 @@ METRIC_NAMES = {"mrpc": ("accuracy", "f1"), "squad": SQUAD_METRICS, "conll": CON
 
 def _batches(record, implementation):
     recipe = record["recipe"]
-    if recipe.get("length_bucketing", "none") in ("both", implementation):
+    if uses_length_buckets(recipe, implementation):
         return f"length-bucketed (width {recipe['bucket_width']})"
     return f"padded to {recipe['sequence_length']}"
 
