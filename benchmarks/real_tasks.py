@@ -19,6 +19,7 @@ Three stages, so that training can run where TensorFlow is absent (a GPU machine
   python benchmarks/real_tasks.py all --data-dir ../shared/data --work-dir /tmp/real_tasks
   python benchmarks/real_tasks.py all --data-dir ../shared/data --work-dir /tmp/cpu --tasks mrpc \\
       --max-train-examples 256 --max-eval-examples 64 --epochs 2          # CPU time per epoch on a prefix
+      # add --length-bucketing ours (ours on its finetune-* length buckets, HF padded) or both (HF on ours' batches)
   benchmarks/real_tasks_gpu.sh                                            # the train stage on a GPU machine
 
 SQuAD split (../shared/data/README.md): articles 0-10 train, article 11 is held out to tune the null threshold,
@@ -196,6 +197,12 @@ def main(argv=None):
         unknown = [name for name in args.implementations if name not in IMPLEMENTATIONS]
         if unknown:
             parser.error(f"unknown implementation(s) {unknown}; choose from {list(IMPLEMENTATIONS)}")
+        if args.length_bucketing != "none":
+            try:
+                import tensorflow  # noqa: F401  (the bucketed batches come from tf.data)
+            except ImportError:
+                parser.error(f"--length-bucketing {args.length_bucketing} batches with tf.data, and TensorFlow "
+                             "cannot be imported here; install it, or train with --length-bucketing none")
         print(f"load average before training: {', '.join(f'{x:.2f}' for x in os.getloadavg())} on "
               f"{os.cpu_count()} CPUs", flush=True)
         run_training(features_dir, runs_dir, args.tasks, args.seeds, args.implementations, args.budget_seconds,

@@ -78,6 +78,13 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path, monkeypatch):
                 record = json.load(handle)
             assert record["tensorflow_imported"] is False
             assert [epoch["epoch"] for epoch in record["epochs"]] == [1, 2]
+    # Length-bucketed batches come from tf.data: without TensorFlow the stage refuses in one line, before any job.
+    refused = subprocess.run([sys.executable, os.path.join("benchmarks", "real_tasks.py"), "train", "--tasks", "mrpc",
+                              "--length-bucketing", "ours", "--runs-dir", str(tmp_path / "refused"), *common],
+                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(hidden.parent), REPO_ROOT])))
+    assert refused.returncode == 2 and not (tmp_path / "refused").exists(), refused.stderr[-2000:]
+    assert "--length-bucketing ours batches with tf.data, and TensorFlow cannot be imported here" in refused.stderr
     # Finished jobs are not run again.
     output = run_stage(["train", "--ours-backend", "jax", "--tasks", "mrpc", *common])
     assert_lines(output, r"^mrpc_hf_seed0: already written, skipped$")
