@@ -115,12 +115,13 @@ def uses_length_buckets(recipe, implementation):
 
 
 def batches_per_epoch(train_x, recipe, implementation):
-    """Updates per epoch: `ceil(N / B)` padded to T; length-bucketed, each bucket ends with its own partial batch."""
-    if uses_length_buckets(recipe, implementation):
-        from keras_bert_impl.training.finetuning_batches import batches_per_epoch as bucketed_batches_per_epoch
+    """Updates per epoch (`finetune-*`'s count): `ceil(N / B)` padded to T; length-bucketed, each bucket ends with
+    its own partial batch."""
+    from keras_bert_impl.training import finetuning_batches
 
-        return bucketed_batches_per_epoch(train_x, recipe["batch_size"], True, recipe["bucket_width"])
-    return -(-len(train_x["token_ids"]) // recipe["batch_size"])
+    bucketed = uses_length_buckets(recipe, implementation)
+    return finetuning_batches.batches_per_epoch(train_x, recipe["batch_size"], bucketed,
+                                                recipe.get("bucket_width", BUCKET_WIDTH))
 
 
 def length_bucketed_epoch(train_x, train_y, recipe, seed, epoch):

@@ -20,9 +20,9 @@ def batches_per_epoch(inputs, batch_size, length_bucketing=True, bucket_width=32
     Returns:
         int.
     """
-    from keras_bert_impl.data.length_bucketing import bucketed_batch_count, sequence_lengths
+    if length_bucketing:  # imports TensorFlow (tf.data batching); fixed padding needs none
+        from keras_bert_impl.data.length_bucketing import bucketed_batch_count, sequence_lengths
 
-    if length_bucketing:
         return bucketed_batch_count(sequence_lengths(inputs["padding_mask"]), batch_size,
                                     int(np.shape(inputs["token_ids"])[1]), bucket_width)
     return -(-len(inputs["token_ids"]) // batch_size)
