@@ -1,16 +1,12 @@
 """keras_bert_impl: BERT (Devlin et al., 2018) for Keras 3 on TensorFlow, JAX and torch.
 
 Model code is backend-agnostic (`keras.ops`). Names whose modules need TensorFlow (tokenizer, tf.data
-pipelines, SavedModel export) load lazily, so `import keras_bert_impl` stays cheap under JAX and torch.
+pipelines, SavedModel export) load lazily, so `import keras_bert_impl` stays cheap under JAX and torch. Importing
+the package changes no global state (no import hook, no environment variable): quieting TensorFlow's start-up
+lines is the `keras-bert` command's business (`cli.command_line.main`).
 """
 
 import importlib
-
-from keras_bert_impl.utils.tensorflow_startup_logs import quiet_tensorflow_startup
-
-# Before anything imports TensorFlow: its native start-up log lines (cuda drivers, cuInit, oneDNN) stay off
-# stderr unless TF_CPP_MIN_LOG_LEVEL=0 asks for them.
-quiet_tensorflow_startup()
 
 __version__ = "0.1.0"
 

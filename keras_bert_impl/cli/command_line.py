@@ -30,7 +30,7 @@ import sys
 
 from keras_bert_impl.cli.arguments import UsageError
 from keras_bert_impl.cli.config_files import apply_config_file
-from keras_bert_impl.utils.tensorflow_startup_logs import remove_quiet_tensorflow_startup
+from keras_bert_impl.utils.tensorflow_startup_logs import LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL, quiet_tensorflow_startup
 
 # Subcommand -> module defining `add_arguments(parser)` and `run(args)`; imported only when used.
 SUBCOMMANDS = {
@@ -176,9 +176,11 @@ def main(argv=None):
     1
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if "--debug" in argv:  # checked before the subcommands' modules import TensorFlow
-        remove_quiet_tensorflow_startup()
+    os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)
+    # Before the subcommands' modules import TensorFlow: its native start-up lines (cuda drivers, cuInit,
+    # oneDNN) stay off stderr unless `--debug` or TF_CPP_MIN_LOG_LEVEL=0 asks for them.
+    if "--debug" not in argv:
+        quiet_tensorflow_startup()
     args = parse_arguments(argv)
     logging.basicConfig(level=getattr(logging, args.log_level), format=LOG_FORMAT)
     try:

@@ -14,6 +14,9 @@ physical devices (where `cuInit` fails on a machine without a GPU) run, and writ
 every captured line except those (Python warnings and anything else still reach stderr). It also sets
 `TF_CPP_MIN_LOG_LEVEL=2` unless the user set it, which hides TensorFlow's later INFO / WARNING lines.
 `TF_CPP_MIN_LOG_LEVEL=0` in the environment (or `keras-bert --debug`) leaves everything on stderr.
+
+`keras-bert` (`cli.command_line.main`) calls it before its subcommands import TensorFlow; `import keras_bert_impl`
+does not (a library changes no global state on import). A script may call it first thing to get the same.
 """
 
 import contextlib

@@ -1,6 +1,7 @@
-"""`keras-bert` and `import keras_bert_impl` keep TensorFlow's native start-up log lines off stderr (they are
-written to file descriptor 2 while TensorFlow loads, whatever TF_CPP_MIN_LOG_LEVEL says); `--debug` and
-TF_CPP_MIN_LOG_LEVEL=0 show them. Each case is a fresh process, since TensorFlow loads once per process."""
+"""`keras-bert` and a script that calls `quiet_tensorflow_startup()` keep TensorFlow's native start-up log lines off
+stderr (they are written to file descriptor 2 while TensorFlow loads, whatever TF_CPP_MIN_LOG_LEVEL says);
+`--debug` and TF_CPP_MIN_LOG_LEVEL=0 show them. `import keras_bert_impl` alone changes nothing
+(tests/test_layering.py). Each case is a fresh process, since TensorFlow loads once per process."""
 
 import os
 import subprocess
@@ -13,6 +14,9 @@ REPOSITORY_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspat
 NOISE = ("cudart_stub", "cuda_platform", "cuInit", "oneDNN custom operations", "This TensorFlow binary is optimized",
          "All log messages before absl::InitializeLog()")
 CLI = [sys.executable, "-m", "keras_bert_impl.cli"]
+# What a script runs first to get the command's quiet start-up.
+QUIET = ("from keras_bert_impl.utils.tensorflow_startup_logs import quiet_tensorflow_startup; "
+         "quiet_tensorflow_startup(); ")
 
 pytestmark = pytest.mark.tensorflow_only
 
@@ -35,9 +39,9 @@ def test_help_and_a_failing_command_print_no_tensorflow_noise(tmp_path):
     assert status == 1 and err == f"keras-bert convert: error: Checkpoint path {tmp_path / 'missing'} does not exist.\n"
 
 
-def test_import_is_quiet_and_keeps_other_stderr():
-    code = ("import sys, keras_bert_impl, tensorflow as tf; print('kept', file=sys.stderr); "
-            "print(tf.constant([1, 2]).numpy().sum())")
+def test_quiet_startup_filters_only_the_noise_and_keeps_other_stderr():
+    code = QUIET + ("import sys, tensorflow as tf; print('kept', file=sys.stderr); "
+                    "print(tf.constant([1, 2]).numpy().sum())")
     status, out, err = run([sys.executable, "-c", code])
     assert status == 0 and out.strip() == "3" and noise_in(err) == [] and "kept" in err, err
 
@@ -47,5 +51,7 @@ def test_debug_and_tf_cpp_min_log_level_0_show_the_lines(tmp_path):
     _, _, err = run(CLI + ["convert", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "out"),
                            "--debug"])
     assert noise_in(err) and "CheckpointError" in err
-    _, _, err = run([sys.executable, "-c", "import keras_bert_impl, tensorflow"], TF_CPP_MIN_LOG_LEVEL="0")
+    _, _, err = run([sys.executable, "-c", QUIET + "import tensorflow"], TF_CPP_MIN_LOG_LEVEL="0")
     assert noise_in(err)
+    _, _, err = run([sys.executable, "-c", "import keras_bert_impl, tensorflow"])
+    assert noise_in(err), "import keras_bert_impl changes no global state: TensorFlow's lines are not filtered"
