@@ -64,7 +64,7 @@ def _prefix(items, limit):
 
 def prepare_mrpc(data_dir, tokenizer, recipe, max_train_examples, max_eval_examples):
     from keras_bert_impl.data.classification_data import pack_classification_examples, read_glue_examples
-    from keras_bert_impl.models.label_vocabulary import LabelVocabulary
+    from keras_bert_impl.data.label_vocabulary import LabelVocabulary
 
     train = _prefix(read_glue_examples("mrpc", os.path.join(data_dir, MRPC_TRAIN_FILE)), max_train_examples)
     test = _prefix(read_glue_examples("mrpc", os.path.join(data_dir, MRPC_TEST_FILE)), max_eval_examples)

@@ -6,7 +6,7 @@ the package changes no global state (no import hook, no environment variable): q
 lines is the `keras-bert` command's business (`cli.command_line.main`).
 """
 
-import importlib
+from keras_bert_impl.utils.lazy_exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -47,7 +47,7 @@ _EXPORTS = {
     "pretraining_dataset": "keras_bert_impl.data.pretraining_batches",
     "write_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
     "read_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
-    "LabelVocabulary": "keras_bert_impl.data.classification_data",
+    "LabelVocabulary": "keras_bert_impl.data.label_vocabulary",
     "read_classification_examples": "keras_bert_impl.data.classification_data",
     "read_glue_examples": "keras_bert_impl.data.classification_data",
     "make_classification_dataset": "keras_bert_impl.data.classification_data",
@@ -77,14 +77,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'keras_bert_impl' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,9 +1,28 @@
-"""Data pipelines for BERT: pair packing, pretraining instances and TFRecords, masked-LM masking."""
+"""Data pipelines for BERT: pair packing, pretraining instances and TFRecords, masked-LM masking.
 
-from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
-from keras_bert_impl.data.packing import SegmentPacker, truncate_pair
-from keras_bert_impl.data.documents import read_documents, tokenize_documents
-from keras_bert_impl.data.pretraining_batches import pretraining_dataset, pretraining_instances_dataset
-from keras_bert_impl.data.pretraining_tfrecords import read_pretraining_tfrecords, write_pretraining_tfrecords
-from keras_bert_impl.data.sentence_splitting import split_sentences
-from keras_bert_impl.data.classification_data import LabelVocabulary, make_classification_dataset, read_classification_examples
+The names below load lazily: most of these modules build `tf.data` pipelines, but some are TensorFlow-free
+(`label_vocabulary`, which the models import), and importing one of those must not import TensorFlow.
+"""
+
+from keras_bert_impl.utils.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "MaskedLMMasker": "keras_bert_impl.data.masking",
+    "mask_dataset": "keras_bert_impl.data.masking",
+    "SegmentPacker": "keras_bert_impl.data.packing",
+    "truncate_pair": "keras_bert_impl.data.packing",
+    "read_documents": "keras_bert_impl.data.documents",
+    "tokenize_documents": "keras_bert_impl.data.documents",
+    "pretraining_dataset": "keras_bert_impl.data.pretraining_batches",
+    "pretraining_instances_dataset": "keras_bert_impl.data.pretraining_batches",
+    "read_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
+    "write_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
+    "split_sentences": "keras_bert_impl.data.sentence_splitting",
+    "LabelVocabulary": "keras_bert_impl.data.label_vocabulary",
+    "make_classification_dataset": "keras_bert_impl.data.classification_data",
+    "read_classification_examples": "keras_bert_impl.data.classification_data",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -9,8 +9,8 @@ Files are tables with named (or, without a header, numbered) text and label colu
 
 `GLUE_LAYOUTS` names the columns of the GLUE train/dev files (`read_glue_examples("mrpc", path)`).
 
-Labels: string labels become ids through a `LabelVocabulary` (`models.label_vocabulary`, TensorFlow-free,
-re-exported here; saved as JSON next to a model, atomically);
+Labels: string labels become ids through a `LabelVocabulary` (`data.label_vocabulary`, TensorFlow-free;
+saved as JSON next to a model, atomically);
 in regression mode (STS-B) labels are floats. A label outside the vocabulary, a missing column or a
 non-numeric regression label raises `ClassificationDataError` naming the file, the line and the value.
 
@@ -30,7 +30,7 @@ import tensorflow as tf
 from keras_bert_impl.data.packing import SegmentPacker
 
 # Pure Python, so `BertClassifier` uses them without TensorFlow; re-exported here for data code and users.
-from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, ClassificationDataError, LabelVocabulary
+from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, ClassificationDataError, LabelVocabulary
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
 

@@ -21,7 +21,7 @@ import re
 import numpy as np
 
 from keras_bert_impl.data.classification_data import table_rows
-from keras_bert_impl.models.label_vocabulary import ClassificationDataError
+from keras_bert_impl.data.label_vocabulary import ClassificationDataError
 
 CONTEXT_COLUMN = "sent1"
 ENDING_START_COLUMN = "sent2"

@@ -15,7 +15,7 @@ Pure Python: reading needs no TensorFlow.
 import dataclasses
 
 from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag, to_iob2
-from keras_bert_impl.models.label_vocabulary import ClassificationDataError, LabelVocabulary
+from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
 DOCUMENT_START = "-DOCSTART-"
 

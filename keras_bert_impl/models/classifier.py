@@ -7,7 +7,7 @@ import logging
 
 import keras
 
-from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
+from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.task import AUTO, BertTask, check_classification_head
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 

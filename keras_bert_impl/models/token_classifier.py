@@ -10,7 +10,7 @@ from keras import ops
 
 from keras_bert_impl.models.classifier import DEFAULT_DROPOUT
 from keras_bert_impl.models.classifier import _stored_head as classifier_stored_head
-from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
+from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.task import AUTO, BertTask, _contains_strings, check_classification_head
 from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
 

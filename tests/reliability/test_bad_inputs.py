@@ -291,7 +291,8 @@ GLUE_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
      r"g.tsv, line 2: bytes b'\\xe9' at byte 9 of the line are not valid UTF-8"),
 ])
 def test_row08_malformed_glue_file(tmp_path, content, message):
-    from keras_bert_impl.data.classification_data import ClassificationDataError, read_glue_examples
+    from keras_bert_impl.data.classification_data import read_glue_examples
+    from keras_bert_impl.data.label_vocabulary import ClassificationDataError
 
     path = tmp_path / "g.tsv"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -300,12 +301,8 @@ def test_row08_malformed_glue_file(tmp_path, content, message):
 
 
 def test_row08_unknown_glue_label_names_file_line_and_value(tmp_path):
-    from keras_bert_impl.data.classification_data import (
-        ClassificationDataError,
-        LabelVocabulary,
-        glue_layout,
-        read_glue_examples,
-    )
+    from keras_bert_impl.data.classification_data import glue_layout, read_glue_examples
+    from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
     path = tmp_path / "g.tsv"
     path.write_text(GLUE_HEADER + "1\t2\t3\ta\tb\nmaybe\t4\t5\tc\td\n")
@@ -315,7 +312,8 @@ def test_row08_unknown_glue_label_names_file_line_and_value(tmp_path):
 
 
 def test_row08_malformed_jsonl_line(tmp_path):
-    from keras_bert_impl.data.classification_data import ClassificationDataError, read_classification_examples
+    from keras_bert_impl.data.classification_data import read_classification_examples
+    from keras_bert_impl.data.label_vocabulary import ClassificationDataError
 
     path = tmp_path / "e.jsonl"
     path.write_text('{"text": "a", "label": "x"}\n{broken\n')

@@ -154,7 +154,7 @@ def test_trained_vocabulary_survives_a_full_disk(tmp_path, monkeypatch):
 
 
 def test_classifier_directory_and_its_label_vocabulary_are_replaced_together(tmp_path, monkeypatch):
-    from keras_bert_impl.data.classification_data import LabelVocabulary
+    from keras_bert_impl.data.label_vocabulary import LabelVocabulary
     from keras_bert_impl.models.classifier import BertClassifier
     from tests.helpers import tiny_backbone
 

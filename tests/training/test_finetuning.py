@@ -116,7 +116,7 @@ def test_classification_scores_use_the_official_task_metrics():
 
 
 def test_classification_predictions_file(tmp_path):
-    from keras_bert_impl.data.classification_data import LabelVocabulary
+    from keras_bert_impl.data.label_vocabulary import LabelVocabulary
 
     path = tmp_path / "predictions.tsv"
     write_classification_predictions(str(path), np.array([[0.1, 0.9], [2.0, 1.0]]),

@@ -1,8 +1,8 @@
 """Class names <-> class ids for classification models, saved as JSON next to a model.
 
-Pure Python (and NumPy): `BertClassifier` keeps its class names here, so building, training and saving a
-classifier needs no TensorFlow. `keras_bert_impl.data.classification_data` (the TensorFlow data edge) re-exports
-`LabelVocabulary` and `ClassificationDataError` from this module.
+Pure Python (and NumPy): `BertClassifier` and `BertTokenClassifier` keep their class names here, so building,
+training and saving a classifier needs no TensorFlow. The data readers (`classification_data`,
+`token_classification_data`, `multiple_choice_data`) raise `ClassificationDataError` on a file they cannot use.
 """
 
 import json
