@@ -21,12 +21,12 @@ Signatures (B batch, T tokens, H hidden width, C classes, P masked slots, V voca
 - `BertQuestionAnswerer` with a tokenizer: `serve_text(question, context)` -> `answer` tf.string `(B,)`,
   `start_char` / `end_char` int64 `(B,)` (Unicode code point offsets into the context, end exclusive,
   -1 when there is no answer) and `score` float32 `(B,)` (start + end logit of the answer span, -inf when
-  there is none). Long contexts are windowed (see `export.squad_span_graph`).
+  there is none). Long contexts are windowed (see `preprocessing.squad_span_graph`).
 - `BertTokenClassifier`: `serve_token_ids` -> `logits` float32 `(B, T, C)`; with a tokenizer
   `serve_text(text)` -> the entities of each text, padded to the most any text has (E): `entity_text`,
   `entity_type` tf.string `(B, E)`, `entity_start` / `entity_end` int64 `(B, E)` (code point offsets into the
   text, end exclusive, -1 as padding), `entity_score` float32 `(B, E)` and `num_entities` int32 `(B,)`.
-  Long texts are windowed, not truncated (`export.entity_span_graph`).
+  Long texts are windowed, not truncated (`preprocessing.entity_span_graph`).
 - `BertPretrainer`: numeric only (`mlm_logits` `(B, P, V)`, `nsp_logits` `(B, 2)`); pretraining inputs need
   masking, which belongs to the training pipeline, not to serving.
 
@@ -45,7 +45,7 @@ text holds `assertion failed: [<input> ...: <what to do>]`, naming the input, it
 import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
-from keras_bert_impl.export import entity_span_graph, squad_span_graph
+from keras_bert_impl.preprocessing import entity_span_graph, squad_span_graph
 
 SERVE_TOKEN_IDS = "serve_token_ids"
 SERVE_TEXT = "serve_text"
@@ -260,7 +260,7 @@ def build_serving_module(model, kind, tokenizer, settings):
 
 
 def _question_answering_function(run_model, tokenizer, settings):
-    """`serve_text(question, context)`: the windowing and decoding of `export.squad_span_graph`, which give
+    """`serve_text(question, context)`: the windowing and decoding of `preprocessing.squad_span_graph`, which give
     the answers `squad.decode_squad_predictions` gives (same n-best, length, null-threshold and tie rules)."""
     sequence_length = settings["sequence_length"]
     packer = squad_span_graph.window_packer(tokenizer, sequence_length)
@@ -296,7 +296,8 @@ def _question_answering_function(run_model, tokenizer, settings):
 
 def _entity_function(run_model, labels, tokenizer, settings):
     """`serve_text(text)`: the windowing of `BertTokenClassificationPreprocessor` (dynamic padding) and the
-    entity decoding of `export.entity_span_graph`, which give the entities `BertTokenClassifier.predict` gives."""
+    entity decoding of `preprocessing.entity_span_graph`, which give the entities `BertTokenClassifier.predict`
+    gives."""
     from keras_bert_impl.preprocessing.token_classification_preprocessor import first_piece_table, window_features
 
     sequence_length, stride = settings["sequence_length"], settings["stride"]

@@ -2,7 +2,7 @@
 
 The windowing and decoding are `run_squad.py`'s, and this module adds no third implementation of them:
 
-- `call` (TensorFlow ops, for `tf.data` and eager use) is `export.squad_span_graph.windowed_features`, the
+- `call` (TensorFlow ops, for `tf.data` and eager use) is `preprocessing.squad_span_graph.windowed_features`, the
   featurization inside an exported SavedModel's `serve_text`;
 - `featurize` is `squad.convert_examples_to_features` (the offline pipeline), whose rows equal `call`'s;
 - `decode` / `answers` are `squad.decode_squad_predictions` (n-best, `max_answer_length`, SQuAD v2.0 null
@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.export import squad_span_graph
+from keras_bert_impl.preprocessing import squad_span_graph
 from keras_bert_impl.preprocessing.preprocessor import (
     DEFAULT_BATCH_SIZE,
     Preprocessor,

@@ -21,7 +21,7 @@ each word is labelled and predicted once, with at least `(window - stride) // 2`
 sides when the sentence allows.
 
 The featurization is TensorFlow ops (`window_features`), the one implementation that `tf.data` training,
-eager `predict` and the exported SavedModel's `serve_text` (`export.entity_span_graph`) run. Decoding back to
+eager `predict` and the exported SavedModel's `serve_text` (`preprocessing.entity_span_graph`) run. Decoding back to
 words and entities (`decode`) reads chunks with the conlleval convention (`metrics.entity_chunks`).
 
 Shape legend: B examples, W windows (feature rows, all examples together), T `sequence_length`,
@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
-from keras_bert_impl.export.squad_span_graph import repair_utf8
+from keras_bert_impl.preprocessing.squad_span_graph import repair_utf8
 from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, entity_chunks
 from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX

@@ -1,7 +1,7 @@
 """Token-classification logits -> entities with character offsets, as TensorFlow graph ops, for a token
-classifier's `serve_text`.
+classifier's `serve_text` (`export.serving_signatures` imports it from here).
 
-TensorFlow at the export edge: the in-graph counterpart of `BertTokenClassificationPreprocessor.decode`,
+TensorFlow at the preprocessing edge: the in-graph counterpart of `BertTokenClassificationPreprocessor.decode`,
 taking the features of `preprocessing.token_classification_preprocessor.window_features` (the one
 featurization, shared with training and `predict`):
 
@@ -13,7 +13,7 @@ featurization, shared with training and `predict`):
   an entity's score is the mean score of its words.
 
 So a served model returns the entities `BertTokenClassifier.predict(texts)` returns (pinned by
-`tests/export/test_entity_span_graph.py`).
+`tests/preprocessing/test_entity_span_graph.py`).
 
 Shape legend: B texts, W windows, T tokens per window, C tags, N words of all texts, E entities per text
 (the most any text of the batch has).
@@ -21,7 +21,7 @@ Shape legend: B texts, W windows, T tokens per window, C tags, N words of all te
 
 import tensorflow as tf
 
-from keras_bert_impl.export.squad_span_graph import byte_span_to_answer
+from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer
 from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag
 
 

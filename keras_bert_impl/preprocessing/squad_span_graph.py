@@ -1,8 +1,10 @@
-"""SQuAD windowing and answer decoding as TensorFlow graph ops, for the question answerer's `serve_text`.
+"""SQuAD windowing and answer decoding as TensorFlow graph ops: `BertQuestionAnsweringPreprocessor`'s featurizer
+and the exported question answerer's `serve_text`.
 
-TensorFlow at the export edge: this module builds graph code that lives inside an exported SavedModel; it
-is the in-graph counterpart of `squad.squad_features` (windows, max context) and `squad.squad_decoding`
-(span selection), following `run_squad.py`:
+TensorFlow at the preprocessing edge: this module builds graph code that runs in `tf.data` and inside an
+exported SavedModel (`export.serving_signatures` imports it from here); it is the in-graph counterpart of
+`squad.squad_features` (windows, max context) and `squad.squad_decoding` (span selection), following
+`run_squad.py`:
 
 - The question is cut to `max_query_length` tokens; the context is split into windows of
   `max_tokens_for_doc = sequence_length - len(question) - 3` tokens whose starts are
@@ -20,7 +22,7 @@ is the in-graph counterpart of `squad.squad_features` (windows, max context) and
   higher start logit, then the lower start position, then the lower end position. SQuAD v2.0 null odds are
   computed as there, `(null score - start logit) - end logit`, and with `n_best_size=1` a null answer that
   outranks every span hides the span (odds +inf), as the one-entry n-best list does there. So the served
-  answer is the offline one (pinned on the SQuAD sample by `tests/export/test_squad_span_graph.py`); only
+  answer is the offline one (pinned on the SQuAD sample by `tests/preprocessing/test_squad_span_graph.py`); only
   the n-best list (and its softmax probabilities) is not built: `score` is the summed logit.
 
 Shape legend: B examples, F features (windows, all examples together), T `sequence_length`,

@@ -15,7 +15,7 @@ from keras_bert_impl.squad.squad_features import best_window_per_token, document
 def test_windows_and_max_context_match_python(sequence_length, doc_stride, max_query_length):
     import tensorflow as tf
 
-    from keras_bert_impl.export.squad_span_graph import squad_windows
+    from keras_bert_impl.preprocessing.squad_span_graph import squad_windows
 
     rng = np.random.default_rng(sequence_length)
     question_lengths = [0, 1, 3, 7, 2, 4]
@@ -53,7 +53,7 @@ def test_windows_and_max_context_match_python(sequence_length, doc_stride, max_q
 def test_byte_span_to_answer_gives_code_point_offsets():
     import tensorflow as tf
 
-    from keras_bert_impl.export.squad_span_graph import byte_span_to_answer, repair_utf8
+    from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, repair_utf8
 
     context = "Café über 東京 x"
     raw = context.encode("utf-8")
@@ -69,7 +69,7 @@ def test_best_spans_match_python_decoding_on_random_logits():
     """Random logits over windowed features: the graph's best span is `decode_squad_predictions`' answer."""
     import tensorflow as tf
 
-    from keras_bert_impl.export.squad_span_graph import byte_span_to_answer, decode_best_spans, squad_windows
+    from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, decode_best_spans, squad_windows
     from keras_bert_impl.squad import SquadExample, convert_examples_to_features, decode_squad_predictions
     from tests.training.finetuning_test_utils import tokenizer as make_tokenizer
 
@@ -106,7 +106,7 @@ def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
     lower start first)."""
     import tensorflow as tf
 
-    from keras_bert_impl.export.squad_span_graph import (decode_best_spans, select_answers, window_packer,
+    from keras_bert_impl.preprocessing.squad_span_graph import (decode_best_spans, select_answers, window_packer,
                                                          windowed_features)
     from keras_bert_impl.squad import SquadExample, convert_examples_to_features, decode_squad_predictions
     from tests.training.finetuning_test_utils import tokenizer as make_tokenizer
@@ -163,7 +163,7 @@ def squad_sample():
         pytest.skip(f"The SQuAD sample is absent ({os.path.normpath(SQUAD_SAMPLE)}; see ../shared/data/README.md).")
     import tensorflow as tf
 
-    from keras_bert_impl.export import squad_span_graph
+    from keras_bert_impl.preprocessing import squad_span_graph
     from keras_bert_impl.squad import convert_examples_to_features, read_squad_examples
     from keras_bert_impl.tokenization import BertTokenizer
 
@@ -207,7 +207,7 @@ def test_served_answers_equal_the_offline_answers_on_the_squad_sample(squad_samp
     SavedModel's `serve_text`) answer exactly what `decode_squad_predictions` answers, at the same offsets."""
     import tensorflow as tf
 
-    from keras_bert_impl.export import squad_span_graph
+    from keras_bert_impl.preprocessing import squad_span_graph
     from keras_bert_impl.squad import decode_squad_predictions
 
     examples, features, chunks = squad_sample
