@@ -3,7 +3,8 @@
 TensorFlow at the data edge: this module builds `tf.data` pipelines. The instances are the original's
 (`pretraining_instances`); every packing and masking setting (instance length, mask rate, predictions per
 sequence, counting rule, whole-word masking, 80/10/10 rates) comes from one
-`preprocessing.BertPretrainingPreprocessor`, which `pretraining_dataset` takes.
+`preprocessing.BertPretrainingPreprocessor`, which `pretraining_dataset` takes as an argument (data sits below
+preprocessing: it uses the preprocessor it is given and never imports that package).
 """
 
 import tensorflow as tf
@@ -64,6 +65,18 @@ def to_inputs_and_targets(features):
     return x, y
 
 
+def check_pretraining_preprocessor(preprocessor, caller):
+    """Raise a one-line `TypeError` unless `preprocessor` is a `BertPretrainingPreprocessor` (or anything with its
+    tokenizer, settings and masking methods)."""
+    needed = ("tokenizer", "sequence_length", "max_predictions_per_seq", "mask", "mask_dataset")
+    if not all(hasattr(preprocessor, name) for name in needed):
+        raise TypeError(
+            f"{caller} takes a BertPretrainingPreprocessor (it owns the tokenizer and every packing and masking "
+            f"setting), got {type(preprocessor).__name__}; build one: BertPretrainingPreprocessor(tokenizer, "
+            "sequence_length=128, max_predictions_per_seq=20)."
+        )
+
+
 def _with_padding_mask(instance):
     return {**instance, "padding_mask": tf.ones_like(instance["token_ids"], tf.bool)}
 
@@ -84,7 +97,6 @@ def pretraining_dataset(
     drop_remainder=False,
     epochs=1,
     initial_epoch=0,
-    **preprocessor_settings,
 ):
     """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
 
@@ -104,8 +116,7 @@ def pretraining_dataset(
 
     Args:
         preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer, the instance length
-            (`sequence_length`) and every masking setting. A `BertTokenizer` is accepted too, with the
-            preprocessor's settings as keyword arguments.
+            (`sequence_length`) and every masking setting.
         files: str or list of str. Text files, in a format of `documents.read_documents`. Give this or
             `documents`.
         documents: list. In-memory documents, each a str (split with `split_sentences`) or a list of
@@ -123,7 +134,6 @@ def pretraining_dataset(
         drop_remainder: bool. Drop a last partial batch (of each epoch). Defaults to False.
         epochs: int or None. Epochs in the stream; None repeats without end. Defaults to 1.
         initial_epoch: int. Number of the first epoch (its shuffle and masks). Defaults to 0.
-        **preprocessor_settings: with a tokenizer only, the `BertPretrainingPreprocessor` arguments.
 
     Returns:
         tf.data.Dataset of `(x, y)` as in README.md ("Data formats", pretraining batches).
@@ -138,9 +148,7 @@ def pretraining_dataset(
     >>> x["token_ids"].shape, y["mask_ids"].shape
     (TensorShape([2, 16]), TensorShape([2, 4]))
     """
-    from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
-
-    preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "pretraining_dataset")
+    check_pretraining_preprocessor(preprocessor, "pretraining_dataset")
     tokenizer, sequence_length = preprocessor.tokenizer, preprocessor.sequence_length
     if (files is None) == (documents is None):
         raise ValueError("Give exactly one of `files` (text files) and `documents` (in-memory texts).")

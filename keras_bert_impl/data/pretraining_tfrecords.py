@@ -21,7 +21,7 @@ import tensorflow as tf
 from keras_bert_impl.data.documents import read_documents, tokenize_documents
 from keras_bert_impl.data.file_patterns import expand_paths
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
-from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
+from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, to_inputs_and_targets
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 from keras_bert_impl.data.pretraining_tfrecord_settings import SETTINGS_SUFFIX
 from keras_bert_impl.utils.atomic_io import atomic_path
@@ -97,7 +97,6 @@ def write_pretraining_tfrecords(
     input_format="sentence_per_line",
     errors="strict",
     seed=12345,
-    **preprocessor_settings,
 ):
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
@@ -112,8 +111,7 @@ def write_pretraining_tfrecords(
         output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
         preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its
             `sequence_length` is the record length, and with static masking its masker (`mask_rate`,
-            `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks. A `BertTokenizer`
-            is accepted too, with the preprocessor's settings as keyword arguments.
+            `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks.
         num_shards: int. Number of output files. Defaults to 1.
         masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
             unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
@@ -122,14 +120,11 @@ def write_pretraining_tfrecords(
         input_format: str. `"sentence_per_line"` or `"document_per_line"`. Defaults to `"sentence_per_line"`.
         errors: str. `"strict"` or `"replace"` for bytes that are not UTF-8. Defaults to `"strict"`.
         seed: int. Seed of instance creation, the final shuffle and the masks. Defaults to 12345.
-        **preprocessor_settings: with a tokenizer only, the `BertPretrainingPreprocessor` arguments.
 
     Returns:
         list of str, the shard paths written.
     """
-    from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
-
-    preprocessor = as_pretraining_preprocessor(preprocessor, preprocessor_settings, "write_pretraining_tfrecords")
+    check_pretraining_preprocessor(preprocessor, "write_pretraining_tfrecords")
     tokenizer, sequence_length = preprocessor.tokenizer, preprocessor.sequence_length
     if masking not in MASKING_MODES:
         raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")

@@ -3,8 +3,8 @@
 `BertPretrainingPreprocessor` owns every packing and masking setting of pretraining, so that one object
 (and its config, or the settings JSON `keras-bert create-data` writes beside its TFRecords) carries them
 from data creation to training. It wraps `data.packing.SegmentPacker` and `data.masking.MaskedLMMasker`;
-the pretraining data pipeline (`data.pretraining_batches`, `data.pretraining_tfrecords`) masks its instances
-with this preprocessor's masker, and takes it through `as_pretraining_preprocessor`.
+the pretraining data pipeline (`data.pretraining_batches`, `data.pretraining_tfrecords`) takes this preprocessor
+as an argument and masks its instances with its masker.
 
 Shape legend: B batch, T tokens (`sequence_length`), P masked slots (`max_predictions_per_seq`).
 """
@@ -17,7 +17,6 @@ from keras_bert_impl.data.masking import COUNTING_RULES, REPLACEMENT_UNITS, Mask
 from keras_bert_impl.data.packing import TRUNCATION_RULES, SegmentPacker
 from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
 from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
-from keras_bert_impl.utils.renamed_arguments import take_renamed_argument
 
 # The settings a BertPretrainingPreprocessor owns besides its tokenizer, with their defaults (the original
 # `create_pretraining_data.py` recipe at length 128).
@@ -267,42 +266,3 @@ class BertPretrainingPreprocessor(Preprocessor):
         config = super().get_config()
         config.update({name: value for name, value in self.settings().items() if name != "sequence_length"})
         return config
-
-
-# Deprecated names the pretraining functions used to take for what is now a `BertPretrainingPreprocessor` setting.
-_RENAMED_SETTINGS = {"seq_length": "sequence_length", "max_seq_length": "sequence_length"}
-
-
-def as_pretraining_preprocessor(preprocessor, settings=None, caller="pretraining data"):
-    """The `BertPretrainingPreprocessor` that holds every packing and masking setting of a pretraining run.
-
-    Args:
-        preprocessor: a `BertPretrainingPreprocessor` (used as is), or a `BertTokenizer`: a preprocessor on it
-            with `settings` (and defaults for the rest) is built.
-        settings: dict or None. `BertPretrainingPreprocessor` arguments (`sequence_length`, `mask_rate`,
-            `max_predictions_per_seq`, ...; the deprecated `seq_length` / `max_seq_length` are read as
-            `sequence_length`, with a `DeprecationWarning`). Only with a tokenizer: a preprocessor already
-            owns its settings. Defaults to None.
-        caller: str. Names the function in error messages.
-
-    Returns:
-        `BertPretrainingPreprocessor`.
-    """
-    settings = dict(settings or {})
-    if isinstance(preprocessor, BertPretrainingPreprocessor):
-        if settings:
-            raise TypeError(
-                f"{caller}: the preprocessor owns the packing and masking settings; got {sorted(settings)} "
-                "besides it. Build the BertPretrainingPreprocessor with them instead."
-            )
-        return preprocessor
-    if not hasattr(preprocessor, "cls_token_id"):
-        raise TypeError(
-            f"{caller} takes a BertPretrainingPreprocessor (or a BertTokenizer and its settings), got "
-            f"{type(preprocessor).__name__}."
-        )
-    for old, new in _RENAMED_SETTINGS.items():
-        value = take_renamed_argument(settings, old, new, settings.get(new), caller, stacklevel=4)
-        if value is not None:
-            settings[new] = value
-    return BertPretrainingPreprocessor(preprocessor, **settings)

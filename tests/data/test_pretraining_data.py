@@ -13,6 +13,7 @@ from keras_bert_impl.data.pretraining_batches import pretraining_dataset
 from keras_bert_impl.data.pretraining_instances import instances_from_document, iterate_pretraining_instances
 from keras_bert_impl.data.pretraining_tfrecords import read_pretraining_tfrecords, write_pretraining_tfrecords
 from keras_bert_impl.data.sentence_splitting import split_sentences
+from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 
 tensorflow_only = pytest.mark.tensorflow_only
@@ -24,7 +25,6 @@ VOCABULARY = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", ".", "##s"] + WORDS
 
 def _tokenizer():
     return BertTokenizer(VOCABULARY)
-
 
 def _id_corpus(num_documents, sentences_per_document, sentence_length, seed=0):
     """Documents of unique ids, so every token says which document and sentence it came from."""
@@ -177,17 +177,13 @@ def test_one_sentence_documents_long_sentences_and_a_single_document():
 def test_static_tfrecords_round_trip(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join("\n".join(split_sentences(d)) for d in _text_documents(60)), encoding="utf-8")
-    tokenizer = _tokenizer()
     prefix = str(tmp_path / "out" / "train")
-    paths = write_pretraining_tfrecords(
-        str(corpus), prefix, tokenizer, sequence_length=32, max_predictions_per_seq=5, num_shards=3, dupe_factor=2
-    )
+    preprocessor = BertPretrainingPreprocessor(_tokenizer(), sequence_length=32, max_predictions_per_seq=5)
+    paths = write_pretraining_tfrecords(str(corpus), prefix, preprocessor, num_shards=3, dupe_factor=2)
     assert paths == [f"{prefix}-0000{i}-of-00003.tfrecord" for i in range(3)]
     assert sorted(os.listdir(tmp_path / "out")) == sorted(os.path.basename(p) for p in paths)  # no temporaries
-    again = write_pretraining_tfrecords(
-        str(corpus), str(tmp_path / "again"), tokenizer, sequence_length=32, max_predictions_per_seq=5, num_shards=3,
-        dupe_factor=2,
-    )
+    again = write_pretraining_tfrecords(str(corpus), str(tmp_path / "again"), preprocessor, num_shards=3,
+                                        dupe_factor=2)
     for path, other in zip(paths, again):
         assert list(tf.data.TFRecordDataset(path).as_numpy_iterator()) == list(
             tf.data.TFRecordDataset(other).as_numpy_iterator()
@@ -215,8 +211,8 @@ def _dynamic_records(tmp_path, **settings):
     tokenizer = _tokenizer()
     prefix = str(tmp_path / "dyn")
     write_pretraining_tfrecords(
-        str(corpus), prefix, tokenizer, sequence_length=32, masking="dynamic", dupe_factor=1,
-        input_format="document_per_line", **settings,
+        str(corpus), prefix, BertPretrainingPreprocessor(tokenizer, sequence_length=32), masking="dynamic",
+        dupe_factor=1, input_format="document_per_line", **settings,
     )
     return prefix, tokenizer
 
@@ -317,12 +313,11 @@ def test_token_ids_within_the_vocabulary_read_unchanged(tmp_path):
 @tensorflow_only
 @pytest.mark.parametrize("masking", ["dynamic", "static"])
 def test_pretraining_dataset_structure_and_determinism(masking):
-    tokenizer = _tokenizer()
+    preprocessor = BertPretrainingPreprocessor(_tokenizer(), sequence_length=24, max_predictions_per_seq=4)
 
     def epochs(seed):
         dataset = pretraining_dataset(
-            tokenizer, documents=_text_documents(50), sequence_length=24, batch_size=8, max_predictions_per_seq=4,
-            masking=masking, seed=seed, epochs=2,
+            preprocessor, documents=_text_documents(50), batch_size=8, masking=masking, seed=seed, epochs=2,
         )
         batches = list(dataset.as_numpy_iterator())
         # The stream depends on (seed, epoch) only: a second pass over the same object repeats it exactly
@@ -364,21 +359,18 @@ def test_pretraining_dataset_structure_and_determinism(masking):
     assert (masks[0] == masks[1]) == (masking == "static")
     # Epoch 1 read on its own (initial_epoch=1) is the second epoch of the two-epoch stream.
     alone = pretraining_dataset(
-        tokenizer, documents=_text_documents(50), sequence_length=24, batch_size=8, max_predictions_per_seq=4,
-        masking=masking, seed=5, initial_epoch=1,
+        preprocessor, documents=_text_documents(50), batch_size=8, masking=masking, seed=5, initial_epoch=1,
     )
     for (x1, y1), (x2, y2) in zip(first[1], alone.as_numpy_iterator(), strict=True):
         np.testing.assert_array_equal(x1["token_ids"], x2["token_ids"])
         np.testing.assert_array_equal(x1["mask_positions"], x2["mask_positions"])
     with pytest.raises(ValueError, match="epochs must be a positive integer or None"):
-        pretraining_dataset(tokenizer, documents=_text_documents(5), sequence_length=24, epochs=0)
+        pretraining_dataset(preprocessor, documents=_text_documents(5), epochs=0)
 
 
 def test_pretraining_dataset_feeds_fit_on_every_backend():
-    tokenizer = _tokenizer()
-    dataset = pretraining_dataset(
-        tokenizer, documents=_text_documents(30), sequence_length=16, batch_size=4, max_predictions_per_seq=3
-    )
+    preprocessor = BertPretrainingPreprocessor(_tokenizer(), sequence_length=16, max_predictions_per_seq=3)
+    dataset = pretraining_dataset(preprocessor, documents=_text_documents(30), batch_size=4)
     seq_length, predictions, vocabulary_size = 16, 3, len(VOCABULARY)
 
     inputs = {

@@ -9,7 +9,6 @@ from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.data.pretraining_batches import pretraining_dataset
 from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
-from keras_bert_impl.preprocessing.pretraining_preprocessor import as_pretraining_preprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 
 WORDS = [f"word{i}" for i in range(40)]
@@ -130,27 +129,17 @@ def test_bad_settings_are_named(settings, message):
 def test_pretraining_dataset_takes_its_settings_from_the_preprocessor(masking):
     documents = [". ".join(_texts(6, seed)) + "." for seed in range(12)]
     preprocessor = _preprocessor(sequence_length=24, max_predictions_per_seq=6, mask_rate=0.3, whole_word_masking=True)
-    made = pretraining_dataset(preprocessor, documents=documents, batch_size=4, masking=masking, seed=1)
-    # The tokenizer shorthand builds the same preprocessor from keyword settings.
-    shorthand = pretraining_dataset(preprocessor.tokenizer, documents=documents, batch_size=4, masking=masking, seed=1,
-                                    sequence_length=24, max_predictions_per_seq=6, mask_rate=0.3, whole_word_masking=True)
-    for (x1, y1), (x2, y2) in zip(made, shorthand):
-        assert x1["token_ids"].shape == (4, 24) and x1["mask_positions"].shape == (4, 6)
-        for key in x1:
-            np.testing.assert_array_equal(x1[key].numpy(), x2[key].numpy())
-        for key in y1:
-            np.testing.assert_array_equal(y1[key].numpy(), y2[key].numpy())
-    with pytest.raises(TypeError, match="the preprocessor owns the packing and masking settings"):
+    batches = list(pretraining_dataset(preprocessor, documents=documents, batch_size=4, masking=masking, seed=1))
+    assert batches
+    for x, y in batches:
+        assert x["token_ids"].shape == (4, 24) and x["mask_positions"].shape == (4, 6)
+        assert y["mask_ids"].shape == (4, 6)
+    with pytest.raises(TypeError, match="mask_rate"):  # the preprocessor owns the settings
         pretraining_dataset(preprocessor, documents=documents, mask_rate=0.2)
+    # The data functions take the preprocessor they need (data sits below preprocessing): a tokenizer is refused
+    # in one line that says what to build.
+    with pytest.raises(TypeError, match=r"pretraining_dataset takes a BertPretrainingPreprocessor .*got BertTokenizer; "
+                                        r"build one: BertPretrainingPreprocessor\(tokenizer"):
+        pretraining_dataset(preprocessor.tokenizer, documents=documents)
     with pytest.raises(TypeError, match="write_pretraining_tfrecords takes a BertPretrainingPreprocessor"):
         write_pretraining_tfrecords("corpus.txt", "out", "vocab.txt")
-
-
-@pytest.mark.parametrize("old_name", ["seq_length", "max_seq_length"])
-def test_old_length_names_of_the_tokenizer_shorthand_still_work_with_a_warning(old_name):
-    tokenizer = _preprocessor().tokenizer
-    with pytest.warns(DeprecationWarning, match=f"`{old_name}` is deprecated; pass `sequence_length`"):
-        preprocessor = as_pretraining_preprocessor(tokenizer, {old_name: 24}, "pretraining_dataset")
-    assert preprocessor.sequence_length == 24
-    with pytest.raises(TypeError, match=f"both `sequence_length` and its deprecated name `{old_name}`"):
-        as_pretraining_preprocessor(tokenizer, {old_name: 24, "sequence_length": 24}, "pretraining_dataset")

@@ -225,21 +225,23 @@ def test_row06_empty_inputs_are_named_instead_of_failing_inside_keras():
 ])
 def test_row07_empty_or_non_utf8_corpus(tmp_path, content, message):
     from keras_bert_impl.data import pretraining_dataset
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 
     (tmp_path / "corpus.txt").write_bytes(content)
+    preprocessor = BertPretrainingPreprocessor(tokenizer(), sequence_length=16, max_predictions_per_seq=3)
     with pytest.raises(ValueError, match=message):
-        dataset = pretraining_dataset(tokenizer(), files=[str(tmp_path / "corpus.txt")], sequence_length=16,
-                                      batch_size=2, max_predictions_per_seq=3, seed=0)
+        dataset = pretraining_dataset(preprocessor, files=[str(tmp_path / "corpus.txt")], batch_size=2, seed=0)
         next(iter(dataset))
 
 
 @pytest.mark.tensorflow_only
 def test_row07_missing_corpus_file(tmp_path):
     from keras_bert_impl.data import pretraining_dataset
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 
+    preprocessor = BertPretrainingPreprocessor(tokenizer(), sequence_length=16, max_predictions_per_seq=3)
     with pytest.raises(FileNotFoundError, match="No input file matches .*nothing-here"):
-        pretraining_dataset(tokenizer(), files=[str(tmp_path / "nothing-here*.txt")], sequence_length=16, batch_size=2,
-                            max_predictions_per_seq=3, seed=0)
+        pretraining_dataset(preprocessor, files=[str(tmp_path / "nothing-here*.txt")], batch_size=2, seed=0)
 
 
 def test_row07_non_utf8_vocabulary(tmp_path):

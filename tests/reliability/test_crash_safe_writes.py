@@ -91,14 +91,15 @@ def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
     import tensorflow as tf
 
     from keras_bert_impl.data import pretraining_tfrecords
-    from tests.cli.cli_test_utils import write_corpus
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
     from keras_bert_impl.tokenization import BertTokenizer
+    from tests.cli.cli_test_utils import write_corpus
 
     corpus, vocab = write_corpus(tmp_path)
-    tokenizer = BertTokenizer(str(vocab))
-    settings = dict(sequence_length=24, max_predictions_per_seq=4, num_shards=2, dupe_factor=1, seed=1)
+    preprocessor = BertPretrainingPreprocessor(BertTokenizer(str(vocab)), sequence_length=24, max_predictions_per_seq=4)
+    settings = dict(num_shards=2, dupe_factor=1, seed=1)
     output = tmp_path / "shards" / "train"
-    pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), tokenizer, **settings)
+    pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), preprocessor, **settings)
     shards = sorted((tmp_path / "shards").iterdir())
     before = {shard.name: shard.read_bytes() for shard in shards}
     assert len(before) == 2 and all(before.values())
@@ -116,7 +117,7 @@ def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tf.io, "TFRecordWriter", CrashingWriter)
     with pytest.raises(OSError, match="No space left"):
-        pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), tokenizer,
+        pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), preprocessor,
                                                           **{**settings, "seed": 2})
     assert {shard.name: shard.read_bytes() for shard in sorted((tmp_path / "shards").iterdir())} == before
     assert not no_partial_files(tmp_path / "shards")
