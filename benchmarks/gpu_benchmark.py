@@ -17,7 +17,7 @@ budget (a job that would not fit is reported as skipped). A job builds and compi
 calls (the XLA / torch.compile compilation), then `--repeats` timed chunks of whole steps (each chunk at least
 `--chunk-seconds`; Keras `fit` / `predict` over that many batches, which blocks on its results at the end; torch
 loops end with `torch.cuda.synchronize()`), and reports the median chunk. Model FLOPs are the nominal count of
-`keras_bert_impl.utils.flops` (gather-before-vocab MLM head, the same count for every implementation), so MFU
+`benchmarks/flops.py` (gather-before-vocab MLM head, the same count for every implementation), so MFU
 compares work done per second. MFU is given against the bf16 matmul rate measured in the same run (an
 8192 x 8192 x 8192 product in torch) and against the spec peak `--peak-tflops` (989, H100/H200 SXM dense bf16).
 Peak memory is the device allocator's high-water mark (JAX `memory_stats()["peak_bytes_in_use"]`,
@@ -135,7 +135,7 @@ def random_batches(args, workload, num_batches):
 
 
 def flops_per_sequence(args, workload, implementation):
-    from keras_bert_impl.utils.flops import bert_flops_per_sequence
+    from flops import bert_flops_per_sequence
 
     kind, T, P, _ = args.workloads[workload]
     if implementation == "keras-hub" and kind == "pretraining":

@@ -150,11 +150,11 @@ def _format(value, digits=1):
 
 
 def nominal_training_flops_per_epoch(features_dir, record):
-    """Nominal FLOPs of one training epoch of `record`'s job on the shapes it trained on (`utils.flops`; every row
-    at the packed length T, or at its length bucket's), so CPU runs can be read against the core's peak rate.
+    """Nominal FLOPs of one training epoch of `record`'s job on the shapes it trained on (`flops.py`; every row at
+    the packed length T, or at its length bucket's), so CPU runs can be read against the core's peak rate.
 
     Counted as a classifier training step (encoder + attention, 3x forward; the task heads differ by < 0.1%)."""
-    from keras_bert_impl.utils.flops import bert_flops_per_sequence
+    from flops import bert_flops_per_sequence
 
     with open(os.path.join(features_dir, "checkpoint", "config.json"), encoding="utf-8") as handle:
         config = json.load(handle)

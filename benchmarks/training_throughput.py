@@ -27,7 +27,7 @@ model's own shapes (`matmul_shapes`: forward and, for training, both backward pr
 matmuls), each matmul compiled by the worker's own compiler: `tf.function(jit_compile=True)` (XLA) for
 TensorFlow workers, `jax.jit` (XLA) for JAX workers, `torch.matmul` for torch workers (eager, as ours/torch
 and HF eager run; HF `torch.compile` is measured against it too). `util` = model FLOPs/s
-(`keras_bert_impl.utils.flops`: ~6 x matmul parameters x tokens + attention terms, gather-before-vocab MLM
+(`benchmarks/flops.py`: ~6 x matmul parameters x tokens + attention terms, gather-before-vocab MLM
 head) / that backend's rate, i.e. against what that backend's matmul kernels do on these shapes, one matmul
 at a time. The previous reference, the faster of torch and NumPy (`util t/np`), is still printed: it is not a
 ceiling for XLA, whose kernels are faster on these shapes. With `--peak-tflops` (GPUs) `util` is MFU
@@ -127,7 +127,7 @@ def parse_args(argv=None):
 
 def flops_per_sequence(workload, implementation, args, executed=False):
     """Nominal model FLOPs (the same count for every implementation), or with `executed` those ours runs."""
-    from keras_bert_impl.utils.flops import bert_flops_per_sequence
+    from flops import bert_flops_per_sequence
 
     name = {"classifier": "classifier_training", "inference": "inference"}.get(workload, "pretraining")
     if workload == "pretraining" and implementation in ("ours-mlm", "keras-hub"):

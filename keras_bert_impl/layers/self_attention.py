@@ -18,7 +18,7 @@ def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads,
     of two paths: project keys and values for all `T` tokens (`T H` multiplies per head width), or, when this
     returns True, its few-query path (`_attend_few_queries`: the queries are mapped into input space instead,
     about `P (H + N T)` multiplies per head width, the same result to float rounding). The layer calls this
-    function itself, so callers that count FLOPs (`keras_bert_impl.utils.flops`, the benchmarks) get the same
+    function itself, so callers that count FLOPs (`benchmarks/flops.py`) get the same
     answer as a layer of these sizes, built or not.
 
     The few-query einsums run well below the rate of the large projection matmuls, so the path needs a 4x

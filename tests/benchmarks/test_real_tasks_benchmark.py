@@ -121,9 +121,8 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path, monkeypatch):
         assert [epoch["updates"] for epoch in record["epochs"]] == [bucketed_updates] * 2
     # The nominal FLOPs per epoch that the score stage divides by the CPU-seconds: every row at T when padded, at
     # its bucket's length when bucketed.
-    from keras_bert_impl.utils.flops import bert_flops_per_sequence
-
     monkeypatch.syspath_prepend(os.path.join(REPO_ROOT, "benchmarks"))
+    from flops import bert_flops_per_sequence
     from real_tasks_score import nominal_training_flops_per_epoch
     from real_tasks_train import uses_length_buckets
 

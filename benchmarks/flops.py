@@ -1,5 +1,8 @@
 """Model FLOPs of BERT steps, for throughput and utilisation (MFU) figures.
 
+The benchmark scripts import it as `flops` (their own directory is on `sys.path`), the tests as
+`benchmarks.flops`; it is not part of the package, whose lower layers must not import `layers`.
+
 Shape legend: B batch, T tokens, L layers, H hidden width, I intermediate width, P masked slots per sequence,
 V vocabulary, C classes.
 
