@@ -29,7 +29,7 @@ import warnings
 import keras
 
 from keras_bert_impl.export.export_error import ExportError
-from keras_bert_impl.export.tensorflow_export_worker import export_in_tensorflow_subprocess
+from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess
 from keras_bert_impl.models.registry import TASK_CLASSES
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
 

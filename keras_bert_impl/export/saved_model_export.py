@@ -18,7 +18,7 @@ import tempfile
 import keras
 
 from keras_bert_impl.export.export_error import ExportError
-from keras_bert_impl.export.tensorflow_export_worker import export_in_tensorflow_subprocess
+from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess
 from keras_bert_impl.models.registry import TASK_CLASSES, task_kind
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 from keras_bert_impl.utils.renamed_arguments import renamed_arguments

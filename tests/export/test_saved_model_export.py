@@ -435,12 +435,12 @@ def test_unexportable_inputs_raise_clear_errors(tmp_path):
 
 def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch):
     """The JAX / torch path: a worker that fails (here: cannot even start) becomes an ExportError quoting it."""
-    from keras_bert_impl.export import ExportError, tensorflow_export_worker
+    from keras_bert_impl.export import ExportError, tensorflow_subprocess
 
     model = _backbone()
-    monkeypatch.setattr(tensorflow_export_worker, "WORKER_MODULE", "no_such_bert_export_worker")
+    monkeypatch.setattr(tensorflow_subprocess, "WORKER_MODULE", "no_such_bert_export_worker")
     with pytest.raises(ExportError, match=r"worker failed \(exit code 1\)(.|\n)*no_such_bert_export_worker"):
-        tensorflow_export_worker.export_in_tensorflow_subprocess(
+        tensorflow_subprocess.export_in_tensorflow_subprocess(
             model, "BertBackbone", "saved_model", str(tmp_path / "out"), {"sequence_length": 8})
 
     def broken_save(path):
@@ -448,7 +448,7 @@ def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch)
 
     monkeypatch.setattr(model, "save_pretrained", broken_save)
     with pytest.raises(ExportError, match="saving it for the TensorFlow export worker failed"):
-        tensorflow_export_worker.export_in_tensorflow_subprocess(
+        tensorflow_subprocess.export_in_tensorflow_subprocess(
             model, "BertBackbone", "saved_model", str(tmp_path / "out"), {"sequence_length": 8})
     assert os.listdir(tmp_path) == []
 

@@ -1,0 +1,67 @@
+"""Exports from JAX and torch, done by a subprocess under the TensorFlow backend: the parent's side.
+
+A SavedModel is a TensorFlow graph, and Keras exports ONNX with dynamic shapes only through tf2onnx, so a model
+living under JAX or torch is saved with its own `save_pretrained` into a temporary directory; the worker
+(`export.tensorflow_export_worker`, run as `python -m` with `KERAS_BACKEND=tensorflow`) loads it with the model
+class's `from_pretrained` and exports it in-process. `export_in_tensorflow_subprocess` is the one launcher for
+both formats; `export_saved_model` and `export_onnx` call it and the worker calls them, so this module imports
+neither.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from keras_bert_impl.export.export_error import ExportError
+
+WORKER_MODULE = "keras_bert_impl.export.tensorflow_export_worker"
+# --format value -> how messages name it.
+FORMATS = {"saved_model": "SavedModel", "onnx": "ONNX"}
+_WORKER_OUTPUT_TAIL = 4000  # characters of a failed worker's output quoted in the error
+
+
+def export_in_tensorflow_subprocess(model, class_name, export_format, path, options, tokenizer=None,
+                                    overwrite=False):
+    """Save `model` with `save_pretrained`, then let the worker (KERAS_BACKEND=tensorflow) load and export it.
+
+    Args:
+        model: the task model, under any backend.
+        class_name: its registered class name (`models.registry.TASK_CLASSES`).
+        export_format: "saved_model" or "onnx".
+        path: str. Where the worker writes (atomically; on failure nothing is written there).
+        options: dict. JSON-serialisable keyword arguments of `export_saved_model` / `export_onnx`.
+        tokenizer: `BertTokenizer` or None. Saved for the worker (SavedModels that serve raw text).
+        overwrite: bool. Replace an existing export at `path`.
+
+    Raises:
+        ExportError: saving the model failed, or the worker exited with an error (its output is quoted).
+    """
+    import keras
+
+    backend, name = keras.backend.backend(), FORMATS[export_format]
+    with tempfile.TemporaryDirectory(prefix="bert_export_checkpoint_") as staging:
+        model_dir = os.path.join(staging, "model")
+        try:
+            model.save_pretrained(model_dir)
+        except Exception as error:
+            raise ExportError(
+                f"Cannot export {class_name} as {name} from the {backend} backend: saving it for the TensorFlow "
+                f"export worker failed ({type(error).__name__}: {error})."
+            ) from error
+        command = [sys.executable, "-m", WORKER_MODULE, "--format", export_format, "--model-class", class_name,
+                   "--model-dir", model_dir, "--output", path, "--options", json.dumps(options)]
+        command += ["--overwrite"] if overwrite else []
+        if tokenizer is not None:
+            tokenizer_dir = os.path.join(staging, "tokenizer")
+            tokenizer.save_pretrained(tokenizer_dir)
+            command += ["--tokenizer-dir", tokenizer_dir]
+        result = subprocess.run(command, env=dict(os.environ, KERAS_BACKEND="tensorflow"), capture_output=True,
+                                text=True, check=False)
+    if result.returncode != 0:
+        raise ExportError(
+            f"The TensorFlow export worker failed (exit code {result.returncode}) exporting {class_name} as {name} "
+            f"from the {backend} backend to {path}; nothing was written there. Its output ends with:\n"
+            f"{(result.stdout + result.stderr)[-_WORKER_OUTPUT_TAIL:]}"
+        )
