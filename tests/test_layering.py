@@ -1,13 +1,22 @@
-"""The package's layering: imports run one way, and model code needs no TensorFlow.
+"""The package's layering: imports run one way, importing changes nothing, and model code needs no TensorFlow.
 
-layers -> models -> data / training / export -> cli, with `checkpoints` (tensor and config I/O) below
-models and `backend` (per-backend helpers through public APIs) below layers. Two kinds of checks:
+The subpackages stand in one declared order, lowest first (`LAYER_ORDER`):
 
-- static (ast): the module-level imports of every module of the package (plus, for `backend`, `layers` and
-  `checkpoints`, every import anywhere) against the layering rules, and no import cycle among module-level
-  imports;
-- runtime: a subprocess on JAX and one on torch in which `tensorflow` and `tensorflow_text` cannot be
-  imported builds, fits (on token ids), predicts, saves and reloads each model class.
+    backend, utils, optimization, layers, tokenization, metrics, squad, checkpoints, data, preprocessing,
+    models, training, export, cli
+
+A module imports its own subpackage and those before it, never one after it; every import statement counts,
+inside functions too (a deferred import is still a dependency, and a cycle held together by one is still a
+cycle). The tasks (`models`) sit above `preprocessing` as in keras-hub, where each task names its preprocessor
+class; the backbone and the layers need no preprocessor. The tasks import `preprocessing` (TensorFlow) only
+inside functions, so a JAX or torch user builds, trains and predicts on token ids without TensorFlow.
+
+- static (ast): every import of every module against the order, each violation reported as
+  `file:line: module imports target`; no cycle among the subpackages, nor among the modules; no TensorFlow
+  import at module level in `backend`, `layers` and `models`;
+- runtime: `import keras_bert_impl` adds no import hook and sets no environment variable; a subprocess on JAX
+  and one on torch in which `tensorflow` and `tensorflow_text` cannot be imported builds, fits (on token ids),
+  predicts, saves and reloads each model class.
 """
 
 import ast
@@ -23,21 +32,11 @@ PACKAGE = "keras_bert_impl"
 PACKAGE_DIR = os.path.join(REPO_ROOT, PACKAGE)
 TENSORFLOW_MODULES = ("tensorflow", "tensorflow_text")
 
-# Subpackage -> subpackages of this package its modules must not import at module level.
-FORBIDDEN_MODULE_LEVEL = {
-    "layers": ("models", "training", "data", "cli", "export"),
-    "models": ("cli", "export", "training", "data"),
-}
-# Subpackage -> subpackages its modules must not import anywhere (inside functions too).
-FORBIDDEN_ANYWHERE = {
-    "layers": ("models", "training", "data", "cli", "export"),
-    "checkpoints": ("models", "training", "data", "cli", "export"),
-    # The bottom layer: it imports nothing else from the package.
-    "backend": tuple(
-        name for name in sorted(os.listdir(PACKAGE_DIR))
-        if name != "backend" and os.path.isfile(os.path.join(PACKAGE_DIR, name, "__init__.py"))
-    ),
-}
+# The subpackages, lowest first: each may import only itself and those before it (imports inside functions count).
+LAYER_ORDER = (
+    "backend", "utils", "optimization", "layers", "tokenization", "metrics", "squad", "checkpoints", "data",
+    "preprocessing", "models", "training", "export", "cli",
+)
 # Subpackages whose modules must not import TensorFlow at module level.
 TENSORFLOW_FREE = ("backend", "layers", "models")
 
@@ -84,7 +83,7 @@ def _all_statements(tree):
     return (node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)))
 
 
-def _targets(module, node):
+def _targets(module, node, is_package=None):
     """Absolute names of the modules an import statement loads (for `from x import y`: `x.y` when it is a
     module of the package, else `x`)."""
     if isinstance(node, ast.Import):
@@ -92,7 +91,8 @@ def _targets(module, node):
     if not isinstance(node, ast.ImportFrom):
         return []
     if node.level:
-        base = module.split(".") if _is_package(module) else module.split(".")[:-1]
+        package = _is_package(module) if is_package is None else is_package
+        base = module.split(".") if package else module.split(".")[:-1]
         base = base[: len(base) - (node.level - 1)]
         source = ".".join(base + ([node.module] if node.module else []))
     else:
@@ -104,15 +104,17 @@ def _targets(module, node):
     return targets
 
 
+def _imports_in(module, source, anywhere, is_package=None):
+    """`[(imported module, line)]` of `source` (the text of `module`): every import statement with `anywhere`,
+    else those that run on import."""
+    tree = ast.parse(source)
+    statements = _all_statements(tree) if anywhere else _module_level_statements(tree)
+    return [(target, node.lineno) for node in statements for target in _targets(module, node, is_package)]
+
+
 def _imports(module, anywhere=False):
     with open(MODULES[module], encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), MODULES[module])
-    statements = _all_statements(tree) if anywhere else _module_level_statements(tree)
-    found = []
-    for node in statements:
-        for target in _targets(module, node):
-            found.append((target, node.lineno))
-    return found
+        return _imports_in(module, handle.read(), anywhere)
 
 
 def _subpackage(name):
@@ -121,29 +123,55 @@ def _subpackage(name):
     return parts[1] if parts[0] == PACKAGE and len(parts) > 1 else None
 
 
-def _violations(rules, anywhere):
+def _order_violations(imports):
+    """`file:line: module imports target` for each import of a higher subpackage.
+
+    Args:
+        imports: dict. `{module: [(imported module, line)]}`.
+    """
+    rank = {name: index for index, name in enumerate(LAYER_ORDER)}
     violations = []
-    for module in MODULES:
-        forbidden = rules.get(_subpackage(module), ())
-        for target, line in _imports(module, anywhere):
-            if _subpackage(target) in forbidden:
-                violations.append(f"{MODULES[module]}:{line}: {module} imports {target}")
+    for module, found in imports.items():
+        own = _subpackage(module)
+        for target, line in found:
+            other = _subpackage(target)
+            if own is not None and other is not None and rank[other] > rank[own]:
+                path = os.path.relpath(MODULES[module], REPO_ROOT) if module in MODULES else module
+                violations.append(f"{path}:{line}: {module} imports {target}")
     return violations
 
 
-def test_layers_and_models_import_no_higher_layer_at_module_level():
-    assert _violations(FORBIDDEN_MODULE_LEVEL, anywhere=False) == []
+IMPORTS_ANYWHERE = {module: _imports(module, anywhere=True) for module in MODULES}
 
 
-def test_backend_layers_and_checkpoints_never_import_a_higher_layer():
-    # checkpoints reads, writes and assigns tensors; the models build themselves (models -> checkpoints).
-    assert "layers" in FORBIDDEN_ANYWHERE["backend"] and "training" in FORBIDDEN_ANYWHERE["backend"]
-    assert _violations(FORBIDDEN_ANYWHERE, anywhere=True) == []
+def test_the_declared_order_names_every_subpackage_once():
+    on_disk = sorted(name for name in {_subpackage(module) for module in MODULES} if name is not None)
+    assert len(set(LAYER_ORDER)) == len(LAYER_ORDER) and sorted(LAYER_ORDER) == on_disk
+
+
+def test_no_module_imports_a_higher_subpackage_anywhere():
+    assert _order_violations(IMPORTS_ANYWHERE) == []
+
+
+def test_order_check_counts_imports_inside_functions_and_names_file_and_line():
+    source = textwrap.dedent("""
+        from keras_bert_impl.utils import atomic_io
+
+        def load():
+            from keras_bert_impl.models import task
+            from . import packing
+    """)
+    module = "keras_bert_impl.data.example"
+    assert _imports_in(module, source, anywhere=False, is_package=False) == [("keras_bert_impl.utils.atomic_io", 2)]
+    found = _imports_in(module, source, anywhere=True, is_package=False)
+    assert sorted(found) == [("keras_bert_impl.data.packing", 6), ("keras_bert_impl.models.task", 5),
+                             ("keras_bert_impl.utils.atomic_io", 2)]
+    assert _order_violations({module: found}) == [f"{module}:5: {module} imports keras_bert_impl.models.task"]
 
 
 def test_backend_layers_and_models_import_no_tensorflow_at_module_level():
     violations = [
-        f"{MODULES[module]}:{line}: {module} imports {target}"
+        f"{os.path.relpath(MODULES[module], REPO_ROOT)}:{line}: {module} imports {target}"
         for module in MODULES if _subpackage(module) in TENSORFLOW_FREE
         for target, line in _imports(module)
         if target.split(".")[0] in TENSORFLOW_MODULES
@@ -183,8 +211,20 @@ def _cycles(graph):
     return components
 
 
-def test_no_import_cycles_at_module_level():
-    graph = {module: sorted({target for target, _ in _imports(module) if target in MODULES}) for module in MODULES}
+def test_subpackage_graph_has_no_cycle():
+    graph = {name: set() for name in LAYER_ORDER}
+    for module, found in IMPORTS_ANYWHERE.items():
+        own = _subpackage(module)
+        for target, _ in found:
+            other = _subpackage(target)
+            if own is not None and other is not None and other != own:
+                graph[own].add(other)
+    assert _cycles({name: sorted(successors) for name, successors in graph.items()}) == []
+
+
+def test_module_graph_has_no_cycle():
+    graph = {module: sorted({target for target, _ in found if target in MODULES})
+             for module, found in IMPORTS_ANYWHERE.items()}
     assert _cycles(graph) == []
 
 
@@ -198,6 +238,55 @@ def test_import_targets_resolve_submodules_and_relative_imports():
     tree = ast.parse("from keras_bert_impl.models import backbone\nfrom . import conversion\nimport numpy\n")
     targets = [_targets("keras_bert_impl.checkpoints", node) for node in tree.body]
     assert targets == [["keras_bert_impl.models.backbone"], ["keras_bert_impl.checkpoints.conversion"], ["numpy"]]
+
+
+# -- runtime: importing the package changes no global state ---------------------------------------------------
+
+NO_IMPORT_SIDE_EFFECTS = textwrap.dedent("""
+    import importlib
+    import os
+    import sys
+
+
+    def check(what):
+        assert sys.meta_path == meta_path, (what, [finder for finder in sys.meta_path if finder not in meta_path])
+        changed = {key for key in set(environment) | set(os.environ) if environment.get(key) != os.environ.get(key)}
+        assert not changed, (what, "sets environment variables", sorted(changed))
+
+
+    meta_path, environment = list(sys.meta_path), dict(os.environ)
+    import keras_bert_impl
+
+    check("import keras_bert_impl")
+    # Then every module (what Keras and TensorFlow change on their own import is theirs, so it is taken first).
+    import keras
+
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        pass
+    meta_path, environment = list(sys.meta_path), dict(os.environ)
+    for module in sys.argv[1:]:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if (error.name or "").split(".")[0] not in ("tensorflow", "tensorflow_text"):
+                raise
+        check(module)
+    print("NO_IMPORT_SIDE_EFFECTS_OK")
+""")
+
+
+def test_importing_the_package_or_any_module_adds_no_import_hook_and_sets_no_environment_variable():
+    # A fresh process without TF_CPP_MIN_LOG_LEVEL: the variable the CLI sets (cli.command_line.main) must stay unset.
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [REPO_ROOT] + [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path])
+    modules = [module for module in MODULES if not module.endswith(".__main__")]  # `__main__` runs the CLI
+    result = subprocess.run([sys.executable, "-c", NO_IMPORT_SIDE_EFFECTS, *modules], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "NO_IMPORT_SIDE_EFFECTS_OK" in result.stdout, (
+        f"exit {result.returncode}\nstdout:\n{result.stdout[-2000:]}\nstderr:\n{result.stderr[-4000:]}")
 
 
 # -- runtime: no TensorFlow needed on JAX and torch --------------------------------------------------------
