@@ -22,6 +22,7 @@ optimizer is `finetune-classifier`'s: `AdamWeightDecay`, linear warmup over `--w
 decay to 0. The paper's SWAG run: 3 epochs, learning rate 2e-5, batch 16.
 """
 
+import dataclasses
 import json
 import os
 
@@ -29,10 +30,10 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_model_arguments,
     add_finetuning_training_arguments,
     check_finetuning_arguments,
+    finetuning_run_settings,
     positive_int,
     tune_fraction,
 )
-from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (the paper's SWAG run, section 4.4) ----------------------------------------------------------
 SEQUENCE_LENGTH = 128
@@ -115,10 +116,12 @@ def run(args):
     selection = dev if dev is not None else (pack(tune) if tune else None)
     if args.epochs:
         train_x, train_y = pack(train)
-        fit_from_arguments(model, train_x, train_y, args, tokenizer,
-                           counts=f"{len(train)} training examples of {train_x['token_ids'].shape[1]} choices",
-                           evaluate=(lambda m: scores(selection)[1]) if selection else None,
-                           monitor=MONITOR if selection else None, selection_name="dev" if dev else "held-out")
+        # (N, C, T) rows are not length-bucketed: every batch is padded to --sequence-length.
+        settings = dataclasses.replace(finetuning_run_settings(args), length_bucketing=False)
+        finetuning.finetune(model, train_x, train_y, settings, tokenizer,
+                            counts=f"{len(train)} training examples of {train_x['token_ids'].shape[1]} choices",
+                            evaluate=(lambda m: scores(selection)[1]) if selection else None,
+                            monitor=MONITOR if selection else None, selection_name="dev" if dev else "held-out")
 
     if dev is not None:
         logits, results = scores(dev)

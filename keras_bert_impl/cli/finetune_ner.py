@@ -29,9 +29,9 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_model_arguments,
     add_finetuning_training_arguments,
     check_finetuning_arguments,
+    finetuning_run_settings,
     positive_int,
 )
-from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (the paper's fine-tuning ranges, section 5.3 / appendix A.3) ------------------------------------
 SEQUENCE_LENGTH = 128
@@ -139,11 +139,10 @@ def run(args):
     dev = read_conll_sentences(args.dev_file) if args.dev_file else None
     if args.epochs:
         train_x, train_y = preprocessor([sentence.words for sentence in train], encode_tags(train, tags))
-        fit_from_arguments(model, train_x, train_y, args, tokenizer,
-                           counts=f"{len(train)} training sentences, {len(train_y)} windows",
-                           details=f"; tags: {tags.labels}", evaluate=(lambda m: scores(dev)[1]) if dev else None,
-                           monitor=args.monitor if dev else None, selection_flags="--dev-file",
-                           length_bucketing=bucketing, bucket_width=args.bucket_width)
+        finetuning.finetune(model, train_x, train_y, finetuning_run_settings(args), tokenizer,
+                            counts=f"{len(train)} training sentences, {len(train_y)} windows",
+                            details=f"; tags: {tags.labels}", evaluate=(lambda m: scores(dev)[1]) if dev else None,
+                            monitor=args.monitor if dev else None)
 
     for name, sentences, results_file in (("dev", dev, "eval_results.json"),
                                           ("test", read_conll_sentences(args.test_file) if args.test_file else None,

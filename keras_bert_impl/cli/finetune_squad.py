@@ -43,10 +43,10 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_model_arguments,
     add_finetuning_training_arguments,
     check_finetuning_arguments,
+    finetuning_run_settings,
     positive_int,
     tune_fraction,
 )
-from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (run_squad.py's) -------------------------------------------------------------------------------
 SEQUENCE_LENGTH = 384
@@ -217,11 +217,11 @@ def run(args):
                              f"give a SQuAD file whose data[].paragraphs[].qas[] hold answered questions, or "
                              f"--epochs 0 to predict only.")
         train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **windows)
-        trained_from = fit_from_arguments(
-            model, train_features.inputs(), train_features.labels(), args, tokenizer,
+        trained_from = finetuning.finetune(
+            model, train_features.inputs(), train_features.labels(), finetuning_run_settings(args), tokenizer,
             counts=f"{len(train_examples)} training questions, {len(train_features)} windows",
             evaluate=evaluate_epoch if selection or threshold_set else None, monitor="f1" if selection else None,
-            selection_name="dev" if dev else "held-out", length_bucketing=bucketing, bucket_width=args.bucket_width)
+            selection_name="dev" if dev else "held-out").trained_from
     if (not args.epochs or trained_from >= args.epochs) and threshold_set is not None and threshold_set is not dev:
         score(model, threshold_set)  # nothing trained in this run (--epochs 0, or a finished run's rerun): tune now
     if args.version_2:
