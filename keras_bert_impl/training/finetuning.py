@@ -20,8 +20,9 @@ Each piece lives in the module named for it, and is importable from here too:
   official metrics (GLUE; SQuAD v1.1 / v2.0 with automatic null-threshold tuning).
 - `finetuning_outputs.save_finetuned` / `write_classification_predictions`: model directories and prediction
   files, written atomically.
-- `ModelSource`, `FinetuningSettings` and `finetune` (here): where the model comes from, the run's training settings, and the recipe on them (optimizer and
-  schedule, `last/` / `best/`, resumable `fit_finetuning`, the lines that say what it trains and what it picked).
+- `ModelSource`, `FinetuningSettings` and `finetune` (here): where the model comes from, the run's training
+  settings, and the recipe on them (optimizer and schedule, `last/` / `best/`, resumable `fit_finetuning`, the
+  lines that say what it trains and what it picked).
 - `fit_finetuning` (here): `model.fit` that also saves a resumable training state each epoch
   (`training_state/`: weights, optimizer, RNG, epoch, best-so-far) and, run again on the same output
   directory, resumes from it on the same batches (epoch `e`'s order is fixed by `(seed, e)`).
