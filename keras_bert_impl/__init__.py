@@ -50,7 +50,7 @@ _EXPORTS = {
     "LabelVocabulary": "keras_bert_impl.data.label_vocabulary",
     "read_classification_examples": "keras_bert_impl.data.classification_data",
     "read_glue_examples": "keras_bert_impl.data.classification_data",
-    "make_classification_dataset": "keras_bert_impl.data.classification_data",
+    "classification_arrays": "keras_bert_impl.data.classification_data",
     "read_conll_sentences": "keras_bert_impl.data.token_classification_data",
     # SQuAD and metrics.
     "read_squad_examples": "keras_bert_impl.squad",

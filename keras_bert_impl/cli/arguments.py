@@ -68,32 +68,12 @@ def tune_fraction(text):
     return value
 
 
-# `--verbose 2`: a progress line within an epoch after this many steps or seconds, whichever comes first
-# (`training.callbacks.ProgressLog`), so a long first epoch (XLA compilation included) is not silent.
-PROGRESS_EVERY_STEPS = 100
-PROGRESS_EVERY_SECONDS = 60.0
-
-
 def add_verbose_argument(parser, default=1):
     """`--verbose 0|1|2`: Keras' fit verbosity (1: a progress bar per epoch)."""
     parser.add_argument("--verbose", type=int, default=default, choices=(0, 1, 2),
                         help="training output: 0 silent, 1 progress bar, 2 a line per epoch and a progress line "
-                             f"(steps, examples/s, loss, elapsed) every {PROGRESS_EVERY_STEPS} steps or "
-                             f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: {default})")
-
-
-def progress_callbacks(verbose, batch_size):
-    """`[training.callbacks.ProgressLog]` for `--verbose 2` (lines within an epoch), else `[]`.
-
-    Args:
-        verbose: int. The `--verbose` value.
-        batch_size: int. Examples per `fit` step.
-    """
-    if verbose != 2:
-        return []
-    from keras_bert_impl.training.callbacks import ProgressLog
-
-    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
+                             "(steps, examples/s, loss, elapsed) every 100 steps or 60 s, whichever comes first "
+                             f"(default: {default})")
 
 
 # The masked-LM flags (`add_masking_arguments`): flag dest -> `BertPretrainingPreprocessor` argument.
@@ -219,6 +199,29 @@ def check_finetuning_arguments(args):
         if getattr(args, "tune_fraction", None):
             raise UsageError("--tune-fraction holds out part of the training data, which --epochs 0 does not read; "
                              "leave it out")
+
+
+def model_source(args):
+    """The `training.finetuning.ModelSource` of the `add_finetuning_model_arguments` flags."""
+    from keras_bert_impl.training.finetuning import ModelSource
+
+    return ModelSource(init_checkpoint=args.init_checkpoint, preset=args.preset, vocab=args.vocab, cased=args.cased)
+
+
+def finetuning_run_settings(args):
+    """The `training.finetuning.FinetuningSettings` of the `add_finetuning_training_arguments` flags."""
+    from keras_bert_impl.training.finetuning import FinetuningSettings
+
+    return FinetuningSettings(
+        output_dir=args.output_dir, epochs=args.epochs, batch_size=args.batch_size,
+        eval_batch_size=args.eval_batch_size, learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction,
+        weight_decay=args.weight_decay, length_bucketing=not args.no_length_bucketing, bucket_width=args.bucket_width,
+        jit_compile=not args.no_jit, seed=args.seed, verbose=args.verbose)
+
+
+def column(text):
+    """A column named on the command line: a 0-based index for digits, else the name."""
+    return int(text) if text.isdigit() else text
 
 
 def expand_input_files(spec):

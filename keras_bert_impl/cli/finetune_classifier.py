@@ -29,18 +29,17 @@ The step runs under `jit_compile=True` (XLA on TensorFlow and JAX). Rows are buc
 linearly to 0 (`AdamWeightDecay`, the original optimizer).
 """
 
-import json
-import os
-
 from keras_bert_impl.cli.arguments import (
     UsageError,
     add_finetuning_model_arguments,
     add_finetuning_training_arguments,
     check_finetuning_arguments,
+    column,
+    finetuning_run_settings,
+    model_source,
     positive_int,
     tune_fraction,
 )
-from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (run_classifier.py's where one exists) ---------------------------------------------------------
 SEQUENCE_LENGTH = 128
@@ -93,111 +92,15 @@ def check_arguments(args):
         raise UsageError("without --task, name the columns: --text-columns and --label-column")
 
 
-def read_examples(args, path, labeled=True):
-    from keras_bert_impl.data.classification_data import read_classification_examples, read_glue_examples
-
-    if args.task:
-        return read_glue_examples(args.task, path, labeled=labeled)
-    columns = [int(c) if c.isdigit() else c for c in args.text_columns.split(",")]
-    label_column = args.label_column if labeled else None
-    if label_column is not None and label_column.isdigit():
-        label_column = int(label_column)
-    return read_classification_examples(path, columns, label_column, file_format=args.file_format,
-                                        has_header=not args.no_header, regression=args.regression)
-
-
-def has_label_column(args, path):
-    """Whether the file holds the label column: a named column in its header (JSONL: its first record's keys);
-    a label column given by index (files without a header) is taken to be there."""
-    import csv
-
-    from keras_bert_impl.data.classification_data import glue_layout
-
-    label_column = glue_layout(args.task).label_column if args.task else args.label_column
-    if isinstance(label_column, int) or label_column.isdigit():
-        return True
-    file_format = args.file_format or ("tsv" if args.task else os.path.splitext(path)[1].lstrip(".").lower())
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        first = next((line for line in handle if line.strip()), "")
-    if file_format == "jsonl":
-        try:
-            return label_column in json.loads(first)
-        except (json.JSONDecodeError, TypeError):
-            return True  # the labelled read names the bad line
-    delimiter = "\t" if file_format == "tsv" else ","
-    return label_column in next(csv.reader([first], delimiter=delimiter), [])
-
-
 def run(args):
     """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
-    import keras
+    from keras_bert_impl.training.classifier_finetuning import ClassificationFiles, finetune_classifier
 
-    from keras_bert_impl.data.classification_data import LabelVocabulary, glue_layout, pack_classification_examples
-    from keras_bert_impl.preprocessing import BertPreprocessor
-    from keras_bert_impl.training import finetuning
-    from keras_bert_impl.training.held_out_data import split_rows
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
-
-    keras.utils.set_random_seed(args.seed)
-    if args.task and glue_layout(args.task).regression:
-        args.regression = True
-    bucketing = not args.no_length_bucketing
-    tokenizer = finetuning.load_tokenizer(args.vocab, args.init_checkpoint, lowercase=False if args.cased else None)
-
-    train = read_examples(args, args.train_file) if args.epochs else []
-    labels = None
-    if not args.regression:
-        layout_labels = glue_layout(args.task).labels if args.task else None
-        labels = LabelVocabulary(layout_labels) if layout_labels else (
-            LabelVocabulary.from_examples(train) if train else None)  # --epochs 0: the checkpoint's labels
-    tune = []
-    if args.tune_fraction:
-        train, tune = split_rows(train, args.tune_fraction, args.seed)
-        print(f"--tune-fraction {args.tune_fraction}: {len(tune)} of {len(train) + len(tune)} training rows held "
-              f"out to pick best/")
-    model = finetuning.build_classifier(
-        tokenizer, 1 if args.regression else (len(labels) if labels else None),
-        labels=labels.labels if labels else None, init_checkpoint=args.init_checkpoint, preset=args.preset,
-        max_sequence_length=max(512, args.sequence_length), classifier_dropout=args.classifier_dropout,
-        preprocessor=BertPreprocessor(tokenizer, sequence_length=args.sequence_length),
-    )
-    if labels is None and not args.regression:
-        labels = LabelVocabulary(model.labels or [str(index) for index in range(model.num_classes)])
-    pack = lambda examples: pack_classification_examples(  # noqa: E731 - one call site per split
-        examples, tokenizer, args.sequence_length, labels, args.regression)
-
-    def scores(data):
-        inputs, gold = data
-        logits = finetuning.predict_logits(model, inputs, args.eval_batch_size, bucketing, args.bucket_width)
-        return logits, finetuning.classification_scores(gold, logits, args.task, args.regression)
-
-    dev = pack(read_examples(args, args.dev_file)) if args.dev_file else None
-    selection = dev if dev is not None else (pack(tune) if tune else None)
-    monitor = (args.monitor or finetuning.classification_monitor(args.task, args.regression)) if selection else None
-    if args.epochs:
-        train_x, train_y = pack(train)
-        fit_from_arguments(model, train_x, train_y, args, tokenizer, counts=f"{len(train)} training examples",
-                           details=f"; labels: {labels.labels if labels else 'regression'}",
-                           evaluate=(lambda m: scores(selection)[1]) if selection else None, monitor=monitor,
-                           selection_name="dev" if dev else "held-out", length_bucketing=bucketing,
-                           bucket_width=args.bucket_width)
-
-    if dev is not None:
-        logits, results = scores(dev)
-        finetuning.write_classification_predictions(os.path.join(args.output_dir, "dev_predictions.tsv"), logits,
-                                                    labels, args.regression)
-        atomic_write_json(os.path.join(args.output_dir, "eval_results.json"),
-                          {key: float(value) for key, value in results.items()})
-        print("dev:", json.dumps(results))
-    if args.test_file:
-        labelled = has_label_column(args, args.test_file)
-        test_x, test_y = pack(read_examples(args, args.test_file, labeled=labelled))
-        logits = finetuning.predict_logits(model, test_x, args.eval_batch_size, bucketing, args.bucket_width)
-        finetuning.write_classification_predictions(os.path.join(args.output_dir, "test_predictions.tsv"), logits,
-                                                    labels, args.regression)
-        if labelled:
-            results = finetuning.classification_scores(test_y, logits, args.task, args.regression)
-            atomic_write_json(os.path.join(args.output_dir, "test_results.json"),
-                              {key: float(value) for key, value in results.items()})
-            print("test:", json.dumps(results))
+    files = ClassificationFiles(
+        train_file=args.train_file, dev_file=args.dev_file, test_file=args.test_file, tune_fraction=args.tune_fraction,
+        task=args.task, text_columns=tuple(column(name) for name in (args.text_columns or "").split(",") if name),
+        label_column=column(args.label_column) if args.label_column else None, file_format=args.file_format,
+        has_header=not args.no_header, regression=args.regression, sequence_length=args.sequence_length)
+    finetune_classifier(files, model_source(args), finetuning_run_settings(args),
+                        classifier_dropout=args.classifier_dropout, monitor=args.monitor)
     return 0

@@ -22,17 +22,15 @@ optimizer is `finetune-classifier`'s: `AdamWeightDecay`, linear warmup over `--w
 decay to 0. The paper's SWAG run: 3 epochs, learning rate 2e-5, batch 16.
 """
 
-import json
-import os
-
 from keras_bert_impl.cli.arguments import (
     add_finetuning_model_arguments,
     add_finetuning_training_arguments,
     check_finetuning_arguments,
+    finetuning_run_settings,
+    model_source,
     positive_int,
     tune_fraction,
 )
-from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (the paper's SWAG run, section 4.4) ----------------------------------------------------------
 SEQUENCE_LENGTH = 128
@@ -44,7 +42,6 @@ WARMUP_FRACTION = 0.1
 WEIGHT_DECAY = 0.01
 BUCKET_WIDTH = 32
 SEED = 12345
-MONITOR = "accuracy"
 
 
 def add_arguments(parser):
@@ -77,60 +74,10 @@ def check_arguments(args):
 
 def run(args):
     """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
-    import keras
-    import numpy as np
+    from keras_bert_impl.training.multiple_choice_finetuning import SwagFiles, finetune_multiple_choice
 
-    from keras_bert_impl import metrics
-    from keras_bert_impl.data.multiple_choice_data import multiple_choice_inputs, read_swag_examples
-    from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
-    from keras_bert_impl.training import finetuning
-    from keras_bert_impl.training.held_out_data import split_rows
-    from keras_bert_impl.training.task_model_builders import build_multiple_choice
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
-
-    keras.utils.set_random_seed(args.seed)
-    tokenizer = finetuning.load_tokenizer(args.vocab, args.init_checkpoint, lowercase=False if args.cased else None)
-    preprocessor = BertMultipleChoicePreprocessor(tokenizer, sequence_length=args.sequence_length)
-    model = build_multiple_choice(tokenizer, init_checkpoint=args.init_checkpoint, preset=args.preset,
-                                  max_sequence_length=max(512, args.sequence_length), dropout=args.classifier_dropout,
-                                  preprocessor=preprocessor)
-
-    def pack(examples):
-        """`(x, labels)`: inputs `(N, C, T)` and int32 `(N,)` labels (None without)."""
-        texts, labels = multiple_choice_inputs(examples)
-        return preprocessor(texts), labels
-
-    def scores(data):
-        inputs, gold = data
-        logits = finetuning.predict_logits(model, inputs, args.eval_batch_size, length_bucketing=False)
-        return logits, {MONITOR: metrics.accuracy(gold, np.argmax(logits, axis=-1))}
-
-    train = read_swag_examples(args.train_file) if args.epochs else []
-    tune = []
-    if args.tune_fraction:
-        train, tune = split_rows(train, args.tune_fraction, args.seed)
-        print(f"--tune-fraction {args.tune_fraction}: {len(tune)} of {len(train) + len(tune)} training rows held "
-              f"out to pick best/")
-    dev = pack(read_swag_examples(args.dev_file)) if args.dev_file else None
-    selection = dev if dev is not None else (pack(tune) if tune else None)
-    if args.epochs:
-        train_x, train_y = pack(train)
-        fit_from_arguments(model, train_x, train_y, args, tokenizer,
-                           counts=f"{len(train)} training examples of {train_x['token_ids'].shape[1]} choices",
-                           evaluate=(lambda m: scores(selection)[1]) if selection else None,
-                           monitor=MONITOR if selection else None, selection_name="dev" if dev else "held-out")
-
-    if dev is not None:
-        logits, results = scores(dev)
-        finetuning.write_classification_predictions(os.path.join(args.output_dir, "dev_predictions.tsv"), logits)
-        atomic_write_json(os.path.join(args.output_dir, "eval_results.json"), results)
-        print("dev:", json.dumps(results))
-    if args.test_file:
-        test_x, test_y = pack(read_swag_examples(args.test_file, require_labels=False))
-        logits = finetuning.predict_logits(model, test_x, args.eval_batch_size, length_bucketing=False)
-        finetuning.write_classification_predictions(os.path.join(args.output_dir, "test_predictions.tsv"), logits)
-        if test_y is not None:
-            results = {MONITOR: metrics.accuracy(test_y, np.argmax(logits, axis=-1))}
-            atomic_write_json(os.path.join(args.output_dir, "test_results.json"), results)
-            print("test:", json.dumps(results))
+    files = SwagFiles(train_file=args.train_file, dev_file=args.dev_file, test_file=args.test_file,
+                      tune_fraction=args.tune_fraction)
+    finetune_multiple_choice(files, model_source(args), finetuning_run_settings(args),
+                             sequence_length=args.sequence_length, dropout=args.classifier_dropout)
     return 0

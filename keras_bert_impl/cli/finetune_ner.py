@@ -21,17 +21,16 @@ after an interruption and it resumes there); at the end `dev_predictions.txt` / 
 never picks a model.
 """
 
-import json
-import os
 
 from keras_bert_impl.cli.arguments import (
     UsageError,
     add_finetuning_model_arguments,
     add_finetuning_training_arguments,
     check_finetuning_arguments,
+    finetuning_run_settings,
+    model_source,
     positive_int,
 )
-from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (the paper's fine-tuning ranges, section 5.3 / appendix A.3) ------------------------------------
 SEQUENCE_LENGTH = 128
@@ -80,78 +79,12 @@ def check_arguments(args):
                          "or less")
 
 
-def tag_sentences(model, preprocessor, sentences, batch_size, bucketing, bucket_width):
-    """The predicted tags of each sentence (lists of str), from windowed, length-bucketed batches."""
-    from keras_bert_impl.data.length_bucketing import predict_with_length_buckets
-    from keras_bert_impl.training.model_input_checks import check_model_inputs
-
-    features = preprocessor.featurize([sentence.words for sentence in sentences])
-    check_model_inputs(model, features["inputs"], "prediction inputs")
-    if bucketing:
-        # `None` names the model's one (non-dict) output: the per-token logits, padded back to T.
-        logits = predict_with_length_buckets(model, features["inputs"], batch_size=batch_size,
-                                             bucket_width=bucket_width, token_outputs=(None,))
-    else:
-        logits = model.predict(features["inputs"], batch_size=batch_size, verbose=0)
-    tagged = preprocessor.decode(features, logits, model.labels)
-    return [[word["tag"] for word in sentence["words"]] for sentence in tagged]
-
-
-def write_conll_predictions(path, sentences, predicted):
-    """`word gold predicted` lines, a blank line after each sentence (conlleval's input), written atomically."""
-    from keras_bert_impl.utils.atomic_io import atomic_write_text
-
-    blocks = ["\n".join(f"{word} {gold} {tag}" for word, gold, tag in zip(sentence.words, sentence.tags, tags))
-              for sentence, tags in zip(sentences, predicted)]
-    atomic_write_text(path, "\n\n".join(blocks) + "\n")
-
-
 def run(args):
     """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
-    import keras
+    from keras_bert_impl.training.token_classification_finetuning import ConllFiles, finetune_token_classifier
 
-    from keras_bert_impl.data.token_classification_data import encode_tags, read_conll_sentences, tag_vocabulary
-    from keras_bert_impl.metrics import entity_scores
-    from keras_bert_impl.models.token_classifier import BertTokenClassifier
-    from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
-    from keras_bert_impl.training import finetuning
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
-
-    keras.utils.set_random_seed(args.seed)
-    bucketing = not args.no_length_bucketing
-    tokenizer = finetuning.load_tokenizer(args.vocab, args.init_checkpoint, lowercase=False if args.cased else None)
-    train = read_conll_sentences(args.train_file) if args.epochs else []
-    tags = tag_vocabulary(train) if train else None  # --epochs 0: the checkpoint's tags
-    preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=args.sequence_length,
-                                                       stride=args.stride)
-    model = finetuning.build_classifier(
-        tokenizer, len(tags) if tags else None, labels=tags.labels if tags else None,
-        init_checkpoint=args.init_checkpoint, preset=args.preset, max_sequence_length=max(512, args.sequence_length),
-        classifier_dropout=args.classifier_dropout, preprocessor=preprocessor, model_class=BertTokenClassifier,
-    )
-    if model.labels is None:
-        raise ValueError(f"{args.init_checkpoint} has no tag names; give --train-file (its tags name the classes).")
-
-    def scores(sentences):
-        predicted = tag_sentences(model, preprocessor, sentences, args.eval_batch_size, bucketing, args.bucket_width)
-        return predicted, entity_scores([list(sentence.tags) for sentence in sentences], predicted)
-
-    dev = read_conll_sentences(args.dev_file) if args.dev_file else None
-    if args.epochs:
-        train_x, train_y = preprocessor([sentence.words for sentence in train], encode_tags(train, tags))
-        fit_from_arguments(model, train_x, train_y, args, tokenizer,
-                           counts=f"{len(train)} training sentences, {len(train_y)} windows",
-                           details=f"; tags: {tags.labels}", evaluate=(lambda m: scores(dev)[1]) if dev else None,
-                           monitor=args.monitor if dev else None, selection_flags="--dev-file",
-                           length_bucketing=bucketing, bucket_width=args.bucket_width)
-
-    for name, sentences, results_file in (("dev", dev, "eval_results.json"),
-                                          ("test", read_conll_sentences(args.test_file) if args.test_file else None,
-                                           "test_results.json")):
-        if sentences is None:
-            continue
-        predicted, results = scores(sentences)
-        write_conll_predictions(os.path.join(args.output_dir, f"{name}_predictions.txt"), sentences, predicted)
-        atomic_write_json(os.path.join(args.output_dir, results_file), results)
-        print(f"{name}:", json.dumps({key: round(value, 4) for key, value in results.items()}))
+    files = ConllFiles(train_file=args.train_file, dev_file=args.dev_file, test_file=args.test_file)
+    finetune_token_classifier(files, model_source(args), finetuning_run_settings(args),
+                              sequence_length=args.sequence_length, stride=args.stride,
+                              classifier_dropout=args.classifier_dropout, monitor=args.monitor)
     return 0

@@ -35,18 +35,16 @@ ends up to `--max-answer-length` tokens. Windows are bucketed by length (`--buck
 prediction; `--no-length-bucketing` pads all to `--sequence-length`. The step runs under `jit_compile=True`.
 """
 
-import json
-import os
-
 from keras_bert_impl.cli.arguments import (
     UsageError,
     add_finetuning_model_arguments,
     add_finetuning_training_arguments,
     check_finetuning_arguments,
+    finetuning_run_settings,
+    model_source,
     positive_int,
     tune_fraction,
 )
-from keras_bert_impl.cli.finetuning_command import fit_from_arguments
 
 # -- defaults (run_squad.py's) -------------------------------------------------------------------------------
 SEQUENCE_LENGTH = 384
@@ -118,127 +116,16 @@ def check_arguments(args):
                          f"which would leave parts of the context in no window; use --doc-stride {window} or less")
 
 
-def has_gold_answers(squad_json):
-    """Whether a SQuAD object carries labels: some question has `answers` or `is_impossible`."""
-    return any("answers" in question or "is_impossible" in question
-               for article in squad_json.get("data", []) for paragraph in article.get("paragraphs", [])
-               for question in paragraph.get("qas", []))
-
-
 def run(args):
     """Fine-tune (or, with `--epochs 0`, only score), predict and evaluate as `args` say; return 0."""
-    import keras
+    from keras_bert_impl.training.squad_finetuning import SquadFiles, SquadSettings, finetune_squad
 
-    from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
-    from keras_bert_impl.squad import (
-        convert_examples_to_features,
-        parse_squad_examples,
-        scorable_squad_json,
-        write_squad_predictions,
-    )
-    from keras_bert_impl.squad.squad_reader import load_squad_json
-    from keras_bert_impl.training import finetuning
-    from keras_bert_impl.training.held_out_data import split_articles
-    from keras_bert_impl.training.task_model_builders import saved_preprocessor_config
-
-    keras.utils.set_random_seed(args.seed)
-    bucketing = not args.no_length_bucketing
-    tokenizer = finetuning.load_tokenizer(args.vocab, args.init_checkpoint, lowercase=False if args.cased else None)
-    threshold = args.null_score_diff_threshold
-    if threshold is None:  # a fine-tuned checkpoint's tuned threshold, until this run tunes one
-        threshold = saved_preprocessor_config(args.init_checkpoint).get("null_score_diff_threshold", 0.0)
-    # The run's settings travel with the model it saves (preprocessor.json), for predict and export.
-    preprocessor = BertQuestionAnsweringPreprocessor(
-        tokenizer, sequence_length=args.sequence_length, doc_stride=args.doc_stride,
-        max_query_length=args.max_query_length, n_best_size=args.n_best_size,
-        max_answer_length=args.max_answer_length, version_2_with_negative=args.version_2,
-        null_score_diff_threshold=threshold)
-    model = finetuning.build_question_answerer(tokenizer, init_checkpoint=args.init_checkpoint, preset=args.preset,
-                                               max_sequence_length=max(512, args.sequence_length),
-                                               preprocessor=preprocessor)
-    windows = dict(sequence_length=args.sequence_length, doc_stride=args.doc_stride,
-                   max_query_length=args.max_query_length)
-
-    def prepare(squad_json, source):
-        squad_json, skipped = scorable_squad_json(squad_json, source, skip_unscorable=args.skip_unscorable_questions)
-        if skipped:
-            print(f"skipped {skipped} questions of {source} that cannot be scored (a repeated id, or no 'answers' "
-                  f"without is_impossible)")
-        examples = parse_squad_examples(squad_json, source=source)
-        return squad_json, examples, convert_examples_to_features(examples, tokenizer, **windows)
-
-    train_json = load_squad_json(args.train_file) if args.epochs else None
-    tune = None
-    if args.tune_fraction:
-        train_json, held_out = split_articles(train_json, args.tune_fraction, args.seed)
-        print(f"--tune-fraction {args.tune_fraction}: {len(held_out['data'])} of "
-              f"{len(held_out['data']) + len(train_json['data'])} training articles held out")
-        tune = prepare(held_out, f"{args.train_file} (held-out articles)")
-    dev = prepare(load_squad_json(args.dev_file), args.dev_file) if args.dev_file else None
-    selection = dev or tune  # picks best/
-    threshold_set = None  # tunes the v2.0 null threshold
-    if args.version_2 and args.null_score_diff_threshold is None:
-        threshold_set = (prepare(load_squad_json(args.threshold_file), args.threshold_file) if args.threshold_file
-                         else tune or dev)
-
-    def score(m, data, output_dir=None):
-        """Official scores on `data` at the model's threshold; on the tuning set, tune it first (one pass)."""
-        squad_json, examples, features = data
-        logits = finetuning.predict_logits(m, features.inputs(), args.eval_batch_size, bucketing, args.bucket_width)
-        tunes = data is threshold_set
-        results = finetuning.evaluate_squad_predictions(
-            examples, features, logits["start_logits"], logits["end_logits"], squad_json, output_dir=output_dir,
-            version_2_with_negative=args.version_2, n_best_size=args.n_best_size,
-            max_answer_length=args.max_answer_length,
-            null_score_diff_threshold=None if tunes else m.preprocessor.null_score_diff_threshold,
-        )
-        if tunes:
-            m.preprocessor.null_score_diff_threshold = results["null_score_diff_threshold"]
-        return results
-
-    def tune_threshold(m):
-        if threshold_set is not None and threshold_set is not selection:
-            score(m, threshold_set)
-
-    def evaluate_epoch(m):
-        """Tune the threshold (saved with the epoch's model), then score the selection set."""
-        tune_threshold(m)
-        results = score(m, selection) if selection is not None else {}
-        if args.version_2:
-            results["null_score_diff_threshold"] = m.preprocessor.null_score_diff_threshold
-        return results
-
-    if args.epochs:
-        train_examples = parse_squad_examples(train_json, is_training=True, source=args.train_file)
-        if train_examples.skipped:
-            print(f"skipped {len(train_examples.skipped)} training questions whose answer does not match the context")
-        if not len(train_examples):
-            raise ValueError(f"{args.train_file} has no training questions ({len(train_examples.skipped)} skipped); "
-                             f"give a SQuAD file whose data[].paragraphs[].qas[] hold answered questions, or "
-                             f"--epochs 0 to predict only.")
-        train_features = convert_examples_to_features(train_examples, tokenizer, is_training=True, **windows)
-        trained_from = fit_from_arguments(
-            model, train_features.inputs(), train_features.labels(), args, tokenizer,
-            counts=f"{len(train_examples)} training questions, {len(train_features)} windows",
-            evaluate=evaluate_epoch if selection or threshold_set else None, monitor="f1" if selection else None,
-            selection_name="dev" if dev else "held-out", length_bucketing=bucketing, bucket_width=args.bucket_width)
-    if (not args.epochs or trained_from >= args.epochs) and threshold_set is not None and threshold_set is not dev:
-        score(model, threshold_set)  # nothing trained in this run (--epochs 0, or a finished run's rerun): tune now
-    if args.version_2:
-        print(f"null score threshold: {model.preprocessor.null_score_diff_threshold:.4f}")
-
-    if dev:
-        print("dev:", json.dumps(score(model, dev, args.output_dir)))
-        print(f"predictions written to {os.path.join(args.output_dir, 'predictions.json')}")
-    if args.test_file:
-        test_json, test_dir = load_squad_json(args.test_file), os.path.join(args.output_dir, "test")
-        if has_gold_answers(test_json):
-            print("test:", json.dumps(score(model, prepare(test_json, args.test_file), test_dir)))
-        else:
-            examples = parse_squad_examples(test_json, source=args.test_file)
-            features = convert_examples_to_features(examples, tokenizer, **windows)
-            logits = finetuning.predict_logits(model, features.inputs(), args.eval_batch_size, bucketing,
-                                               args.bucket_width)
-            write_squad_predictions(model.preprocessor.decode(examples, features, logits), test_dir)
-        print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
+    files = SquadFiles(train_file=args.train_file, dev_file=args.dev_file, threshold_file=args.threshold_file,
+                       tune_fraction=args.tune_fraction, test_file=args.test_file,
+                       skip_unscorable_questions=args.skip_unscorable_questions)
+    squad = SquadSettings(version_2=args.version_2, sequence_length=args.sequence_length, doc_stride=args.doc_stride,
+                          max_query_length=args.max_query_length, n_best_size=args.n_best_size,
+                          max_answer_length=args.max_answer_length,
+                          null_score_diff_threshold=args.null_score_diff_threshold)
+    finetune_squad(files, squad, model_source(args), finetuning_run_settings(args))
     return 0

@@ -100,7 +100,7 @@ def classify(args, model, tokenizer):
     """Classify `args`' texts; write or print the predictions."""
     import numpy as np
 
-    from keras_bert_impl.data.classification_data import ClassificationExample, pack_classification_examples
+    from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training.finetuning import predict_logits
 
     texts = _texts(args)
@@ -109,7 +109,8 @@ def classify(args, model, tokenizer):
         raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
     saved = model.preprocessor.sequence_length if model.preprocessor is not None else 128
     length = min(args.sequence_length or saved, model.backbone.max_sequence_length)
-    inputs, _ = pack_classification_examples([ClassificationExample(pair) for pair in pairs], tokenizer, length)
+    segments = tuple(list(segment) for segment in zip(*pairs))
+    inputs = BertPreprocessor(tokenizer, length)(segments if len(segments) == 2 else segments[0])
     logits = np.asarray(predict_logits(model, inputs, args.batch_size))
     lines = ["index\tprediction\tprobability\ttext"] if args.output_file else []
     for index, (row, text) in enumerate(zip(logits, texts)):

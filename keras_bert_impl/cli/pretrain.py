@@ -55,7 +55,6 @@ from keras_bert_impl.cli.arguments import (
     non_negative_int,
     positive_float,
     positive_int,
-    progress_callbacks,
 )
 
 logger = logging.getLogger(__name__)
@@ -330,7 +329,7 @@ def run(args):
     )
     from keras_bert_impl.training.callbacks import (
         MetricsLog, NonFiniteLossGuard, TrainingCheckpoint, latest_training_checkpoint, plot_training_curves,
-        read_metrics_log, restore_training_checkpoint,
+        progress_callbacks, read_metrics_log, restore_training_checkpoint,
     )
 
     # The strategy first: MultiWorkerMirroredStrategy configures collective ops, and logical devices must be

@@ -272,19 +272,20 @@ def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, 
 
     from keras_bert_impl.data.classification_data import (
         LabelVocabulary,
-        pack_classification_examples,
+        classification_arrays,
         read_classification_examples,
     )
+    from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     keras.utils.set_random_seed(seed)
     train, dev = (read_classification_examples(path, ["sentence"], "topic") for path in (train_file, dev_file))
     labels = LabelVocabulary.from_examples(train)
-    model = finetuning.build_classifier(tokenizer, len(labels), labels=labels.labels,
-                                        init_checkpoint=init_checkpoint)
-    (train_x, train_y), (dev_x, dev_y) = (pack_classification_examples(examples, tokenizer, CLASSIFIER_SEQUENCE_LENGTH,
-                                                                       labels) for examples in (train, dev))
+    model = finetuning.build_classifier(tokenizer, len(labels), labels=labels.labels, init_checkpoint=init_checkpoint,
+                                        preprocessor=BertPreprocessor(tokenizer, CLASSIFIER_SEQUENCE_LENGTH))
+    (train_x, train_y), (dev_x, dev_y) = (model.preprocessor(*classification_arrays(examples, labels))
+                                          for examples in (train, dev))
     steps_per_epoch = finetuning.batches_per_epoch(train_x, BATCH_SIZE)
     finetuning.compile_for_finetuning(model, CLASSIFIER_LEARNING_RATE, steps_per_epoch * epochs, jit_compile=False)
     finetuning.fit_finetuning(model, train_x, train_y, finetuning.FinetuningCheckpoint(directory, tokenizer), epochs,

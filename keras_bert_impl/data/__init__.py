@@ -19,7 +19,7 @@ _EXPORTS = {
     "write_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
     "split_sentences": "keras_bert_impl.data.sentence_splitting",
     "LabelVocabulary": "keras_bert_impl.data.label_vocabulary",
-    "make_classification_dataset": "keras_bert_impl.data.classification_data",
+    "classification_arrays": "keras_bert_impl.data.classification_data",
     "read_classification_examples": "keras_bert_impl.data.classification_data",
 }
 

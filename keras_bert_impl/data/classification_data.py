@@ -1,4 +1,4 @@
-"""Sentence and sentence-pair classification data: TSV/CSV/JSONL readers, label vocabularies, packed datasets.
+"""Sentence and sentence-pair classification data: TSV/CSV/JSONL readers, label vocabularies, model-ready arrays.
 
 Files are tables with named (or, without a header, numbered) text and label columns:
 
@@ -14,9 +14,9 @@ saved as JSON next to a model, atomically);
 in regression mode (STS-B) labels are floats. A label outside the vocabulary, a missing column or a
 non-numeric regression label raises `ClassificationDataError` naming the file, the line and the value.
 
-Packing follows `run_classifier.py`: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, the longer segment
-truncated first (`keras_bert_impl.data.packing.SegmentPacker`). `make_classification_dataset` returns a
-`tf.data.Dataset` of `(x, y)`: TensorFlow at the data edge.
+`classification_arrays` turns examples into the texts and targets a `BertPreprocessor` packs as
+`run_classifier.py` does (`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, the longer segment truncated first), for
+`BertClassifier.fit` or an eager `preprocessor(x, y)`.
 """
 
 import csv
@@ -25,9 +25,6 @@ import json
 import os
 
 import numpy as np
-import tensorflow as tf
-
-from keras_bert_impl.data.packing import SegmentPacker
 
 # Pure Python, so `BertClassifier` uses them without TensorFlow; re-exported here for data code and users.
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, ClassificationDataError, LabelVocabulary
@@ -325,6 +322,32 @@ def read_glue_examples(task, path, labeled=True):
     )
 
 
+def has_label_column(path, label_column, file_format=None):
+    """Whether a file holds the label column, read from its first non-blank line: a named column in the header
+    (JSONL: the first record's keys). A column given by index (files without a header) is taken to be there.
+
+    Args:
+        path: str. A TSV, CSV or JSONL file.
+        label_column: str or int. The column's name, or its 0-based index (also as a string of digits).
+        file_format: str or None. "tsv", "csv" or "jsonl"; None: the file extension. Defaults to None.
+
+    Returns:
+        bool.
+    """
+    if isinstance(label_column, int) or label_column.isdigit():
+        return True
+    file_format = _file_format(path, file_format)
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        first = next((line for line in handle if line.strip()), "")
+    if file_format == "jsonl":
+        try:
+            return label_column in json.loads(first)
+        except (json.JSONDecodeError, TypeError):
+            return True  # the labelled read names the bad line
+    delimiter = "\t" if file_format == "tsv" else ","
+    return label_column in next(csv.reader([first], delimiter=delimiter), [])
+
+
 def glue_layout(task):
     """The `TableLayout` of a GLUE task's train/dev files."""
     key = task.lower().replace("-", "")
@@ -333,24 +356,27 @@ def glue_layout(task):
     return GLUE_LAYOUTS[key]
 
 
-def pack_classification_examples(examples, tokenizer, sequence_length=128, label_vocabulary=None,
-                                 regression=False):
-    """Tokenizes and packs examples into NumPy backbone inputs and labels.
+def classification_arrays(examples, label_vocabulary=None, regression=False):
+    """The texts and targets of examples in the form a `BertPreprocessor` (and a classifier's `fit`) takes.
 
     Args:
         examples: sequence of `ClassificationExample`, all with one text or all with two.
-        tokenizer: `keras_bert_impl.tokenization.BertTokenizer`.
-        sequence_length: int. T. Defaults to 128.
         label_vocabulary: `LabelVocabulary` or None. Needed for labeled classification data. Defaults to None.
         regression: bool. Float labels. Defaults to False.
 
     Returns:
-        `(x, y)`: x the dict `{"token_ids", "segment_ids", "padding_mask"}` of `(N, T)` arrays; y int32
-        `(N,)` class ids, float32 `(N,)` scores for regression, or None when the examples have no labels.
+        `(x, y)`: x a list of N texts, or a tuple of two such lists for pairs; y int32 `(N,)` class ids,
+        float32 `(N,)` scores for regression, or None when the examples have no labels.
+
+    Example:
+    >>> examples = [ClassificationExample(("good", "fine"), "yes"), ClassificationExample(("bad", "ok"), "no")]
+    >>> x, y = classification_arrays(examples, LabelVocabulary(["no", "yes"]))
+    >>> x, y.tolist()
+    ((['good', 'bad'], ['fine', 'ok']), [1, 0])
     """
     examples = list(examples)
     if not examples:
-        raise ValueError("No examples to pack.")
+        raise ValueError("No examples given.")
     widths = {len(example.texts) for example in examples}
     if len(widths) != 1:
         raise ValueError("Mix of single-text and text-pair examples; read them with the same text_columns.")
@@ -358,10 +384,8 @@ def pack_classification_examples(examples, tokenizer, sequence_length=128, label
     if len(labeled) != 1:
         missing = next(example for example in examples if example.label is None)
         raise ClassificationDataError(f"{missing.location}: the example has no label, others do.")
-    first = tokenizer.tokenize([example.texts[0] for example in examples])
-    second = tokenizer.tokenize([example.texts[1] for example in examples]) if widths == {2} else None
-    packer = SegmentPacker(sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
-    x = packer.pack(first, second)
+    segments = tuple([example.texts[index] for example in examples] for index in range(widths.pop()))
+    x = segments if len(segments) == 2 else segments[0]
     if labeled == {False}:
         return x, None
     if regression:
@@ -372,38 +396,3 @@ def pack_classification_examples(examples, tokenizer, sequence_length=128, label
             "the training set, the same vocabulary for dev and test)."
         )
     return x, label_vocabulary.encode(examples)
-
-
-def make_classification_dataset(
-    examples,
-    tokenizer,
-    sequence_length=128,
-    label_vocabulary=None,
-    regression=False,
-    batch_size=32,
-    shuffle=False,
-    seed=None,
-    drop_remainder=False,
-):
-    """A `tf.data.Dataset` of packed `(x, y)` batches (`x` alone for unlabeled examples).
-
-    Args:
-        examples: sequence of `ClassificationExample`.
-        tokenizer: `keras_bert_impl.tokenization.BertTokenizer`.
-        sequence_length: int. T. Defaults to 128.
-        label_vocabulary: `LabelVocabulary` or None. For labeled classification data. Defaults to None.
-        regression: bool. Float labels. Defaults to False.
-        batch_size: int. Defaults to 32.
-        shuffle: bool. Reshuffle every epoch. Defaults to False.
-        seed: int or None. Shuffle seed. Defaults to None.
-        drop_remainder: bool. Drop a last partial batch. Defaults to False.
-
-    Returns:
-        `tf.data.Dataset` yielding `(x, y)` with x `{"token_ids": int32 (B, T), "segment_ids": int32 (B, T),
-        "padding_mask": bool (B, T)}` and y int32 `(B,)` (float32 for regression).
-    """
-    x, y = pack_classification_examples(examples, tokenizer, sequence_length, label_vocabulary, regression)
-    dataset = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y))
-    if shuffle:
-        dataset = dataset.shuffle(len(x["token_ids"]), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

@@ -10,7 +10,7 @@ most `T / bucket_width` distinct shapes, so XLA compiles a handful of programs) 
 The model's outputs on the real tokens do not depend on the padding (attention masks it), so predictions
 equal those of fixed padding (`predict_with_length_buckets` returns them in the input order).
 
-Works on the NumPy arrays the data side produces: `pack_classification_examples(...)` and
+Works on the NumPy arrays the data side produces: a preprocessor's eager `preprocessor(x, y)` and
 `SquadFeatures.inputs()` / `.labels()`. TensorFlow at the data edge: the batching runs in `tf.data`
 (`tf.data.Dataset.bucket_by_sequence_length`) under every Keras backend.
 """

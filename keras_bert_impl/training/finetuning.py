@@ -1,5 +1,5 @@
-"""Resumable fine-tuning (`fit_finetuning`), and the fine-tuning API of `keras-bert finetune-classifier` /
-`finetune-squad` in one namespace.
+"""Resumable fine-tuning (`fit_finetuning`), the fine-tuning recipe every `keras-bert finetune-*` command runs
+(`FinetuningSettings` -> `finetune`), and the fine-tuning API in one namespace.
 
 Each piece lives in the module named for it, and is importable from here too:
 
@@ -20,10 +20,15 @@ Each piece lives in the module named for it, and is importable from here too:
   official metrics (GLUE; SQuAD v1.1 / v2.0 with automatic null-threshold tuning).
 - `finetuning_outputs.save_finetuned` / `write_classification_predictions`: model directories and prediction
   files, written atomically.
+- `ModelSource`, `FinetuningSettings` and `finetune` (here): where the model comes from, the run's training
+  settings, and the recipe on them (optimizer and schedule, `last/` / `best/`, resumable `fit_finetuning`, the
+  lines that say what it trains and what it picked).
 - `fit_finetuning` (here): `model.fit` that also saves a resumable training state each epoch
   (`training_state/`: weights, optimizer, RNG, epoch, best-so-far) and, run again on the same output
   directory, resumes from it on the same batches (epoch `e`'s order is fixed by `(seed, e)`).
 """
+
+import dataclasses
 
 # The names callers use as `finetuning.<name>` (the CLI, examples and tests); defined in the modules above.
 from keras_bert_impl.training.finetuning_batches import batches_per_epoch, predict_logits, training_dataset
@@ -52,6 +57,8 @@ __all__ = [
     "EVAL_RESULTS_FILENAME",
     "TRAINING_STATE_DIRNAME",
     "FinetuningCheckpoint",
+    "FinetuningSettings",
+    "ModelSource",
     "batches_per_epoch",
     "build_classifier",
     "build_question_answerer",
@@ -60,6 +67,7 @@ __all__ = [
     "classification_scores",
     "compile_for_finetuning",
     "evaluate_squad_predictions",
+    "finetune",
     "fit_finetuning",
     "load_tokenizer",
     "predict_logits",
@@ -124,3 +132,113 @@ def fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length
     model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
               callbacks=[guard, checkpoint, *callbacks], verbose=verbose, shuffle=False)
     return initial_epoch
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSource:
+    """Where a fine-tuning run's model and vocabulary come from.
+
+    Args:
+        init_checkpoint: str or None. Any checkpoint `from_pretrained` reads (ours, Hugging Face, original TF).
+            Defaults to None.
+        preset: str or None. Train from scratch: a `BertBackbone` size ("tiny" ... "large"), random weights.
+            Defaults to None.
+        vocab: str or None. `vocab.txt` or its directory; None: the checkpoint's directory. Defaults to None.
+        cased: bool. Keep case; False: the tokenizer config's casing. Defaults to False.
+    """
+
+    init_checkpoint: str = None
+    preset: str = None
+    vocab: str = None
+    cased: bool = False
+
+    def tokenizer(self):
+        """The run's `BertTokenizer` (`load_tokenizer`)."""
+        return load_tokenizer(self.vocab, self.init_checkpoint, lowercase=False if self.cased else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningSettings:
+    """How a fine-tuning run trains and where it writes: the settings every `finetune-*` command shares.
+
+    Args:
+        output_dir: str. Where `last/`, `best/`, `training_state/` and the results go.
+        epochs: int. Passes over the training data (0: train nothing). Defaults to 3.
+        batch_size: int. Training rows per update. Defaults to 32.
+        eval_batch_size: int. Rows per prediction batch. Defaults to 64.
+        learning_rate: float. Peak learning rate. Defaults to 2e-5.
+        warmup_fraction: float. Share of the updates with linear warmup. Defaults to 0.1.
+        weight_decay: float. Defaults to 0.01.
+        length_bucketing: bool. Batch rows of similar length, each batch padded to its bucket
+            (`data.length_bucketing`); False pads every batch to the packed length. Defaults to True.
+        bucket_width: int. Bucket granularity in tokens. Defaults to 32.
+        jit_compile: bool. XLA on TensorFlow and JAX. Defaults to True.
+        seed: int. Seed of the data order, dropout and the head. Defaults to 12345.
+        verbose: int. `fit`'s verbosity; 2 adds progress lines within an epoch (`callbacks.ProgressLog`).
+            Defaults to 1.
+
+    Example:
+    >>> FinetuningSettings("runs/mrpc", epochs=2).batch_size
+    32
+    """
+
+    output_dir: str
+    epochs: int = 3
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    learning_rate: float = 2e-5
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    length_bucketing: bool = True
+    bucket_width: int = 32
+    jit_compile: bool = True
+    seed: int = 12345
+    verbose: int = 1
+
+
+def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
+             selection_name="dev"):
+    """The fine-tuning recipe: compile `model` for `settings.epochs` over `train_x` and fit it, resumably.
+
+    `AdamWeightDecay` with linear warmup and decay (`compile_for_finetuning`), `last/` after every epoch and
+    `best/` when `monitor` improves (`FinetuningCheckpoint`), and a `fit_finetuning` that resumes an
+    interrupted run in `settings.output_dir`. Prints what it trains (`counts`, steps per epoch, updates) and,
+    with a monitor, the best epoch.
+
+    Args:
+        model: the task model to fine-tune.
+        train_x: dict of NumPy arrays `(N, T)` (or `(N, C, T)` for multiple choice): the packed inputs.
+        train_y: array or dict of arrays `(N,)`: the targets.
+        settings: `FinetuningSettings`.
+        tokenizer: `BertTokenizer` or None. Saved beside each model directory. Defaults to None.
+        counts: str. What the training data holds, e.g. `"3668 training examples"`.
+        details: str. Appended to that line, e.g. `"; labels: [...]"`. Defaults to "".
+        evaluate: `evaluate(model) -> dict` run at each epoch end, or None. Defaults to None.
+        monitor: str or None. The key of `evaluate`'s results that picks `best/`; None writes `last/` only.
+            Defaults to None.
+        selection_name: str. What `evaluate` scores ("dev", "held-out"), for the best-epoch line. Defaults to
+            "dev".
+
+    Returns:
+        `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, or where it resumed),
+        and `history`, `best_epoch`, `best_score` say what it picked.
+    """
+    steps_per_epoch = batches_per_epoch(train_x, settings.batch_size, settings.length_bucketing,
+                                        settings.bucket_width)
+    total_steps = steps_per_epoch * settings.epochs
+    compile_for_finetuning(model, settings.learning_rate, total_steps, settings.warmup_fraction,
+                           settings.weight_decay, jit_compile=settings.jit_compile)
+    print(f"{counts}, {steps_per_epoch} steps per epoch, {total_steps} updates{details}")
+    if monitor is None:
+        print("no dev or held-out data: nothing tells the epochs apart, so only last/ is written")
+    checkpoint = FinetuningCheckpoint(settings.output_dir, tokenizer, evaluate=evaluate, monitor=monitor)
+    from keras_bert_impl.training.callbacks import progress_callbacks
+
+    checkpoint.trained_from = fit_finetuning(
+        model, train_x, train_y, checkpoint, settings.epochs, settings.batch_size, settings.length_bucketing,
+        settings.bucket_width, seed=settings.seed, verbose=settings.verbose,
+        callbacks=progress_callbacks(settings.verbose, settings.batch_size))
+    if monitor is not None and checkpoint.best_epoch is not None:
+        print(f"best epoch {checkpoint.best_epoch + 1}: {selection_name} {monitor} {checkpoint.best_score:.4f}, "
+              f"saved in {settings.output_dir}/best")
+    return checkpoint

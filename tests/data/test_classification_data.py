@@ -7,8 +7,8 @@ from keras_bert_impl.data.classification_data import (
     ClassificationDataError,
     ClassificationExample,
     LabelVocabulary,
-    make_classification_dataset,
-    pack_classification_examples,
+    classification_arrays,
+    has_label_column,
     read_classification_examples,
     read_glue_examples,
 )
@@ -154,9 +154,11 @@ def tokenizer():
 
 @pytest.mark.tensorflow_only
 def test_pairs_are_packed_longest_first(tokenizer):
+    from keras_bert_impl.preprocessing import BertPreprocessor
+
     examples = [ClassificationExample(("a b c d e f", "g ."), "1"), ClassificationExample(("a", "b c"), "0")]
-    vocabulary = LabelVocabulary(["0", "1"])
-    x, y = pack_classification_examples(examples, tokenizer, sequence_length=8, label_vocabulary=vocabulary)
+    x, y = classification_arrays(examples, LabelVocabulary(["0", "1"]))
+    x, y = BertPreprocessor(tokenizer, sequence_length=8)(x, y)
     t = tokenizer.token_to_id
     # Room 8 - 3 = 5: A is cut to 3 tokens, B keeps 2.
     assert x["token_ids"][0].tolist() == [t("[CLS]"), t("a"), t("b"), t("c"), t("[SEP]"), t("g"), t("."), t("[SEP]")]
@@ -168,27 +170,47 @@ def test_pairs_are_packed_longest_first(tokenizer):
 
 @pytest.mark.tensorflow_only
 def test_dataset_classification_regression_and_unlabeled(tokenizer, tmp_path):
+    from keras_bert_impl.preprocessing import BertPreprocessor
+
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
     examples = read_classification_examples(write(tmp_path, "train.tsv", "s\tl\na b\tx\nc\ty\nd e f\tx\n"), "s", "l")
     vocabulary = LabelVocabulary.from_examples(examples)
-    x, y = next(iter(make_classification_dataset(examples, tokenizer, 6, vocabulary, batch_size=2)))
+    x, y = next(iter(preprocessor.make_dataset(*classification_arrays(examples, vocabulary), batch_size=2)))
     assert {k: (v.shape, v.dtype.name) for k, v in x.items()} == {
         "token_ids": ((2, 6), "int32"), "segment_ids": ((2, 6), "int32"), "padding_mask": ((2, 6), "bool")
     }
     assert y.numpy().tolist() == [0, 1]
 
     scores = [ClassificationExample(("a", "b"), 4.2), ClassificationExample(("c", "d"), 0.5)]
-    _, y = next(iter(make_classification_dataset(scores, tokenizer, 6, regression=True)))
+    _, y = next(iter(preprocessor.make_dataset(*classification_arrays(scores, regression=True))))
     assert y.dtype.name == "float32" and y.numpy().tolist() == pytest.approx([4.2, 0.5])
 
     unlabeled = [ClassificationExample(("a",)), ClassificationExample(("b",))]
-    batch = next(iter(make_classification_dataset(unlabeled, tokenizer, 6)))
+    x, y = classification_arrays(unlabeled)
+    assert x == ["a", "b"] and y is None
+    batch = next(iter(preprocessor.make_dataset(x)))
     assert sorted(batch) == ["padding_mask", "segment_ids", "token_ids"]
 
     with pytest.raises(ValueError, match="needs a label_vocabulary"):
-        make_classification_dataset(examples, tokenizer, 6)
+        classification_arrays(examples)
     mixed = [ClassificationExample(("a",), "x", "f.tsv", 2), ClassificationExample(("b",), None, "f.tsv", 3)]
     with pytest.raises(ClassificationDataError, match=r"f.tsv, line 3: the example has no label"):
-        make_classification_dataset(mixed, tokenizer, 6, vocabulary)
+        classification_arrays(mixed, vocabulary)
+    with pytest.raises(ValueError, match="Mix of single-text and text-pair"):
+        classification_arrays([ClassificationExample(("a",), "x"), ClassificationExample(("b", "c"), "x")], vocabulary)
+
+
+@pytest.mark.parametrize("name, text, file_format, expected", [
+    ("named.tsv", "s\tl\na\tx\n", None, True),
+    ("named.tsv", "s\tother\na\tx\n", None, False),
+    ("named.csv", "\n\ns,l\na,x\n", None, True),
+    ("records.jsonl", '{"s": "a", "l": "x"}\n', None, True),
+    ("records.jsonl", '{"s": "a"}\n', None, False),
+    ("records.txt", '{"s": "a"}\n', "jsonl", False),
+])
+def test_has_label_column_reads_the_header(tmp_path, name, text, file_format, expected):
+    assert has_label_column(write(tmp_path, name, text), "l", file_format) is expected
+    assert has_label_column(write(tmp_path, name, text), 1, file_format) is True  # by index: taken to be there
 
 
 # -- the real MSR paraphrase release (../shared/data/mrpc) --------------------------------------------------

@@ -23,7 +23,7 @@ def test_squad_training_file_without_questions_names_the_file(tmp_path, capsys):
     status, _, err = run_cli(capsys, "finetune-squad", "--train-file", train, "--init-checkpoint",
                              write_tiny_checkpoint(tmp_path / "checkpoint"), "--output-dir", tmp_path / "run",
                              "--max-seq-length", 64, "--doc-stride", 32, "--max-query-length", 16)
-    _one_line_error(status, err, f"{train} has no training questions (0 skipped)", "or --epochs 0")
+    _one_line_error(status, err, f"{train} has no training questions (0 skipped)", "or train 0 epochs (--epochs 0)")
     assert "total_steps" not in err
 
 

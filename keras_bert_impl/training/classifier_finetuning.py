@@ -1,0 +1,174 @@
+"""The sentence (pair) classification recipe of `run_classifier.py` as one library call: `finetune_classifier`.
+
+Read the files (a GLUE task's layout, or named columns), build the classifier with the run's `BertPreprocessor`,
+fine-tune it (`finetuning.finetune`: last/, best/, resume), then predict and score the dev and test files. What
+`keras-bert finetune-classifier` runs; the command only turns its flags into these arguments.
+"""
+
+import dataclasses
+import json
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassificationFiles:
+    """Which files a classification run reads, and how.
+
+    `train_file` trains; `dev_file` is scored after every epoch and picks `best/` (else `tune_fraction` holds
+    out that share of the training rows to pick it); `test_file` is only predicted, and scored when it has the
+    label column: it never picks a model.
+
+    Args:
+        train_file: str or None. Labelled examples (None trains nothing). Defaults to None.
+        dev_file: str or None. Defaults to None.
+        test_file: str or None. Defaults to None.
+        tune_fraction: float or None. Share of the training rows held out (seeded) to pick `best/` without a
+            dev file. Defaults to None.
+        task: str or None. A GLUE task (`data.classification_data.GLUE_LAYOUTS`): its columns, labels and
+            official metrics. Defaults to None.
+        text_columns: sequence of str or int. One or two text columns (names, or 0-based indices), without
+            `task`. Defaults to ().
+        label_column: str, int or None. The label column, without `task`. Defaults to None.
+        file_format: str or None. "tsv", "csv" or "jsonl"; None: the file extension. Defaults to None.
+        has_header: bool. The first row names the columns. Defaults to True.
+        regression: bool. Float labels, one output, MSE (a GLUE regression task sets it). Defaults to False.
+        sequence_length: int. Tokens per packed example. Defaults to 128.
+    """
+
+    train_file: str = None
+    dev_file: str = None
+    test_file: str = None
+    tune_fraction: float = None
+    task: str = None
+    text_columns: tuple = ()
+    label_column: object = None
+    file_format: str = None
+    has_header: bool = True
+    regression: bool = False
+    sequence_length: int = 128
+
+    @property
+    def is_regression(self):
+        from keras_bert_impl.data.classification_data import glue_layout
+
+        return self.regression or bool(self.task and glue_layout(self.task).regression)
+
+    def read(self, path, labeled=True):
+        """The `ClassificationExample`s of `path` in this layout."""
+        from keras_bert_impl.data.classification_data import read_classification_examples, read_glue_examples
+
+        if self.task:
+            return read_glue_examples(self.task, path, labeled=labeled)
+        return read_classification_examples(path, list(self.text_columns), self.label_column if labeled else None,
+                                            file_format=self.file_format, has_header=self.has_header,
+                                            regression=self.is_regression)
+
+    def has_labels(self, path):
+        """Whether `path` holds the label column (`data.classification_data.has_label_column`)."""
+        from keras_bert_impl.data.classification_data import glue_layout, has_label_column
+
+        if self.task:
+            return has_label_column(path, glue_layout(self.task).label_column, "tsv")
+        return has_label_column(path, self.label_column, self.file_format)
+
+
+def _label_vocabulary(files, train):
+    """The run's labels: the GLUE task's fixed set, else those of the training rows; None for regression and
+    for a run that trains nothing (the checkpoint's labels then)."""
+    from keras_bert_impl.data.classification_data import LabelVocabulary, glue_layout
+
+    if files.is_regression:
+        return None
+    layout_labels = glue_layout(files.task).labels if files.task else None
+    if layout_labels:
+        return LabelVocabulary(layout_labels)
+    return LabelVocabulary.from_examples(train) if train else None
+
+
+def finetune_classifier(files, source, settings, classifier_dropout=None, monitor=None):
+    """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertClassifier` as `run_classifier.py`.
+
+    Writes into `settings.output_dir`: `last/` (and `best/`, by `monitor`, when a dev file or held-out rows
+    score the epochs), each a `save_pretrained` directory with labels, tokenizer, preprocessor and
+    `eval_results.json`; `training_state/` (a rerun resumes there); for the final model `dev_predictions.tsv`
+    and `eval_results.json` (GLUE's official metrics for a task), `test_predictions.tsv` and, for a labelled
+    test file, `test_results.json`.
+
+    Args:
+        files: `ClassificationFiles`.
+        source: `finetuning.ModelSource`: the checkpoint or preset, and the vocabulary.
+        settings: `finetuning.FinetuningSettings`.
+        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1.
+            Defaults to None.
+        monitor: str or None. The dev (or held-out) metric that picks `best/`; None: the task's first metric.
+            Defaults to None.
+
+    Returns:
+        dict: the final model's dev scores (empty without a dev file).
+    """
+    import keras
+
+    from keras_bert_impl.data.classification_data import LabelVocabulary, classification_arrays
+    from keras_bert_impl.preprocessing import BertPreprocessor
+    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.training.held_out_data import split_rows
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    keras.utils.set_random_seed(settings.seed)
+    regression = files.is_regression
+    tokenizer = source.tokenizer()
+    train = files.read(files.train_file) if settings.epochs else []
+    labels = _label_vocabulary(files, train)
+    tune = []
+    if files.tune_fraction:
+        train, tune = split_rows(train, files.tune_fraction, settings.seed)
+        print(f"tune fraction {files.tune_fraction}: {len(tune)} of {len(train) + len(tune)} training rows held "
+              f"out to pick best/")
+    model = finetuning.build_classifier(
+        tokenizer, 1 if regression else (len(labels) if labels else None), labels=labels.labels if labels else None,
+        init_checkpoint=source.init_checkpoint, preset=source.preset,
+        max_sequence_length=max(512, files.sequence_length), classifier_dropout=classifier_dropout,
+        preprocessor=BertPreprocessor(tokenizer, sequence_length=files.sequence_length))
+    if labels is None and not regression:
+        labels = LabelVocabulary(model.labels or [str(index) for index in range(model.num_classes)])
+
+    def pack(examples):
+        return model.preprocessor(*classification_arrays(examples, labels, regression))
+
+    def predict(inputs):
+        return finetuning.predict_logits(model, inputs, settings.eval_batch_size, settings.length_bucketing,
+                                         settings.bucket_width)
+
+    def scores(data):
+        logits = predict(data[0])
+        return logits, finetuning.classification_scores(data[1], logits, files.task, regression)
+
+    dev = pack(files.read(files.dev_file)) if files.dev_file else None
+    selection = dev if dev is not None else (pack(tune) if tune else None)
+    monitor = (monitor or finetuning.classification_monitor(files.task, regression)) if selection else None
+    if settings.epochs:
+        train_x, train_y = pack(train)
+        finetuning.finetune(model, train_x, train_y, settings, tokenizer, counts=f"{len(train)} training examples",
+                            details=f"; labels: {labels.labels if labels else 'regression'}",
+                            evaluate=(lambda m: scores(selection)[1]) if selection else None, monitor=monitor,
+                            selection_name="dev" if dev else "held-out")
+    dev_results = {}
+    if dev is not None:
+        logits, dev_results = scores(dev)
+        finetuning.write_classification_predictions(os.path.join(settings.output_dir, "dev_predictions.tsv"), logits,
+                                                    labels, regression)
+        atomic_write_json(os.path.join(settings.output_dir, "eval_results.json"),
+                          {key: float(value) for key, value in dev_results.items()})
+        print("dev:", json.dumps(dev_results))
+    if files.test_file:
+        labelled = files.has_labels(files.test_file)
+        test_x, test_y = pack(files.read(files.test_file, labeled=labelled))
+        logits = predict(test_x)
+        finetuning.write_classification_predictions(os.path.join(settings.output_dir, "test_predictions.tsv"),
+                                                    logits, labels, regression)
+        if labelled:
+            results = finetuning.classification_scores(test_y, logits, files.task, regression)
+            atomic_write_json(os.path.join(settings.output_dir, "test_results.json"),
+                              {key: float(value) for key, value in results.items()})
+            print("test:", json.dumps(results))
+    return dev_results

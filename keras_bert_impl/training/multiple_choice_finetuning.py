@@ -1,0 +1,108 @@
+"""The multiple-choice recipe (the paper's SWAG run) as one library call: `finetune_multiple_choice`.
+
+Read SWAG CSV files, pack each choice as `[CLS] sent1 [SEP] sent2 endingN [SEP]`
+(`BertMultipleChoicePreprocessor`), fine-tune a `BertMultipleChoice` (`finetuning.finetune`: last/, best/ by
+accuracy, resume), then predict and score the dev and test files. What `keras-bert finetune-multiple-choice`
+runs; the command only turns its flags into these arguments.
+
+Batches are padded to the packed length: length bucketing groups `(N, T)` rows, and a multiple-choice example
+is `C` rows that must stay in one batch, so `FinetuningSettings.length_bucketing` changes nothing here.
+"""
+
+import dataclasses
+import json
+import os
+
+MONITOR = "accuracy"
+
+
+@dataclasses.dataclass(frozen=True)
+class SwagFiles:
+    """The SWAG CSV files of a run: `train_file` trains; `dev_file` is scored after every epoch and picks
+    `best/` (else `tune_fraction` of the training rows, held out and seeded, picks it); `test_file` is predicted,
+    and scored when it has labels, and never picks a model. Each defaults to None."""
+
+    train_file: str = None
+    dev_file: str = None
+    test_file: str = None
+    tune_fraction: float = None
+
+
+def finetune_multiple_choice(files, source, settings, sequence_length=128, dropout=None):
+    """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertMultipleChoice` on SWAG files.
+
+    Writes into `settings.output_dir`: `last/` (and `best/` by accuracy with a dev file or held-out rows), each a
+    `save_pretrained` directory with the tokenizer and `eval_results.json`; `training_state/` (a rerun resumes
+    there); for the final model `dev_predictions.tsv` (`index<TAB>choice`) and `eval_results.json`, and
+    `test_predictions.tsv` plus, when the test file has labels, `test_results.json`.
+
+    Args:
+        files: `SwagFiles`.
+        source: `finetuning.ModelSource`.
+        settings: `finetuning.FinetuningSettings` (batches are padded whatever its `length_bucketing`).
+        sequence_length: int. Tokens per packed choice; longer ones are truncated. Defaults to 128.
+        dropout: float or None. Dropout before the scoring layer; None: the checkpoint's, else 0.1. Defaults
+            to None.
+
+    Returns:
+        dict: the final model's dev scores (empty without a dev file).
+    """
+    import keras
+    import numpy as np
+
+    from keras_bert_impl import metrics
+    from keras_bert_impl.data.multiple_choice_data import multiple_choice_inputs, read_swag_examples
+    from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
+    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.training.held_out_data import split_rows
+    from keras_bert_impl.training.task_model_builders import build_multiple_choice
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    keras.utils.set_random_seed(settings.seed)
+    tokenizer = source.tokenizer()
+    preprocessor = BertMultipleChoicePreprocessor(tokenizer, sequence_length=sequence_length)
+    model = build_multiple_choice(tokenizer, init_checkpoint=source.init_checkpoint, preset=source.preset,
+                                  max_sequence_length=max(512, sequence_length), dropout=dropout,
+                                  preprocessor=preprocessor)
+
+    def pack(examples):
+        """`(x, labels)`: inputs `(N, C, T)` and int32 `(N,)` labels (None without)."""
+        texts, labels = multiple_choice_inputs(examples)
+        return preprocessor(texts), labels
+
+    def scores(data):
+        inputs, gold = data
+        logits = finetuning.predict_logits(model, inputs, settings.eval_batch_size, length_bucketing=False)
+        return logits, {MONITOR: metrics.accuracy(gold, np.argmax(logits, axis=-1))}
+
+    train = read_swag_examples(files.train_file) if settings.epochs else []
+    tune = []
+    if files.tune_fraction:
+        train, tune = split_rows(train, files.tune_fraction, settings.seed)
+        print(f"tune fraction {files.tune_fraction}: {len(tune)} of {len(train) + len(tune)} training rows held "
+              f"out to pick best/")
+    dev = pack(read_swag_examples(files.dev_file)) if files.dev_file else None
+    selection = dev if dev is not None else (pack(tune) if tune else None)
+    if settings.epochs:
+        train_x, train_y = pack(train)
+        padded = dataclasses.replace(settings, length_bucketing=False)  # (N, C, T) rows stay whole
+        finetuning.finetune(model, train_x, train_y, padded, tokenizer,
+                            counts=f"{len(train)} training examples of {train_x['token_ids'].shape[1]} choices",
+                            evaluate=(lambda m: scores(selection)[1]) if selection else None,
+                            monitor=MONITOR if selection else None, selection_name="dev" if dev else "held-out")
+
+    dev_results = {}
+    if dev is not None:
+        logits, dev_results = scores(dev)
+        finetuning.write_classification_predictions(os.path.join(settings.output_dir, "dev_predictions.tsv"), logits)
+        atomic_write_json(os.path.join(settings.output_dir, "eval_results.json"), dev_results)
+        print("dev:", json.dumps(dev_results))
+    if files.test_file:
+        test_x, test_y = pack(read_swag_examples(files.test_file, require_labels=False))
+        logits = finetuning.predict_logits(model, test_x, settings.eval_batch_size, length_bucketing=False)
+        finetuning.write_classification_predictions(os.path.join(settings.output_dir, "test_predictions.tsv"), logits)
+        if test_y is not None:
+            results = {MONITOR: metrics.accuracy(test_y, np.argmax(logits, axis=-1))}
+            atomic_write_json(os.path.join(settings.output_dir, "test_results.json"), results)
+            print("test:", json.dumps(results))
+    return dev_results

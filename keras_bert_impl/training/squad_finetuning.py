@@ -1,0 +1,244 @@
+"""The SQuAD v1.1 / v2.0 recipe of `run_squad.py` as one library call: `finetune_squad`.
+
+Features, training, the v2.0 null-threshold tuning, the choice of `best/` and the official scores, in the
+order `keras-bert finetune-squad` runs them; the command only turns its flags into these arguments.
+
+Which file does what: `train_file` trains. `dev_file` is scored after every epoch and picks `best/` (v2.0: and
+tunes the null threshold, unless `threshold_file` / `tune_fraction` does). `threshold_file` (a labelled SQuAD
+file) only tunes the v2.0 null threshold. `tune_fraction` holds out that share of the training articles (whole
+articles, so no held-out question is about a paragraph trained on): they tune the threshold and, without a dev
+file, pick `best/`. `test_file` is predicted with the threshold so chosen and scored when it has gold answers:
+it never tunes or picks anything. A fixed `null_score_diff_threshold` replaces the tuning; with none of these
+the threshold is the initial checkpoint's saved one (else 0.0).
+"""
+
+import dataclasses
+import json
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadFiles:
+    """The SQuAD JSON files of a run and what each is for (see the module docstring).
+
+    Args:
+        train_file: str or None. Answered questions to train on (None trains nothing). Defaults to None.
+        dev_file: str or None. Defaults to None.
+        threshold_file: str or None. v2.0 only. Defaults to None.
+        tune_fraction: float or None. Share of the training articles held out (seeded). Defaults to None.
+        test_file: str or None. Defaults to None.
+        skip_unscorable_questions: bool. Leave out questions of the scored files that repeat an id or lack
+            `answers` without `is_impossible` (their number is printed) instead of refusing the file.
+            Defaults to False.
+    """
+
+    train_file: str = None
+    dev_file: str = None
+    threshold_file: str = None
+    tune_fraction: float = None
+    test_file: str = None
+    skip_unscorable_questions: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadSettings:
+    """Windows and decoding, as `run_squad.py`'s flags (and `BertQuestionAnsweringPreprocessor`'s arguments).
+
+    Args:
+        version_2: bool. SQuAD v2.0: questions may have no answer. Defaults to False.
+        sequence_length: int. Tokens per window: `[CLS] question [SEP] document part [SEP]`. Defaults to 384.
+        doc_stride: int. Distance between window starts. Defaults to 128.
+        max_query_length: int. Questions are cut to this many tokens. Defaults to 64.
+        n_best_size: int. Start and end candidates per window. Defaults to 20.
+        max_answer_length: int. Longest answer in tokens. Defaults to 30.
+        null_score_diff_threshold: float or None. v2.0: a fixed threshold instead of a tuned one. Defaults to
+            None.
+    """
+
+    version_2: bool = False
+    sequence_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = None
+
+    def windows(self):
+        """The `convert_examples_to_features` window arguments."""
+        return dict(sequence_length=self.sequence_length, doc_stride=self.doc_stride,
+                    max_query_length=self.max_query_length)
+
+
+def has_gold_answers(squad_json):
+    """Whether a SQuAD object carries labels: some question has `answers` or `is_impossible`."""
+    return any("answers" in question or "is_impossible" in question
+               for article in squad_json.get("data", []) for paragraph in article.get("paragraphs", [])
+               for question in paragraph.get("qas", []))
+
+
+class _SquadRun:
+    """One run's model, data sets and scoring: the closures of the recipe, named."""
+
+    def __init__(self, model, tokenizer, files, squad, settings):
+        self.model, self.tokenizer, self.files, self.squad, self.settings = model, tokenizer, files, squad, settings
+        self.tune = self.dev = self.threshold_set = None
+
+    def prepare(self, squad_json, source):
+        """`(squad_json, examples, features)` of a scored file."""
+        from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples, scorable_squad_json
+
+        skip = self.files.skip_unscorable_questions
+        squad_json, skipped = scorable_squad_json(squad_json, source, skip_unscorable=skip)
+        if skipped:
+            print(f"skipped {skipped} questions of {source} that cannot be scored (a repeated id, or no 'answers' "
+                  f"without is_impossible)")
+        examples = parse_squad_examples(squad_json, source=source)
+        return squad_json, examples, convert_examples_to_features(examples, self.tokenizer, **self.squad.windows())
+
+    def logits(self, features):
+        from keras_bert_impl.training import finetuning
+
+        return finetuning.predict_logits(self.model, features.inputs(), self.settings.eval_batch_size,
+                                         self.settings.length_bucketing, self.settings.bucket_width)
+
+    def score(self, data, output_dir=None):
+        """Official scores on `data` at the model's threshold; on the tuning set, tune it first (one pass)."""
+        from keras_bert_impl.training import finetuning
+
+        squad_json, examples, features = data
+        logits = self.logits(features)
+        tunes = data is self.threshold_set
+        preprocessor = self.model.preprocessor
+        results = finetuning.evaluate_squad_predictions(
+            examples, features, logits["start_logits"], logits["end_logits"], squad_json, output_dir=output_dir,
+            version_2_with_negative=self.squad.version_2, n_best_size=self.squad.n_best_size,
+            max_answer_length=self.squad.max_answer_length,
+            null_score_diff_threshold=None if tunes else preprocessor.null_score_diff_threshold)
+        if tunes:
+            preprocessor.null_score_diff_threshold = results["null_score_diff_threshold"]
+        return results
+
+    @property
+    def selection(self):
+        """What picks `best/`: the dev file, else the held-out articles."""
+        return self.dev or self.tune
+
+    def evaluate_epoch(self, model):
+        """Tune the threshold (saved with the epoch's model), then score the selection set."""
+        if self.threshold_set is not None and self.threshold_set is not self.selection:
+            self.score(self.threshold_set)
+        results = self.score(self.selection) if self.selection is not None else {}
+        if self.squad.version_2:
+            results["null_score_diff_threshold"] = model.preprocessor.null_score_diff_threshold
+        return results
+
+    def read(self, train_json):
+        """Hold out the tuning articles of `train_json` and read the scored files; the training articles left."""
+        from keras_bert_impl.squad.squad_reader import load_squad_json
+        from keras_bert_impl.training.held_out_data import split_articles
+
+        files = self.files
+        if files.tune_fraction:
+            train_json, held_out = split_articles(train_json, files.tune_fraction, self.settings.seed)
+            print(f"tune fraction {files.tune_fraction}: {len(held_out['data'])} of "
+                  f"{len(held_out['data']) + len(train_json['data'])} training articles held out")
+            self.tune = self.prepare(held_out, f"{files.train_file} (held-out articles)")
+        self.dev = self.prepare(load_squad_json(files.dev_file), files.dev_file) if files.dev_file else None
+        if self.squad.version_2 and self.squad.null_score_diff_threshold is None:
+            self.threshold_set = (self.prepare(load_squad_json(files.threshold_file), files.threshold_file)
+                                  if files.threshold_file else self.tune or self.dev)
+        return train_json
+
+    def train(self, train_json):
+        """Fine-tune on `train_json`'s answered questions; the epoch the run started from."""
+        from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples
+        from keras_bert_impl.training import finetuning
+
+        train_file = self.files.train_file
+        examples = parse_squad_examples(train_json, is_training=True, source=train_file)
+        if examples.skipped:
+            print(f"skipped {len(examples.skipped)} training questions whose answer does not match the context")
+        if not len(examples):
+            raise ValueError(f"{train_file} has no training questions ({len(examples.skipped)} skipped); give a "
+                             f"SQuAD file whose data[].paragraphs[].qas[] hold answered questions, or train 0 "
+                             f"epochs (--epochs 0) to predict only.")
+        features = convert_examples_to_features(examples, self.tokenizer, is_training=True, **self.squad.windows())
+        selection, scored = self.selection, self.selection or self.threshold_set
+        return finetuning.finetune(
+            self.model, features.inputs(), features.labels(), self.settings, self.tokenizer,
+            counts=f"{len(examples)} training questions, {len(features)} windows",
+            evaluate=self.evaluate_epoch if scored else None, monitor="f1" if selection else None,
+            selection_name="dev" if self.dev else "held-out").trained_from
+
+    def predict_test(self, test_file, test_dir):
+        """Predict `test_file` into `test_dir`, and score it when it has gold answers."""
+        from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples, write_squad_predictions
+        from keras_bert_impl.squad.squad_reader import load_squad_json
+
+        test_json = load_squad_json(test_file)
+        if has_gold_answers(test_json):
+            print("test:", json.dumps(self.score(self.prepare(test_json, test_file), test_dir)))
+        else:
+            examples = parse_squad_examples(test_json, source=test_file)
+            features = convert_examples_to_features(examples, self.tokenizer, **self.squad.windows())
+            write_squad_predictions(self.model.preprocessor.decode(examples, features, self.logits(features)),
+                                    test_dir)
+        print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
+
+
+def finetune_squad(files, squad, source, settings):
+    """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
+
+    Writes into `settings.output_dir`: `last/` after every epoch and, when a dev file or held-out articles score
+    the epochs, `best/` (by F1), each a `save_pretrained` directory with the tokenizer, the preprocessor (windows,
+    decoding settings and that epoch's v2.0 null threshold) and `eval_results.json`; `training_state/` (a rerun
+    resumes there). For the final model: `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0)
+    and `eval_results.json` (official scores) for the dev file, and the same in `test/` for the test file
+    (`eval_results.json` only with gold answers).
+
+    Args:
+        files: `SquadFiles`.
+        squad: `SquadSettings`.
+        source: `finetuning.ModelSource`.
+        settings: `finetuning.FinetuningSettings`.
+
+    Returns:
+        dict: the final model's dev scores (empty without a dev file).
+    """
+    import keras
+
+    from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
+    from keras_bert_impl.squad.squad_reader import load_squad_json
+    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.training.task_model_builders import saved_preprocessor_config
+
+    keras.utils.set_random_seed(settings.seed)
+    tokenizer = source.tokenizer()
+    threshold = squad.null_score_diff_threshold
+    if threshold is None:  # a fine-tuned checkpoint's tuned threshold, until this run tunes one
+        threshold = saved_preprocessor_config(source.init_checkpoint).get("null_score_diff_threshold", 0.0)
+    # The run's settings travel with the model it saves (preprocessor.json), for predict and export.
+    preprocessor = BertQuestionAnsweringPreprocessor(
+        tokenizer, sequence_length=squad.sequence_length, doc_stride=squad.doc_stride,
+        max_query_length=squad.max_query_length, n_best_size=squad.n_best_size,
+        max_answer_length=squad.max_answer_length, version_2_with_negative=squad.version_2,
+        null_score_diff_threshold=threshold)
+    model = finetuning.build_question_answerer(tokenizer, init_checkpoint=source.init_checkpoint, preset=source.preset,
+                                               max_sequence_length=max(512, squad.sequence_length),
+                                               preprocessor=preprocessor)
+    run = _SquadRun(model, tokenizer, files, squad, settings)
+    train_json = run.read(load_squad_json(files.train_file) if settings.epochs else None)
+    trained_from = run.train(train_json) if settings.epochs else 0
+    if ((not settings.epochs or trained_from >= settings.epochs) and run.threshold_set is not None
+            and run.threshold_set is not run.dev):
+        run.score(run.threshold_set)  # nothing trained in this run (no epochs, or a finished run's rerun): tune now
+    if squad.version_2:
+        print(f"null score threshold: {model.preprocessor.null_score_diff_threshold:.4f}")
+    dev_results = {}
+    if run.dev:
+        dev_results = run.score(run.dev, settings.output_dir)
+        print("dev:", json.dumps(dev_results))
+        print(f"predictions written to {os.path.join(settings.output_dir, 'predictions.json')}")
+    if files.test_file:
+        run.predict_test(files.test_file, os.path.join(settings.output_dir, "test"))
+    return dev_results

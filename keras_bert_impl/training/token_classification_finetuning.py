@@ -1,0 +1,122 @@
+"""The named-entity recognition recipe (the paper's CoNLL-2003 fine-tuning) as one library call:
+`finetune_token_classifier`.
+
+Read CoNLL files, window long sentences (`BertTokenClassificationPreprocessor`), fine-tune a
+`BertTokenClassifier` (`finetuning.finetune`: last/, best/ by an entity metric, resume), then tag and score the
+dev and test files with conlleval's entity F1. What `keras-bert finetune-ner` runs; the command only turns its
+flags into these arguments.
+"""
+
+import dataclasses
+import json
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class ConllFiles:
+    """The CoNLL files of a run: `train_file` trains, `dev_file` is scored after every epoch and picks `best/`,
+    `test_file` is tagged and scored at the end and never picks a model. Each defaults to None."""
+
+    train_file: str = None
+    dev_file: str = None
+    test_file: str = None
+
+
+def tag_sentences(model, preprocessor, sentences, batch_size, bucketing, bucket_width):
+    """The predicted tags of each sentence (lists of str), from windowed, length-bucketed batches."""
+    from keras_bert_impl.data.length_bucketing import predict_with_length_buckets
+    from keras_bert_impl.training.model_input_checks import check_model_inputs
+
+    features = preprocessor.featurize([sentence.words for sentence in sentences])
+    check_model_inputs(model, features["inputs"], "prediction inputs")
+    if bucketing:
+        # `None` names the model's one (non-dict) output: the per-token logits, padded back to T.
+        logits = predict_with_length_buckets(model, features["inputs"], batch_size=batch_size,
+                                             bucket_width=bucket_width, token_outputs=(None,))
+    else:
+        logits = model.predict(features["inputs"], batch_size=batch_size, verbose=0)
+    tagged = preprocessor.decode(features, logits, model.labels)
+    return [[word["tag"] for word in sentence["words"]] for sentence in tagged]
+
+
+def write_conll_predictions(path, sentences, predicted):
+    """`word gold predicted` lines, a blank line after each sentence (conlleval's input), written atomically."""
+    from keras_bert_impl.utils.atomic_io import atomic_write_text
+
+    blocks = ["\n".join(f"{word} {gold} {tag}" for word, gold, tag in zip(sentence.words, sentence.tags, tags))
+              for sentence, tags in zip(sentences, predicted)]
+    atomic_write_text(path, "\n\n".join(blocks) + "\n")
+
+
+def finetune_token_classifier(files, source, settings, sequence_length=128, stride=None, classifier_dropout=None,
+                              monitor="f1"):
+    """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertTokenClassifier` on CoNLL files.
+
+    Writes into `settings.output_dir`: `last/` (and `best/` by `monitor` with a dev file), each a
+    `save_pretrained` directory with tags, tokenizer and preprocessor; `training_state/` (a rerun resumes
+    there); `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted`, conlleval's input) and
+    `eval_results.json` / `test_results.json` for the final model.
+
+    Args:
+        files: `ConllFiles`.
+        source: `finetuning.ModelSource`.
+        settings: `finetuning.FinetuningSettings`.
+        sequence_length: int. Tokens per window, [CLS] and [SEP] included. Defaults to 128.
+        stride: int or None. Tokens between the starts of a long sentence's windows; None: half a window.
+            Defaults to None.
+        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1.
+            Defaults to None.
+        monitor: str. The dev metric that picks `best/`: f1, precision, recall, accuracy or `<TYPE>_f1`.
+            Defaults to "f1".
+
+    Returns:
+        dict: the final model's dev scores (empty without a dev file).
+    """
+    import keras
+
+    from keras_bert_impl.data.token_classification_data import encode_tags, read_conll_sentences, tag_vocabulary
+    from keras_bert_impl.metrics import entity_scores
+    from keras_bert_impl.models.token_classifier import BertTokenClassifier
+    from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
+    from keras_bert_impl.training import finetuning
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    keras.utils.set_random_seed(settings.seed)
+    tokenizer = source.tokenizer()
+    train = read_conll_sentences(files.train_file) if settings.epochs else []
+    tags = tag_vocabulary(train) if train else None  # no training: the checkpoint's tags
+    preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=sequence_length, stride=stride)
+    model = finetuning.build_classifier(
+        tokenizer, len(tags) if tags else None, labels=tags.labels if tags else None,
+        init_checkpoint=source.init_checkpoint, preset=source.preset, max_sequence_length=max(512, sequence_length),
+        classifier_dropout=classifier_dropout, preprocessor=preprocessor, model_class=BertTokenClassifier,
+    )
+    if model.labels is None:
+        raise ValueError(f"{source.init_checkpoint} has no tag names; give a training file (its tags name the "
+                         "classes).")
+
+    def scores(sentences):
+        predicted = tag_sentences(model, preprocessor, sentences, settings.eval_batch_size, settings.length_bucketing,
+                                  settings.bucket_width)
+        return predicted, entity_scores([list(sentence.tags) for sentence in sentences], predicted)
+
+    dev = read_conll_sentences(files.dev_file) if files.dev_file else None
+    if settings.epochs:
+        train_x, train_y = preprocessor([sentence.words for sentence in train], encode_tags(train, tags))
+        finetuning.finetune(model, train_x, train_y, settings, tokenizer,
+                            counts=f"{len(train)} training sentences, {len(train_y)} windows",
+                            details=f"; tags: {tags.labels}", evaluate=(lambda m: scores(dev)[1]) if dev else None,
+                            monitor=monitor if dev else None)
+
+    dev_results = {}
+    for name, sentences, results_file in (("dev", dev, "eval_results.json"),
+                                          ("test", read_conll_sentences(files.test_file) if files.test_file else None,
+                                           "test_results.json")):
+        if sentences is None:
+            continue
+        predicted, results = scores(sentences)
+        write_conll_predictions(os.path.join(settings.output_dir, f"{name}_predictions.txt"), sentences, predicted)
+        atomic_write_json(os.path.join(settings.output_dir, results_file), results)
+        dev_results = results if name == "dev" else dev_results
+        print(f"{name}:", json.dumps({key: round(value, 4) for key, value in results.items()}))
+    return dev_results
