@@ -251,6 +251,20 @@ class BertBackbone(keras.Model):
         backbone.load_report = load_weights(backbone, backbone, HUGGINGFACE, tensors, name)
         return backbone
 
+    @classmethod
+    def from_scratch(cls, size, **overrides):
+        """A randomly initialised backbone of a published size (`models.presets.PRESETS`: "tiny" ... "large").
+
+        Args:
+            size: str. The size.
+            **overrides: config values to change (e.g. `vocabulary_size=100`, `max_sequence_length=128`).
+
+        Example:
+        >>> BertBackbone.from_scratch("mini", vocabulary_size=100).hidden_dim
+        256
+        """
+        return cls(**preset_config(size, **overrides))
+
     def save_to_preset(self, path, tokenizer=None):
         """Write this backbone (and our `tokenizer`) as a keras-hub preset directory, atomically, which
         `keras_hub.models.BertBackbone.from_preset(path)` loads (`checkpoints.keras_hub_presets`)."""
