@@ -117,14 +117,6 @@ class BertClassifier(BertTask):
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def task_config(self):
-        """The head arguments (everything but the backbone), as stored in checkpoints."""
-        return {
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-            "labels": list(self.labels) if self.labels is not None else None,
-        }
-
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
         """`from_pretrained`'s head: our `BertClassifier` directories store it (`labels` too); Hugging Face

@@ -92,10 +92,6 @@ class BertMultipleChoice(BertTask):
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def task_config(self):
-        """The head arguments (everything but the backbone), as stored in checkpoints."""
-        return {"dropout": self.dropout}
-
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, dropout=None):
         """`from_pretrained`'s head: our `BertMultipleChoice` directories store its dropout; Hugging Face

@@ -94,11 +94,11 @@ class BertTask(keras.Model):
     `BertQuestionAnswerer`), optionally holding a preprocessor.
 
     Subclasses build their graph in `__init__(backbone, ..., preprocessor=None, **kwargs)`, call
-    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, and return the
-    head arguments from `task_config()`. This class turns them into the Keras config (`get_config` /
-    `from_config`, backbone and preprocessor serialized inside) and into our checkpoint directory
-    (`save_pretrained`: `config.json` holds `task_config()`, the backbone's config travels beside it, and the
-    preprocessor's settings and vocabulary are written next to the weights).
+    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, and keep each head
+    argument as the attribute of its name (`task_config()` reads them). This class turns them into the Keras
+    config (`get_config` / `from_config`, backbone and preprocessor serialized inside) and into our checkpoint
+    directory (`save_pretrained`: `config.json` holds `task_config()`, the backbone's config travels beside it,
+    and the preprocessor's settings and vocabulary are written next to the weights).
 
     Loading and saving are written here once: `from_pretrained` (ours, Hugging Face, original BERT),
     `from_preset` (keras-hub presets), `from_scratch` (a published size, random weights), `save_pretrained`,
@@ -169,8 +169,10 @@ class BertTask(keras.Model):
     # -- config -------------------------------------------------------------------------------------------
 
     def task_config(self):
-        """The head's constructor arguments (everything but the backbone and preprocessor). Defaults to none."""
-        return {}
+        """The head's constructor arguments (all but `backbone` and `preprocessor`), read from the attributes of
+        the same names: what checkpoints and the Keras config store."""
+        config = {name: getattr(self, name) for name in self._head_parameter_names()}
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in config.items()}
 
     def get_config(self):
         config = {
@@ -392,11 +394,14 @@ class BertTask(keras.Model):
                    **head)
 
     @classmethod
+    def _head_parameter_names(cls):
+        return [name for name in inspect.signature(cls.__init__).parameters
+                if name not in ("self", "backbone", "preprocessor", "kwargs")]
+
+    @classmethod
     def _head_arguments(cls, kwargs):
         """Take the head's constructor arguments (all but `backbone`, `preprocessor`) out of `kwargs`."""
-        names = [name for name in inspect.signature(cls.__init__).parameters
-                 if name not in ("self", "backbone", "preprocessor", "kwargs")]
-        return {name: kwargs.pop(name) for name in names if name in kwargs}
+        return {name: kwargs.pop(name) for name in cls._head_parameter_names() if name in kwargs}
 
     @staticmethod
     def _tokenizer(vocabulary, lowercase):

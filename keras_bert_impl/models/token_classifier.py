@@ -190,14 +190,6 @@ class BertTokenClassifier(BertTask):
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def task_config(self):
-        """The head arguments (everything but the backbone), as stored in checkpoints."""
-        return {
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-            "labels": list(self.labels) if self.labels is not None else None,
-        }
-
     def checkpoint_files(self):
         """For a model with `labels`: `label_vocabulary.json`, written with the weights by `save_pretrained`."""
         if self.labels is None:
