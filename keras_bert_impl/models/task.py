@@ -350,11 +350,9 @@ class BertTask(keras.Model):
         from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer
         from keras_bert_impl.models.backbone import BertBackbone
 
-        from keras_bert_impl.models.presets import PRESETS
+        from keras_bert_impl.models.presets import refuse_size_as_preset
 
-        if preset in PRESETS:
-            return cls.from_scratch(preset, vocabulary=vocabulary, sequence_length=sequence_length,
-                                    lowercase=lowercase, **kwargs)
+        refuse_size_as_preset(cls.__name__, preset)
         head = cls._head_arguments(kwargs)
         backbone = BertBackbone.from_preset(preset, **kwargs)
         vocabulary = read_keras_hub_tokenizer(preset) if vocabulary is None else vocabulary
