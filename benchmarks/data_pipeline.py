@@ -363,7 +363,7 @@ def model_step_seconds(dataset, vocabulary_size, args):
 
     from keras_bert_impl.models.backbone import BertBackbone
 
-    backbone = BertBackbone.from_preset(args.model_size, vocabulary_size=vocabulary_size)
+    backbone = BertBackbone.from_scratch(args.model_size, vocabulary_size=vocabulary_size)
     inputs = {
         "token_ids": keras.Input((args.seq_length,), dtype="int32", name="token_ids"),
         "segment_ids": keras.Input((args.seq_length,), dtype="int32", name="segment_ids"),

@@ -96,9 +96,9 @@ def run_worker(args, devices, weights_path):
     assert replica_count(strategy) == devices, (distribution, replica_count(strategy))
     keras.utils.set_random_seed(0)
     with scope:
-        backbone = BertBackbone.from_preset("tiny", vocabulary_size=VOCABULARY_SIZE,
-                                            max_sequence_length=args.sequence_length, dropout=0.0,
-                                            attention_dropout=0.0)
+        backbone = BertBackbone.from_scratch("tiny", vocabulary_size=VOCABULARY_SIZE,
+                                             max_sequence_length=args.sequence_length, dropout=0.0,
+                                             attention_dropout=0.0)
         model = BertPretrainer(backbone)
         total_steps = args.warmup_steps + args.steps
         model.compile(optimizer=create_optimizer(learning_rate=1e-3, total_steps=total_steps, warmup_fraction=0.0))

@@ -128,7 +128,7 @@ def build_model(task, args, vocabulary_size):
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
 
     keras.utils.set_random_seed(SEED)
-    backbone = BertBackbone.from_preset(args.size, vocabulary_size=vocabulary_size, max_sequence_length=512)
+    backbone = BertBackbone.from_scratch(args.size, vocabulary_size=vocabulary_size, max_sequence_length=512)
     model = BertClassifier(backbone, 2) if task == "pairs" else BertQuestionAnswerer(backbone)
     model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=keras.backend.backend() != "torch")
     return model

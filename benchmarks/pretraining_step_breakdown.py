@@ -64,7 +64,7 @@ def build(args, dropout, attention_dropout):
     from keras_bert_impl.optimization import AdamWeightDecay
 
     keras.utils.set_random_seed(0)
-    backbone = BertBackbone.from_preset(args.size, dropout=dropout, attention_dropout=attention_dropout)
+    backbone = BertBackbone.from_scratch(args.size, dropout=dropout, attention_dropout=attention_dropout)
     model = BertPretrainer(backbone)
     optimizer = keras.optimizers.Adam(1e-4) if args.optimizer == "adam" else AdamWeightDecay(1e-4)
     model.compile(optimizer=optimizer, jit_compile=True)

@@ -2,7 +2,7 @@
 
 Runs without TensorFlow (the result records whether it was imported). "ours" is the repository's task model
 (`BertClassifier` / `BertQuestionAnswerer` / `BertTokenClassifier.from_pretrained` on the Hugging Face
-checkpoint, no preprocessor) trained by Keras' own `fit` with `training.finetuning_optimizer.compile_for_finetuning`
+checkpoint, no preprocessor) trained by Keras' own `fit` with `optimization.create_optimizer`
 (by default our AdamWeightDecay: no bias correction, epsilon 1e-6; the Hugging Face schedule variant), under
 `KERAS_BACKEND` (the driver sets jax). "hf" is a plain `transformers` + torch loop: `BertForSequenceClassification`
 / `BertForQuestionAnswering` / `BertForTokenClassification` (labels -100 ignored, as ours), `torch.optim.AdamW`
@@ -187,7 +187,8 @@ def train_ours(task, checkpoint, recipe, train_x, train_y, eval_x, seed, on_epoc
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
     from keras_bert_impl.models.token_classifier import BertTokenClassifier
-    from keras_bert_impl.training.finetuning_optimizer import compile_for_finetuning
+    from keras_bert_impl.optimization import create_optimizer
+    from keras_bert_impl.training.jit_compile import xla_jit_compile
 
     keras.utils.set_random_seed(seed)
     if task == "squad":
@@ -196,10 +197,11 @@ def train_ours(task, checkpoint, recipe, train_x, train_y, eval_x, seed, on_epoc
         model = BertTokenClassifier.from_pretrained(checkpoint, num_classes=recipe["num_labels"], preprocessor=None)
     else:
         model = BertClassifier.from_pretrained(checkpoint, num_classes=recipe["num_labels"], preprocessor=None)
-    compile_for_finetuning(model, recipe["learning_rate"],
-                           batches_per_epoch(train_x, recipe, "ours") * recipe["epochs"],
-                           warmup_fraction=WARMUP_FRACTION, weight_decay=WEIGHT_DECAY,
-                           optimizer_name=optimizer_name, schedule_variant="huggingface")
+    optimizer = create_optimizer(name=optimizer_name, learning_rate=recipe["learning_rate"],
+                                 total_steps=batches_per_epoch(train_x, recipe, "ours") * recipe["epochs"],
+                                 warmup_fraction=WARMUP_FRACTION, weight_decay=WEIGHT_DECAY,
+                                 schedule_variant="huggingface")
+    model.compile(optimizer=optimizer, jit_compile=xla_jit_compile())
     updates = []
     count_updates = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: updates.append(batch))
     for epoch in range(epochs_to_run(recipe)):

@@ -126,8 +126,8 @@ def main(argv=None):
     # 2. The model: a pretrained encoder with a new classification head, or random weights. Either way it
     # holds a preprocessor that tokenizes and packs [CLS] A [SEP] (B [SEP]) to --sequence-length tokens.
     if args.preset:
-        model = BertClassifier.from_preset(args.preset, num_classes=len(labels), vocabulary=args.vocab,
-                                           sequence_length=args.sequence_length, labels=labels.labels)
+        model = BertClassifier.from_scratch(args.preset, num_classes=len(labels), vocabulary=args.vocab,
+                                            sequence_length=args.sequence_length, labels=labels.labels)
     else:
         model = BertClassifier.from_pretrained(args.init_checkpoint, num_classes=len(labels), labels=labels.labels,
                                                sequence_length=args.sequence_length)

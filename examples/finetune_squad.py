@@ -97,7 +97,8 @@ def main(argv=None):
     # 2. Tokenizer and model: a pretrained encoder with a new span head (start / end logit per token).
     if args.preset:
         tokenizer = BertTokenizer(args.vocab)
-        model = BertQuestionAnswerer(BertBackbone.from_preset(args.preset, vocabulary_size=tokenizer.vocabulary_size()))
+        backbone = BertBackbone.from_scratch(args.preset, vocabulary_size=tokenizer.vocabulary_size())
+        model = BertQuestionAnswerer(backbone)
     else:
         tokenizer = BertTokenizer.from_pretrained(args.init_checkpoint)
         model = BertQuestionAnswerer.from_pretrained(args.init_checkpoint)

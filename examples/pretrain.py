@@ -92,7 +92,7 @@ def main(argv=None):
 
     # 3. The model: a randomly initialised encoder with the MLM and NSP heads, and the original optimizer
     # (AdamWeightDecay, linear warmup over the first 10% of the steps, then linear decay to 0).
-    backbone = BertBackbone.from_preset(args.preset, vocabulary_size=tokenizer.vocabulary_size())
+    backbone = BertBackbone.from_scratch(args.preset, vocabulary_size=tokenizer.vocabulary_size())
     model = BertPretrainer(backbone)
     optimizer = create_optimizer(name="adamw_original", learning_rate=args.learning_rate, total_steps=args.steps,
                                  warmup_fraction=0.1)

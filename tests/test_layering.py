@@ -376,7 +376,7 @@ WITHOUT_TENSORFLOW = BLOCK_TENSORFLOW + textwrap.dedent("""
     round_trip(backbone, BertBackbone, "backbone", x)
 
     classifier = BertClassifier(BertBackbone(**CONFIG), num_classes=2, labels=["neg", "pos"])
-    classifier.compile(optimizer="adam")
+    classifier.compile()  # the default AdamWeightDecay: no TensorFlow either
     classifier.fit(x, (np.arange(N) % 2).astype("int32"), batch_size=4, epochs=1, verbose=0)
     assert classifier.predict(x, verbose=0).shape == (N, 2)
     loaded = round_trip(classifier, BertClassifier, "classifier", x)
@@ -386,13 +386,13 @@ WITHOUT_TENSORFLOW = BLOCK_TENSORFLOW + textwrap.dedent("""
     assert BertBackbone.from_pretrained(os.path.join(directory, "classifier")).load_report.missing == []
 
     answerer = BertQuestionAnswerer(BertBackbone(**CONFIG))
-    answerer.compile(optimizer="adam")
+    answerer.compile()  # the default AdamWeightDecay: no TensorFlow either
     starts = rng.integers(1, T - 3, N).astype("int32")
     answerer.fit(x, {"start_positions": starts, "end_positions": starts + 1}, batch_size=4, epochs=1, verbose=0)
     round_trip(answerer, BertQuestionAnswerer, "question_answerer", x)
 
     pretrainer = BertPretrainer(BertBackbone(**CONFIG))
-    pretrainer.compile(optimizer="adam")
+    pretrainer.compile()  # the default AdamWeightDecay: no TensorFlow either
     pretraining_x = dict(x, mask_positions=np.tile(np.arange(1, P + 1, dtype="int32"), (N, 1)))
     pretraining_y = {
         "mask_ids": rng.integers(5, CONFIG["vocabulary_size"], (N, P)).astype("int32"),

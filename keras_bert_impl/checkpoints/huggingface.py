@@ -105,7 +105,9 @@ def huggingface_config_from_backbone(backbone, architectures=("BertModel",)):
 
 
 def _normalise_names(tensors):
-    """Strip the task models' `bert.` prefix and map legacy LayerNorm `gamma`/`beta` to `weight`/`bias`."""
+    """Strip the task models' `bert.` prefix and map legacy LayerNorm `gamma`/`beta` to `weight`/`bias`.
+    Older `transformers` checkpoints store the MLM output bias as `cls.predictions.decoder.bias`, a tied copy of
+    `cls.predictions.bias` (sometimes both): it is read under the canonical name."""
     normalised = {}
     for name, value in tensors.items():
         if name.startswith("bert."):
@@ -113,6 +115,8 @@ def _normalise_names(tensors):
         if ".LayerNorm." in name or name.startswith("LayerNorm."):
             name = name.replace(".gamma", ".weight").replace(".beta", ".bias")
         normalised[name] = value
+    if "cls.predictions.decoder.bias" in normalised:
+        normalised.setdefault("cls.predictions.bias", normalised.pop("cls.predictions.decoder.bias"))
     return normalised
 
 

@@ -359,7 +359,7 @@ def run(args):
         if args.init_checkpoint:
             model = BertPretrainer.from_pretrained(args.init_checkpoint, **overrides)
         else:
-            backbone = BertBackbone.from_preset(
+            backbone = BertBackbone.from_scratch(
                 args.preset, vocabulary_size=tokenizer.vocabulary_size(),
                 max_sequence_length=max(512, longest), **overrides)
             model = BertPretrainer(backbone)

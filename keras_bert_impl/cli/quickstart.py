@@ -239,7 +239,7 @@ def pretrain(tokenizer, corpus, directory, preset, steps, seed, verbose):
         return pretraining_dataset(preprocessor, files=[path], batch_size=PRETRAIN_BATCH_SIZE, seed=data_seed,
                                    masking=pretrain_command.MASKING, drop_remainder=True, epochs=None)
 
-    model = BertPretrainer(BertBackbone.from_preset(preset, vocabulary_size=tokenizer.vocabulary_size()))
+    model = BertPretrainer(BertBackbone.from_scratch(preset, vocabulary_size=tokenizer.vocabulary_size()))
     model.compile(optimizer=create_optimizer(
         name=pretrain_command.OPTIMIZER, learning_rate=PRETRAIN_LEARNING_RATE, total_steps=steps,
         warmup_fraction=PRETRAIN_WARMUP_FRACTION, weight_decay=pretrain_command.WEIGHT_DECAY), jit_compile=False)

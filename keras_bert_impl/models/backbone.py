@@ -6,7 +6,7 @@ from keras import ops
 from keras_bert_impl.layers.activations import validate_activation
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.encoder_block import BertEncoderBlock
-from keras_bert_impl.models.presets import PRESETS, preset_config
+from keras_bert_impl.models.presets import preset_config, refuse_size_as_preset
 
 
 def _encode(embeddings, blocks, inputs, training=None, output_positions=None):
@@ -62,7 +62,7 @@ class BertBackbone(keras.Model):
 
     Example:
     >>> import numpy as np
-    >>> backbone = BertBackbone.from_preset("tiny", vocabulary_size=100, num_layers=1)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=100, num_layers=1)
     >>> batch = {"token_ids": np.array([[2, 5, 3, 0]]), "segment_ids": np.zeros((1, 4), "int32"),
     ...          "padding_mask": np.array([[1, 1, 1, 0]], bool)}
     >>> backbone(batch)["pooled_output"].shape
@@ -228,15 +228,14 @@ class BertBackbone(keras.Model):
 
     @classmethod
     def from_preset(cls, name, **overrides):
-        """A backbone from a preset: a published size (`models.presets.PRESETS`: "tiny" ... "large"), randomly
-        initialised, or a keras-hub BERT preset with its weights (`checkpoints.keras_hub_presets`: a directory
-        keras-hub's `save_to_preset` wrote, or a handle keras-hub loads, such as "bert_base_en_uncased").
+        """A backbone from a keras-hub BERT preset, with its weights (`checkpoints.keras_hub_presets`: a
+        directory keras-hub's or our `save_to_preset` wrote, or a handle keras-hub loads, such as
+        "bert_base_en_uncased"). A published size without weights is `from_scratch`'s.
 
         A keras-hub preset keeps keras-hub's computation (tanh GELU, LayerNorm epsilon 1e-12), so outputs equal
         `keras_hub.models.BertBackbone.from_preset(name)`'s. `overrides` change config values (e.g. `dropout`).
         """
-        if name in PRESETS:
-            return cls(**preset_config(name, **overrides))
+        refuse_size_as_preset(cls.__name__, name)
         from keras_bert_impl.checkpoints import CheckpointError, load_weights
         from keras_bert_impl.checkpoints.conversion import HUGGINGFACE
         from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset
@@ -244,12 +243,24 @@ class BertBackbone(keras.Model):
         try:
             config, tensors = read_keras_hub_preset(name)
         except CheckpointError as error:
-            raise ValueError(
-                f"Unknown preset {name!r}: none of ours ({', '.join(PRESETS)}), and {error}."
-            ) from error
+            raise ValueError(f"Unknown preset {name!r}: {error}.") from error
         backbone = cls(**{**config, **overrides})
         backbone.load_report = load_weights(backbone, backbone, HUGGINGFACE, tensors, name)
         return backbone
+
+    @classmethod
+    def from_scratch(cls, size, **overrides):
+        """A randomly initialised backbone of a published size (`models.presets.PRESETS`: "tiny" ... "large").
+
+        Args:
+            size: str. The size.
+            **overrides: config values to change (e.g. `vocabulary_size=100`, `max_sequence_length=128`).
+
+        Example:
+        >>> BertBackbone.from_scratch("mini", vocabulary_size=100).hidden_dim
+        256
+        """
+        return cls(**preset_config(size, **overrides))
 
     def save_to_preset(self, path, tokenizer=None):
         """Write this backbone (and our `tokenizer`) as a keras-hub preset directory, atomically, which

@@ -3,21 +3,17 @@
 Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
 """
 
-import logging
-
 import keras
 
+from keras_bert_impl.checkpoints.name_map import classifier_head_specs
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
-from keras_bert_impl.models.task import AUTO, BertTask, check_classification_head
-from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
-
-logger = logging.getLogger(__name__)
-
-DEFAULT_DROPOUT = 0.1
-
-
-def _is_default_huggingface_labels(labels):
-    return all(label == f"LABEL_{index}" for index, label in enumerate(labels))
+from keras_bert_impl.models.task import (
+    DEFAULT_DROPOUT,
+    BertTask,
+    check_classification_head,
+    classification_head_arguments,
+    labelled_huggingface_config,
+)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -59,12 +55,14 @@ class BertClassifier(BertTask):
     ...      "padding_mask": np.ones((1, 5), bool)}
     >>> tuple(model(x).shape)
     (1, 3)
-    >>> model.compile(optimizer="adam")
+    >>> model.compile()
     >>> sorted(model.fit(x, np.array([2]), epochs=1, verbose=0).history)
     ['accuracy', 'loss']
     """
 
     default_preprocessor_class = "BertPreprocessor"
+    huggingface_architecture = "BertForSequenceClassification"
+    head_specs = staticmethod(classifier_head_specs)
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
         if num_classes == 1 and labels is not None:
@@ -102,8 +100,8 @@ class BertClassifier(BertTask):
 
     # -- training ---------------------------------------------------------------------------------------
 
-    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
-        """`keras.Model.compile` with this task's defaults when `loss` is None.
+    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
+        """`BertTask.compile` (the fine-tuning optimizer by default) with this task's loss when `loss` is None.
 
         Classification: `SparseCategoricalCrossentropy(from_logits=True)` and, unless `metrics` is given,
         `SparseCategoricalAccuracy(name="accuracy")`. Regression: `MeanSquaredError` and no metric.
@@ -117,103 +115,28 @@ class BertClassifier(BertTask):
                     metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
-
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def task_config(self):
-        """The head arguments (everything but the backbone), as stored in checkpoints."""
-        return {
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-            "labels": list(self.labels) if self.labels is not None else None,
-        }
-
     @classmethod
-    def from_pretrained(cls, path, num_classes=None, labels=None, classifier_dropout=None, preprocessor=AUTO,
-                        sequence_length=None, revision=None, **overrides):
-        """Build a classifier from any checkpoint `checkpoints.read_checkpoint` reads.
-
-        Our own `BertClassifier` directories restore everything (head, `labels`). Hugging Face
-        `BertForSequenceClassification` loads `classifier.*` (classes from `num_labels` / the head's shape,
-        label names from `id2label` unless they are the default `LABEL_i`, dropout from
-        `classifier_dropout`); original `run_classifier.py` checkpoints load `output_weights` /
-        `output_bias`. Any other checkpoint (a pretrained encoder) loads the encoder; the head keeps its
-        initial values, which `model.load_report.missing` lists and a WARNING names. So does a head whose
-        number of classes differs from `num_classes`.
+    def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
+        """`from_pretrained`'s head: our `BertClassifier` directories store it (`labels` too); Hugging Face
+        `BertForSequenceClassification` gives `classifier.*` (classes from the head's shape, label names from
+        `id2label` unless they are the default `LABEL_i`, dropout from `classifier_dropout`); original
+        `run_classifier.py` checkpoints give `output_weights` / `output_bias`.
 
         Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
-                (`checkpoints.hub_cache`).
+            checkpoint: `task_checkpoints.StoredCheckpoint`.
             num_classes: int or None. Number of classes (1 = regression). None takes the checkpoint's head;
                 required for a checkpoint without one. Defaults to None.
             labels: sequence of str, a `LabelVocabulary`, or None. Class names; None keeps the checkpoint's
                 when their number fits. Defaults to None.
             classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
                 Defaults to None.
-            preprocessor: "auto", a `BertPreprocessor`, or None. "auto" attaches the one saved with the model,
-                else a `BertPreprocessor` on the checkpoint's `vocab.txt` and casing, so `fit` / `predict`
-                take raw text (none when the directory has no vocabulary or TensorFlow is not installed).
-                Defaults to "auto".
-            sequence_length: int or None. The preprocessor's packing length; None keeps the saved one, else
-                `min(128, max_sequence_length)`. Defaults to None.
-            revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
-            **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
-
-        Returns:
-            `BertClassifier`, with `load_report` (a `checkpoints.LoadReport`).
         """
-        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint, resolve_checkpoint
-        from keras_bert_impl.checkpoints.name_map import classifier_head_specs
-        from keras_bert_impl.models.backbone import BertBackbone
-
-        path = resolve_checkpoint(path, revision)
-        fmt, config, tensors, extra = read_checkpoint(path)
-        stored_classes, stored_labels, stored_dropout = _stored_head(fmt, config, tensors, extra)
-        if num_classes is None:
-            if stored_classes is None:
-                raise ValueError(
-                    f"{path} has no classification head, so `num_classes` is needed "
-                    f"(e.g. BertClassifier.from_pretrained(path, num_classes=2))."
-                )
-            num_classes = stored_classes
-        if labels is None and stored_labels is not None and len(stored_labels) == num_classes > 1:
-            labels = stored_labels
-        if classifier_dropout is None:
-            classifier_dropout = DEFAULT_DROPOUT if stored_dropout is None else stored_dropout
-        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
-        model = cls(backbone, num_classes, dropout=classifier_dropout, labels=labels, preprocessor=preprocessor)
-        load_task_weights(model, fmt, tensors, extra, path, classifier_head_specs())
-        return model
-
-    @classmethod
-    def from_preset(cls, name, num_classes, vocabulary=None, sequence_length=None, lowercase=True, dropout=DEFAULT_DROPOUT,
-                    labels=None, **backbone_overrides):
-        """A randomly initialised classifier of a published size (`models.presets.PRESETS`: "tiny" ... "large").
-
-        Args:
-            name: str. The preset, or a keras-hub BERT preset (directory or handle): its pretrained
-                backbone and tokenizer, as `BertBackbone.from_preset` reads them.
-            num_classes: int. Number of classes (1 = regression).
-            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
-                backbone is sized to it and a `BertPreprocessor` on it is attached. None: no preprocessor, the
-                published 30,522-token size. Defaults to None.
-            sequence_length: int or None. The preprocessor's length. Defaults to `min(128, max_sequence_length)`.
-            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
-            dropout: float. The head's dropout. Defaults to 0.1.
-            labels: class names, as in the constructor. Defaults to None.
-            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
-
-        Example:
-        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
-        >>> model = BertClassifier.from_preset("tiny", num_classes=2, vocabulary=vocabulary)
-        >>> model.predict(["good", "bad"], verbose=0).shape
-        (2, 2)
-        """
-        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
-        return cls(backbone, num_classes, dropout=dropout, labels=labels, preprocessor=preprocessor)
+        head = classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
+        if head["num_classes"] == 1 and labels is None:  # regression: a score has no class names
+            head["labels"] = None
+        return head
 
     def checkpoint_files(self):
         """For a model with `labels`: `label_vocabulary.json` (`LabelVocabulary.load` reads it), written by
@@ -222,58 +145,18 @@ class BertClassifier(BertTask):
             return {}
         return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
 
-    def save_to_preset(self, path):
-        """Write a keras-hub `BertTextClassifier` preset, atomically: backbone, head, and the preprocessor's
-        tokenizer and `sequence_length`. `keras_hub.models.BertTextClassifier.from_preset(path)` loads it with this
-        model's logits (`checkpoints.keras_hub_presets`); `labels` have no place there (`save_pretrained` keeps
-        them)."""
-        from keras_bert_impl.checkpoints.keras_hub_presets import write_keras_hub_preset
-
+    def keras_hub_task_head(self):
+        """A keras-hub `BertTextClassifier`: `keras_hub.models.BertTextClassifier.from_preset(path)` loads the
+        preset `save_to_preset` writes with this model's logits; `labels` have no place there (`save_pretrained`
+        keeps them)."""
         preprocessor = self._preprocessor_or_none()
         dense = self.get_layer("classifier_dense")
-        head = {"num_classes": self.num_classes, "dropout": self.dropout,
+        return {"num_classes": self.num_classes, "dropout": self.dropout,
                 "kernel": keras.ops.convert_to_numpy(dense.kernel), "bias": keras.ops.convert_to_numpy(dense.bias),
                 "sequence_length": None if preprocessor is None else preprocessor.sequence_length}
-        write_keras_hub_preset(self.backbone, path, tokenizer=None if preprocessor is None else preprocessor.tokenizer,
-                               classifier_head=head)
 
-    def save_huggingface(self, path):
-        """Write a Hugging Face `BertForSequenceClassification` directory (`num_labels`, `id2label`,
-        `label2id`, `classifier_dropout`, `problem_type` in config.json) that `transformers` loads."""
-        from keras_bert_impl.checkpoints import save_huggingface
-        from keras_bert_impl.checkpoints.name_map import classifier_head_specs
-
-        labels = self.labels or tuple(f"LABEL_{index}" for index in range(self.num_classes))
-        config_updates = {
-            "num_labels": self.num_classes,
-            "id2label": {str(index): label for index, label in enumerate(labels)},
-            "label2id": {label: index for index, label in enumerate(labels)},
-            "classifier_dropout": self.dropout,
-            "problem_type": "regression" if self.is_regression else "single_label_classification",
-        }
-        save_huggingface(self, path, head_specs=classifier_head_specs(),
-                         architectures=("BertForSequenceClassification",), config_updates=config_updates)
-
-
-def _stored_head(fmt, config, tensors, extra):
-    """`(num_classes, labels, dropout)` of the checkpoint's classification head, None where unknown."""
-    if fmt == "native":
-        if extra.get("class_name") != BertClassifier.__name__:
-            return None, None, None
-        labels = config.get("labels")
-        return config["num_classes"], tuple(labels) if labels else None, config.get("dropout")
-    if fmt == "huggingface":
-        if "classifier.weight" not in tensors:
-            return None, None, None
-        source = extra.get("source_config", {})
-        id2label = source.get("id2label") or {}
-        labels = tuple(id2label[key] for key in sorted(id2label, key=int)) if id2label else None
-        if labels is not None and _is_default_huggingface_labels(labels):
-            labels = None
-        dropout = source.get("classifier_dropout")
-        if dropout is None:
-            dropout = source.get("hidden_dropout_prob")
-        return int(tensors["classifier.weight"].shape[0]), labels, dropout
-    if "output_weights" in tensors:
-        return int(tensors["output_weights"].shape[0]), None, None
-    return None, None, None
+    def huggingface_config(self):
+        """`num_labels`, `id2label`, `label2id`, `classifier_dropout` and `problem_type` for config.json."""
+        problem_type = "regression" if self.is_regression else "single_label_classification"
+        config = labelled_huggingface_config(self.num_classes, self.labels, self.dropout)
+        return {**config, "problem_type": problem_type}

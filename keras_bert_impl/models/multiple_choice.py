@@ -5,11 +5,10 @@ Shape legend: B batch, C choices, T tokens, H hidden width.
 
 import keras
 
+from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
-from keras_bert_impl.models.task import AUTO, BertTask, check_head_dropout
-from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
-
-DEFAULT_DROPOUT = 0.1
+from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout
+from keras_bert_impl.models.task_checkpoints import stored_head
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -47,12 +46,14 @@ class BertMultipleChoice(BertTask):
     ...      "segment_ids": np.array([[[0, 0, 0, 1, 1]] * 2]), "padding_mask": np.ones((1, 2, 5), bool)}
     >>> tuple(model(x).shape)
     (1, 2)
-    >>> model.compile(optimizer="adam")
+    >>> model.compile()
     >>> sorted(model.fit(x, np.array([1]), epochs=1, verbose=0).history)
     ['accuracy', 'loss']
     """
 
     default_preprocessor_class = "BertMultipleChoicePreprocessor"
+    huggingface_architecture = "BertForMultipleChoice"
+    head_specs = staticmethod(multiple_choice_head_specs)
 
     def __init__(self, backbone, dropout=DEFAULT_DROPOUT, preprocessor=None, **kwargs):
         check_head_dropout("BertMultipleChoice", dropout)
@@ -79,103 +80,33 @@ class BertMultipleChoice(BertTask):
 
     # -- training ---------------------------------------------------------------------------------------
 
-    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
-        """`keras.Model.compile`; without `loss`, `SparseCategoricalCrossentropy(from_logits=True)` over the
-        choices and, unless `metrics` is given, `SparseCategoricalAccuracy(name="accuracy")`."""
+    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
+        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`,
+        `SparseCategoricalCrossentropy(from_logits=True)` over the choices and, unless `metrics` is given,
+        `SparseCategoricalAccuracy(name="accuracy")`."""
         if loss is None:
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             if metrics is None:
                 metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
-
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def task_config(self):
-        """The head arguments (everything but the backbone), as stored in checkpoints."""
-        return {"dropout": self.dropout}
-
     @classmethod
-    def from_pretrained(cls, path, dropout=None, preprocessor=AUTO, sequence_length=None, **overrides):
-        """Build a multiple-choice model from any checkpoint `checkpoints.read_checkpoint` reads.
-
-        Our own `BertMultipleChoice` directories restore everything; Hugging Face `BertForMultipleChoice`
-        loads `classifier.*` (dropout from `classifier_dropout`, else `hidden_dropout_prob`). Any other
-        checkpoint (a pretrained encoder) loads the encoder; the head keeps its initial values, which
-        `model.load_report.missing` lists and a WARNING names. So does a head of another shape (a
-        sequence classifier's with several classes). The original release has no multiple-choice head.
+    def pretrained_head_arguments(cls, checkpoint, dropout=None):
+        """`from_pretrained`'s head: our `BertMultipleChoice` directories store its dropout; Hugging Face
+        `BertForMultipleChoice` gives `classifier.*` and `classifier_dropout` (else `hidden_dropout_prob`). A
+        head of another shape (a sequence classifier's with several classes) is reinitialised. The original
+        release has no multiple-choice head.
 
         Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix).
-            dropout: float or None. The head's dropout; None takes the checkpoint's, else 0.1. Defaults to
-                None.
-            preprocessor: "auto", a `BertMultipleChoicePreprocessor`, or None. "auto" attaches the one saved
-                with the model, else one on the checkpoint's `vocab.txt` and casing (none when the directory
-                has no vocabulary or TensorFlow is not installed). Defaults to "auto".
-            sequence_length: int or None. The preprocessor's packing length per choice; None keeps the saved
-                one, else `min(128, max_sequence_length)`. Defaults to None.
-            **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
-
-        Returns:
-            `BertMultipleChoice`, with `load_report` (a `checkpoints.LoadReport`).
+            checkpoint: `task_checkpoints.StoredCheckpoint`.
+            dropout: float or None. The head's dropout; None takes the checkpoint's, else 0.1. Defaults to None.
         """
-        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
-        from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
-        from keras_bert_impl.models.backbone import BertBackbone
-
-        fmt, config, tensors, extra = read_checkpoint(path)
         if dropout is None:
-            stored = _stored_dropout(fmt, config, tensors, extra)
-            dropout = DEFAULT_DROPOUT if stored is None else stored
-        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
-        model = cls(backbone, dropout=dropout, preprocessor=preprocessor)
-        load_task_weights(model, fmt, tensors, extra, path, multiple_choice_head_specs())
-        return model
+            dropout = stored_head(cls, checkpoint)["dropout"]
+        return {"dropout": DEFAULT_DROPOUT if dropout is None else dropout}
 
-    @classmethod
-    def from_preset(cls, name, vocabulary=None, sequence_length=None, lowercase=True, dropout=DEFAULT_DROPOUT,
-                    **backbone_overrides):
-        """A randomly initialised multiple-choice model of a published size (`models.presets.PRESETS`).
-
-        Args:
-            name: str. The preset ("tiny" ... "large").
-            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
-                backbone is sized to it and a `BertMultipleChoicePreprocessor` on it is attached. None: no
-                preprocessor, the published 30,522-token size. Defaults to None.
-            sequence_length: int or None. The preprocessor's length per choice. Defaults to
-                `min(128, max_sequence_length)`.
-            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
-            dropout: float. The head's dropout. Defaults to 0.1.
-            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
-
-        Example:
-        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "he", "sat", "ran", "down", "away"]
-        >>> model = BertMultipleChoice.from_preset("tiny", vocabulary=vocabulary)
-        >>> model.predict((["he sat"], [["down", "away", "ran"]]), verbose=0).shape
-        (1, 3)
-        """
-        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
-        return cls(backbone, dropout=dropout, preprocessor=preprocessor)
-
-    def save_huggingface(self, path):
-        """Write a Hugging Face `BertForMultipleChoice` directory (`classifier_dropout` in config.json) that
-        `transformers` loads."""
-        from keras_bert_impl.checkpoints import save_huggingface
-        from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
-
-        save_huggingface(self, path, head_specs=multiple_choice_head_specs(),
-                         architectures=("BertForMultipleChoice",), config_updates={"classifier_dropout": self.dropout})
-
-
-def _stored_dropout(fmt, config, tensors, extra):
-    """The head dropout a checkpoint holding a multiple-choice head stores, None where it has none."""
-    if fmt == "native":
-        return config.get("dropout") if extra.get("class_name") == BertMultipleChoice.__name__ else None
-    if fmt == "huggingface" and "classifier.weight" in tensors:
-        source = extra.get("source_config", {})
-        dropout = source.get("classifier_dropout")
-        return source.get("hidden_dropout_prob") if dropout is None else dropout
-    return None
+    def huggingface_config(self):
+        """`classifier_dropout` for config.json."""
+        return {"classifier_dropout": self.dropout}

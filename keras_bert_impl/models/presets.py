@@ -17,14 +17,27 @@ DEFAULT_VOCABULARY_SIZE = 30522
 
 
 def preset_config(name, **overrides):
-    """Backbone constructor arguments for preset `name`, with `overrides` applied.
+    """Backbone constructor arguments for the published size `name`, with `overrides` applied.
 
     Example:
     >>> preset_config("mini", vocabulary_size=100)["hidden_dim"]
     256
     """
     if name not in PRESETS:
-        raise ValueError(f"Unknown preset {name!r}. Available presets: {', '.join(PRESETS)}.")
+        raise ValueError(f"Unknown size {name!r}. Published sizes: {', '.join(PRESETS)}.")
     config = {"vocabulary_size": DEFAULT_VOCABULARY_SIZE, **PRESETS[name]}
     config.update(overrides)
     return config
+
+
+def refuse_size_as_preset(class_name, preset):
+    """`from_preset` loads weights; refuse a published size (random weights) in one line naming `from_scratch`.
+
+    Example:
+    >>> refuse_size_as_preset("BertBackbone", "bert_base_en_uncased")  # a keras-hub handle passes
+    """
+    if preset in PRESETS:
+        raise ValueError(
+            f"{preset!r} is a model size without weights, not a preset: use {class_name}.from_scratch({preset!r}, "
+            f"...) for random weights, or from_preset with a keras-hub preset (e.g. 'bert_base_en_uncased')."
+        )

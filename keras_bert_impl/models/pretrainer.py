@@ -8,16 +8,12 @@ The loss math is written once (`pretraining_losses`, keras.ops) and handed to Ke
 that loss and applies the optimizer, as for any Keras model.
 """
 
-import logging
-
 import keras
 from keras import ops
 
+from keras_bert_impl.checkpoints.name_map import pretraining_head_specs
 from keras_bert_impl.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
-from keras_bert_impl.models.task import AUTO, BertTask
-from keras_bert_impl.models.task_checkpoints import compile_from_saved_config
-
-logger = logging.getLogger(__name__)
+from keras_bert_impl.models.task import BertTask
 
 # The original `get_masked_lm_output` adds this to the weight sum so a batch without masks divides safely.
 MASKED_LM_WEIGHT_EPSILON = 1e-5
@@ -131,12 +127,17 @@ class BertPretrainer(BertTask):
     ...      "padding_mask": np.ones((1, 4), bool), "mask_positions": np.array([[2, 0]])}
     >>> y = {"mask_ids": np.array([[7, 0]]), "mask_weights": np.array([[1.0, 0.0]], "float32"),
     ...      "next_sentence_labels": np.array([0])}
-    >>> model.compile(optimizer="adam")
+    >>> model.compile()
     >>> sorted(model.fit(x, y, epochs=1, verbose=0).history)
     ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
     """
 
     default_preprocessor_class = "BertPretrainingPreprocessor"
+    huggingface_architecture = "BertForPreTraining"
+    head_specs = staticmethod(pretraining_head_specs)
+    # `run_pretraining.py`: peak 1e-4, 10k warmup steps of 1M.
+    default_learning_rate = 1e-4
+    default_warmup_fraction = 0.01
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
         inputs = dict(backbone.input)
@@ -170,8 +171,9 @@ class BertPretrainer(BertTask):
 
     # -- training: Keras' own train_step / test_step call compute_loss -----------------------------------
 
-    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
-        """Like `keras.Model.compile`, but the losses and metrics are the model's own (`compute_loss`)."""
+    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
+        """`BertTask.compile` (the original recipe's optimizer by default, at 1e-4), but the losses and metrics
+        are the model's own (`compute_loss`)."""
         given = {"loss": loss, "metrics": metrics, "loss_weights": kwargs.get("loss_weights"),
                  "weighted_metrics": kwargs.get("weighted_metrics")}
         given = {name: value for name, value in given.items() if value is not None}
@@ -182,10 +184,6 @@ class BertPretrainer(BertTask):
                 + ", ".join(f"{name}={value!r}" for name, value in given.items()) + ")."
             )
         super().compile(optimizer=optimizer, **kwargs)
-
-    def compile_from_config(self, config):
-        """Compile a loaded `.keras` model as saved (Keras' default skips a model with its own `compile`)."""
-        compile_from_saved_config(self, config)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The MLM + NSP loss (`pretraining_losses`) that Keras' train step differentiates.
@@ -234,103 +232,3 @@ class BertPretrainer(BertTask):
         distribution API on JAX traces the step over the global batch)."""
         strategy = getattr(self, "distribute_strategy", None)  # a keras.Model property on TensorFlow only
         return 1 if strategy is None else strategy.num_replicas_in_sync
-
-    # -- config and checkpoints -------------------------------------------------------------------------
-
-    @classmethod
-    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, revision=None, **overrides):
-        """Build a pretrainer from any checkpoint `checkpoints.read_checkpoint` reads.
-
-        Hugging Face `BertForPreTraining` (`cls.predictions.*`, `cls.seq_relationship`), original BERT
-        (`cls/predictions/*`, `cls/seq_relationship/*`) and our own directories load the heads too. A
-        checkpoint without heads (a `BertModel`, a backbone, another task model) loads the encoder; the heads
-        keep their initial values, which `model.load_report.missing` lists and a WARNING names.
-
-        Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
-                (`checkpoints.hub_cache`).
-            preprocessor: "auto", a `BertPretrainingPreprocessor`, or None. "auto" attaches the one saved with
-                the model (its masking settings included), else a `BertPretrainingPreprocessor` with the
-                original recipe on the checkpoint's `vocab.txt` and casing (none when the directory has no
-                vocabulary or TensorFlow is not installed). Defaults to "auto".
-            sequence_length: int or None. The preprocessor's packing length; None keeps the saved one, else
-                `min(128, max_sequence_length)`. Defaults to None.
-            revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
-            **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
-        """
-        from keras_bert_impl.checkpoints import backbone_config, load_weights, native, read_checkpoint, resolve_checkpoint
-        from keras_bert_impl.checkpoints.conversion import LoadReport
-        from keras_bert_impl.checkpoints.name_map import pretraining_head_specs
-        from keras_bert_impl.models.backbone import BertBackbone
-
-        path = resolve_checkpoint(path, revision)
-        fmt, config, tensors, extra = read_checkpoint(path)
-        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
-        model = cls(backbone, preprocessor=preprocessor)
-        head_paths = [variable.path for variable in model.weights if variable.path.split("/")[0] in (
-            model.masked_lm_head.name, model.next_sentence_head.name)]
-        if fmt == "native" and extra.get("class_name") == cls.__name__:
-            report = load_weights(model, backbone, fmt, tensors, path)
-        elif fmt == "native":
-            unused = native.assign_native(backbone, tensors, path)
-            loaded = [variable.path for variable in backbone.weights]
-            report = LoadReport(loaded=loaded, missing=head_paths, unused=unused)
-        else:
-            tensors = _with_canonical_output_bias(tensors)
-            report = load_weights(model, backbone, fmt, tensors, path, head_specs=pretraining_head_specs())
-        if report.missing:
-            logger.warning(
-                "%s has no pretraining-head weights for %s: they keep their random initial values. Train "
-                "before using the MLM / NSP outputs.", path, report.missing,
-            )
-        if report.unused:
-            logger.warning("%s: checkpoint tensors not used by BertPretrainer: %s", path, report.unused)
-        logger.info("Loaded BertPretrainer from %s (%s): %s", path, fmt, report.summary())
-        model.load_report = report
-        return model
-
-    @classmethod
-    def from_preset(cls, name, vocabulary=None, sequence_length=None, lowercase=True, **backbone_overrides):
-        """A randomly initialised pretrainer of a published size (`models.presets.PRESETS`: "tiny" ... "large").
-
-        Args:
-            name: str. The preset, or a keras-hub BERT preset (directory or handle): its pretrained
-                backbone and tokenizer, as `BertBackbone.from_preset` reads them.
-            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
-                backbone is sized to it and a `BertPretrainingPreprocessor` on it (the original masking recipe;
-                pass your own with `BertPretrainer(backbone, preprocessor=...)` for other settings) is
-                attached. None: no preprocessor, the published 30,522-token size. Defaults to None.
-            sequence_length: int or None. The preprocessor's length. Defaults to `min(128, max_sequence_length)`.
-            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
-            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
-
-        Example:
-        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat"]
-        >>> model = BertPretrainer.from_preset("tiny", vocabulary=vocabulary, sequence_length=16)
-        >>> model.compile(optimizer="adam")
-        >>> history = model.fit((["the cat sat"], ["on the mat"]), [0], epochs=1, verbose=0)
-        >>> sorted(history.history)
-        ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
-        """
-        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
-        return cls(backbone, preprocessor=preprocessor)
-
-    def save_huggingface(self, path):
-        """Write a Hugging Face `BertForPreTraining` directory (`transformers` loads it), atomically."""
-        from keras_bert_impl.checkpoints import save_huggingface
-        from keras_bert_impl.checkpoints.name_map import pretraining_head_specs
-
-        save_huggingface(self, path, head_specs=pretraining_head_specs(), architectures=("BertForPreTraining",))
-
-
-def _with_canonical_output_bias(tensors):
-    """Older `transformers` checkpoints store the MLM output bias as `cls.predictions.decoder.bias`, a tied
-    copy of `cls.predictions.bias` (sometimes both): read it under the canonical name."""
-    alias, canonical = "cls.predictions.decoder.bias", "cls.predictions.bias"
-    if alias not in tensors:
-        return tensors
-    tensors = dict(tensors)
-    alias_value = tensors.pop(alias)
-    tensors.setdefault(canonical, alias_value)
-    return tensors

@@ -3,21 +3,14 @@
 Shape legend: B batch, T tokens, H hidden width.
 """
 
-
-import os
-
 import keras
 from keras import ops
 
+from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
 from keras_bert_impl.models.losses import SpanCrossEntropy
-from keras_bert_impl.models.task import AUTO, PREPROCESSOR_FILENAME, BertTask, _contains_strings
-from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
+from keras_bert_impl.models.task import BertTask, _contains_strings
 
-# The span model reads the sequence output only; a Hugging Face BertForQuestionAnswering has no pooler.
-UNUSED_BACKBONE_PATHS = ("pooler_dense/kernel", "pooler_dense/bias")
 LABEL_TO_OUTPUT = {"start_positions": "start_logits", "end_positions": "end_logits"}
-# run_squad.py's feature length, the default preprocessor's `sequence_length` (at most the model's).
-DEFAULT_SEQUENCE_LENGTH = 384
 
 
 def _targets_by_output(y):
@@ -71,13 +64,18 @@ class BertQuestionAnswerer(BertTask):
     ...      "padding_mask": np.ones((1, 6), bool)}
     >>> tuple(model(x)["start_logits"].shape)
     (1, 6)
-    >>> model.compile(optimizer="adam")
+    >>> model.compile()
     >>> y = {"start_positions": np.array([3]), "end_positions": np.array([4])}
     >>> sorted(model.fit(x, y, epochs=1, verbose=0).history)
     ['end_logits_accuracy', 'loss', 'start_logits_accuracy']
     """
 
     default_preprocessor_class = "BertQuestionAnsweringPreprocessor"
+    default_sequence_length = 384  # run_squad.py's feature length
+    huggingface_architecture = "BertForQuestionAnswering"
+    head_specs = staticmethod(question_answering_head_specs)
+    # The span head reads the sequence output only; a Hugging Face BertForQuestionAnswering has no pooler.
+    unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
         inputs = dict(backbone.input)
@@ -99,8 +97,9 @@ class BertQuestionAnswerer(BertTask):
 
     # -- training ---------------------------------------------------------------------------------------
 
-    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
-        """`keras.Model.compile`; without `loss`, the span loss `SpanCrossEntropy` and start / end accuracy."""
+    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
+        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`, the span loss
+        `SpanCrossEntropy` and start / end accuracy."""
         self.span_loss = SpanCrossEntropy() if loss is None else None
         if loss is None and metrics is None:
             metrics = {
@@ -119,9 +118,6 @@ class BertQuestionAnswerer(BertTask):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, _targets_by_output(y), y_pred, sample_weight)
-
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
 
     # -- prediction -------------------------------------------------------------------------------------
 
@@ -160,90 +156,3 @@ class BertQuestionAnswerer(BertTask):
         answers = [decoded.answer(example.qas_id) for example in examples]
         single = isinstance(x, tuple) and isinstance(x[0], (str, bytes))
         return answers[0] if single else answers
-
-    # -- config and checkpoints -------------------------------------------------------------------------
-
-    @classmethod
-    def from_pretrained(cls, path, preprocessor=AUTO, sequence_length=None, revision=None, **overrides):
-        """Build a question answerer from any checkpoint `checkpoints.read_checkpoint` reads.
-
-        Our own `BertQuestionAnswerer` directories restore every weight; Hugging Face
-        `BertForQuestionAnswering` loads `qa_outputs.*` (it has no pooler, which this model does not use);
-        original `run_squad.py` checkpoints load `cls/squad/output_weights` / `cls/squad/output_bias`. Any
-        other checkpoint loads the encoder; the span head keeps its initial values, which
-        `model.load_report.missing` lists and a WARNING names.
-
-        Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
-                (`checkpoints.hub_cache`).
-            preprocessor: "auto", a `BertQuestionAnsweringPreprocessor`, or None. "auto" attaches the one
-                saved with the model, else one with the `run_squad.py` settings on the checkpoint's
-                `vocab.txt` and casing, so `predict(questions, contexts)` answers raw text (none when the
-                directory has no vocabulary or TensorFlow is not installed). Defaults to "auto".
-            sequence_length: int or None. The preprocessor's feature length; None keeps the saved one, else
-                `min(384, max_sequence_length)`. Defaults to None.
-            revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
-            **overrides: backbone config values to change (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`).
-
-        Returns:
-            `BertQuestionAnswerer`, with `load_report` (a `checkpoints.LoadReport`).
-        """
-        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint, resolve_checkpoint
-        from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
-        from keras_bert_impl.models.backbone import BertBackbone
-
-        path = resolve_checkpoint(path, revision)
-        fmt, config, tensors, extra = read_checkpoint(path)
-        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
-        model = cls(backbone, preprocessor=preprocessor)
-        load_task_weights(model, fmt, tensors, extra, path, question_answering_head_specs(),
-                          optional_backbone_paths=UNUSED_BACKBONE_PATHS)
-        return model
-
-    @classmethod
-    def _pretrained_preprocessor(cls, path, preprocessor=AUTO, sequence_length=None, max_sequence_length=None):
-        # A checkpoint without preprocessor.json gets run_squad.py's 384 (at most the model's length).
-        if (isinstance(preprocessor, str) and preprocessor == AUTO and sequence_length is None
-                and not os.path.isfile(os.path.join(os.fspath(path), PREPROCESSOR_FILENAME))):
-            sequence_length = min(DEFAULT_SEQUENCE_LENGTH, max_sequence_length or DEFAULT_SEQUENCE_LENGTH)
-        return super()._pretrained_preprocessor(path, preprocessor, sequence_length, max_sequence_length)
-
-    @classmethod
-    def from_preset(cls, name, vocabulary=None, sequence_length=None, lowercase=True, **backbone_overrides):
-        """A randomly initialised question answerer of a published size (`models.presets.PRESETS`).
-
-        Args:
-            name: str. The preset ("tiny" ... "large"), or a keras-hub BERT preset (directory or handle): its
-                pretrained backbone and tokenizer, as `BertBackbone.from_preset` reads them.
-            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the
-                backbone is sized to it and a `BertQuestionAnsweringPreprocessor` on it is attached. None: no
-                preprocessor, the published 30,522-token size. Defaults to None.
-            sequence_length: int or None. The preprocessor's feature length. Defaults to
-                `min(384, max_sequence_length)`.
-            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
-            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
-
-        Example:
-        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "?", "in",
-        ...               "france", "."]
-        >>> model = BertQuestionAnswerer.from_preset("tiny", vocabulary=vocabulary, max_sequence_length=32)
-        >>> answer = model.predict("Where is Paris?", "Paris is in France.", verbose=0)
-        >>> sorted(answer)
-        ['end', 'score', 'start', 'text']
-        >>> answer["text"] == "Paris is in France."[answer["start"]:answer["end"]]
-        True
-        """
-        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
-        if preprocessor is not None and sequence_length is None:  # run_squad.py's 384, not the tasks' 128
-            length = min(DEFAULT_SEQUENCE_LENGTH, backbone.max_sequence_length)
-            preprocessor = type(preprocessor)(preprocessor.tokenizer, sequence_length=length)
-        return cls(backbone, preprocessor=preprocessor)
-
-    def save_huggingface(self, path):
-        """Write a Hugging Face `BertForQuestionAnswering` directory that `transformers` loads."""
-        from keras_bert_impl.checkpoints import save_huggingface
-        from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
-
-        save_huggingface(self, path, head_specs=question_answering_head_specs(),
-                         architectures=("BertForQuestionAnswering",))

@@ -1,16 +1,20 @@
 """The base of every model that puts a head on a `BertBackbone`: an optional preprocessor (raw text in `fit`,
-`evaluate` and `predict`), config round trip and our checkpoint format.
+`evaluate` and `predict`), config round trip, loading and saving in every format, and the fine-tuning
+`compile()` default. Each task declares only its head (as keras-hub's `Task` subclasses declare theirs).
 
 Backend-agnostic: this module imports no TensorFlow. A preprocessor (TensorFlow at the data edge) is an
 object the task is given; the task only calls its methods. Loading one from a checkpoint directory imports
 `keras_bert_impl.preprocessing` when the directory has a vocabulary and TensorFlow is installed.
 """
 
+import inspect
 import json
 import logging
 import os
 
 import keras
+
+from keras_bert_impl.models.task_checkpoints import StoredCheckpoint, load_task_weights, stored_head
 
 logger = logging.getLogger(__name__)
 
@@ -18,6 +22,8 @@ PREPROCESSOR_FILENAME = "preprocessor.json"
 VOCABULARY_FILENAME = "vocab.txt"
 # `from_pretrained(..., preprocessor=AUTO)`: attach one when the checkpoint has a vocabulary.
 AUTO = "auto"
+# The dropout of every head on the encoder's output, as the original and Hugging Face.
+DEFAULT_DROPOUT = 0.1
 
 
 def check_head_dropout(model_name, dropout):
@@ -40,6 +46,37 @@ def check_classification_head(model_name, num_classes, dropout, labels):
     return labels
 
 
+def classification_head_arguments(task_class, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
+    """`{"num_classes", "labels", "dropout"}` of a classification head for `from_pretrained`: the given values,
+    else the checkpoint's (`task_checkpoints.stored_head`); the labels only when their number fits, the dropout
+    0.1 when neither says. Refuses a checkpoint without such a head when `num_classes` is None."""
+    stored = stored_head(task_class, checkpoint)
+    if num_classes is None:
+        if stored["num_classes"] is None:
+            raise ValueError(
+                f"{checkpoint.path} has no {task_class.__name__} head, so `num_classes` is needed "
+                f"(e.g. {task_class.__name__}.from_pretrained(path, num_classes=2))."
+            )
+        num_classes = stored["num_classes"]
+    if labels is None and stored["labels"] is not None and len(stored["labels"]) == num_classes:
+        labels = stored["labels"]
+    if classifier_dropout is None:
+        classifier_dropout = DEFAULT_DROPOUT if stored["dropout"] is None else stored["dropout"]
+    return {"num_classes": num_classes, "labels": labels, "dropout": classifier_dropout}
+
+
+def labelled_huggingface_config(num_classes, labels, dropout):
+    """The Hugging Face config.json fields of a classification head: `num_labels`, `id2label`, `label2id`
+    (`LABEL_i` without `labels`, as `transformers` names them) and `classifier_dropout`."""
+    labels = labels or tuple(f"LABEL_{index}" for index in range(num_classes))
+    return {
+        "num_labels": num_classes,
+        "id2label": {str(index): label for index, label in enumerate(labels)},
+        "label2id": {label: index for index, label in enumerate(labels)},
+        "classifier_dropout": dropout,
+    }
+
+
 def _contains_strings(x):
     """Whether `x` (a model call's inputs) holds text, which only a preprocessor turns into model inputs."""
     if isinstance(x, (str, bytes)):
@@ -57,11 +94,19 @@ class BertTask(keras.Model):
     `BertQuestionAnswerer`), optionally holding a preprocessor.
 
     Subclasses build their graph in `__init__(backbone, ..., preprocessor=None, **kwargs)`, call
-    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, and return the
-    head arguments from `task_config()`. This class turns them into the Keras config (`get_config` /
-    `from_config`, backbone and preprocessor serialized inside) and into our checkpoint directory
-    (`save_pretrained`: `config.json` holds `task_config()`, the backbone's config travels beside it, and the
-    preprocessor's settings and vocabulary are written next to the weights).
+    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, and keep each head
+    argument as the attribute of its name (`task_config()` reads them). This class turns them into the Keras
+    config (`get_config` / `from_config`, backbone and preprocessor serialized inside) and into our checkpoint
+    directory (`save_pretrained`: `config.json` holds `task_config()`, the backbone's config travels beside it,
+    and the preprocessor's settings and vocabulary are written next to the weights).
+
+    Loading and saving are written here once: `from_pretrained` (ours, Hugging Face, original BERT),
+    `from_preset` (keras-hub presets), `from_scratch` (a published size, random weights), `save_pretrained`,
+    `save_huggingface`, `save_to_preset`. A task declares what differs: `head_specs` (its weights' names in
+    each format), `pretrained_head_arguments` (its head's arguments stored in a checkpoint),
+    `reads_foreign_head`, `unused_backbone_paths`, `huggingface_architecture` and `huggingface_config`,
+    `keras_hub_task_head`, `default_preprocessor_class` and `default_sequence_length`. `compile()` defaults to
+    the BERT fine-tuning optimizer (`default_learning_rate`); a task adds its loss and metrics.
 
     With a preprocessor, `fit`, `evaluate` and `predict` take what the preprocessor takes (raw strings:
     lists, NumPy string arrays, tuples of them for text pairs, or a `tf.data.Dataset` of strings) and
@@ -124,8 +169,10 @@ class BertTask(keras.Model):
     # -- config -------------------------------------------------------------------------------------------
 
     def task_config(self):
-        """The head's constructor arguments (everything but the backbone and preprocessor). Defaults to none."""
-        return {}
+        """The head's constructor arguments (all but `backbone` and `preprocessor`), read from the attributes of
+        the same names: what checkpoints and the Keras config store."""
+        config = {name: getattr(self, name) for name in self._head_parameter_names()}
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in config.items()}
 
     def get_config(self):
         config = {
@@ -148,46 +195,96 @@ class BertTask(keras.Model):
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(**config)
 
-    # -- our checkpoint directory -------------------------------------------------------------------------
+    # -- what each task declares (as keras-hub's Task declares `backbone_cls` / `preprocessor_cls`) ----------
 
-    def save_pretrained(self, path):
-        """Write our checkpoint directory, atomically: `config.json` + `model.safetensors`, and with a
-        preprocessor its settings (`preprocessor.json`) and tokenizer (`vocab.txt`, `tokenizer_config.json`).
-        `from_pretrained` of the same class restores every weight and the preprocessor."""
-        from keras_bert_impl.checkpoints import native
+    # The preprocessor class, by name in `keras_bert_impl.preprocessing`, that `from_pretrained` attaches to a
+    # checkpoint without `preprocessor.json` and `from_preset` / `from_scratch` build; None for none.
+    default_preprocessor_class = None
+    # That preprocessor's packing length (at most the backbone's `max_sequence_length`).
+    default_sequence_length = 128
+    # The `architectures` entry of the Hugging Face directory `save_huggingface` writes.
+    huggingface_architecture = "BertModel"
+    # Backbone variables the head does not read (the pooler of a token-level head); a checkpoint may lack them.
+    unused_backbone_paths = ()
+    # The default optimizer's peak learning rate and warmup (`compile`).
+    default_learning_rate = 5e-5
+    default_warmup_fraction = 0.1
 
-        files = dict(self.checkpoint_files())
-        if self._preprocessor_or_none() is not None:
-            files[PREPROCESSOR_FILENAME] = self._write_preprocessor_config
-            # Writes vocab.txt and tokenizer_config.json into the same staged directory.
-            files[VOCABULARY_FILENAME] = lambda file_path: self.preprocessor.tokenizer.save_pretrained(
-                os.path.dirname(file_path)
-            )
-        native.write_native(os.fspath(path), self, self.task_config(),
-                            extra={"backbone_config": self.backbone.get_config()}, files=files)
+    @classmethod
+    def head_specs(cls):
+        """The head's variables as `checkpoints.WeightSpec`s (`checkpoints.name_map`): our paths, Hugging Face's
+        and the original's names. None here."""
+        return []
 
-    def save_to_preset(self, path):
-        """Write the backbone, and the preprocessor's tokenizer, as a keras-hub preset directory (atomically):
-        keras-hub's `BertBackbone`, `BertTokenizer` and task classes load it with `from_preset(path)`. The head
-        stays here (`save_pretrained` keeps it)."""
-        preprocessor = self._preprocessor_or_none()
-        self.backbone.save_to_preset(path, tokenizer=None if preprocessor is None else preprocessor.tokenizer)
+    @classmethod
+    def reads_foreign_head(cls, checkpoint):
+        """Whether the head tensors of a foreign (Hugging Face or original) `checkpoint` are this task's head.
+        True here: `head_specs`' names say so (a task whose names another task shares narrows it)."""
+        del checkpoint
+        return True
 
-    def _write_preprocessor_config(self, file_path):
-        config = self.preprocessor.get_config()
-        config.pop("tokenizer")  # the tokenizer is vocab.txt + tokenizer_config.json beside it
-        document = {"class_name": type(self.preprocessor).__name__, "config": config}
-        with open(file_path, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2)
-
-    def checkpoint_files(self):
-        """`{file name: writer(path)}` of files `save_pretrained` puts beside the weights, inside the same
-        atomic directory write. None here; tasks with more state (a classifier's labels) add theirs."""
+    @classmethod
+    def pretrained_head_arguments(cls, checkpoint):
+        """The head's constructor arguments for `from_pretrained(path, ...)`: what the caller gave (this method's
+        keyword arguments, which `from_pretrained` takes), else what `checkpoint` (a
+        `task_checkpoints.StoredCheckpoint`) stores. None here: the head has no arguments."""
+        del checkpoint
         return {}
 
-    # The preprocessor class a checkpoint without `preprocessor.json` gets, by name in
-    # `keras_bert_impl.preprocessing`; None for tasks without one.
-    default_preprocessor_class = None
+    def huggingface_config(self):
+        """Fields `save_huggingface` adds to the Hugging Face config.json (e.g. `num_labels`). None here."""
+        return {}
+
+    def keras_hub_task_head(self):
+        """The head `save_to_preset` writes as a keras-hub task (`checkpoints.keras_hub_presets`), or None: the
+        preset then holds the backbone and tokenizer only."""
+        return None
+
+    # -- loading: our directories, Hugging Face, original BERT, keras-hub presets, published sizes ----------
+
+    @classmethod
+    def from_pretrained(cls, path, *, preprocessor=AUTO, sequence_length=None, revision=None, **kwargs):
+        """Build this task from any checkpoint `checkpoints.read_checkpoint` reads.
+
+        Our own directory of this class restores everything (every weight, the head's arguments, the
+        preprocessor). A Hugging Face directory of this task's architecture (`huggingface_architecture`) or an
+        original BERT checkpoint with this task's head loads the head too. Any other checkpoint (a pretrained
+        encoder, another task's directory) loads the encoder; the head keeps its initial values, which
+        `model.load_report.missing` lists and a WARNING names. So does a head of another shape.
+
+        Args:
+            path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
+                (`checkpoints.hub_cache`).
+            preprocessor: "auto", a preprocessor, or None. "auto" attaches the one saved with the model, else
+                the task's default preprocessor (`default_preprocessor_class`) on the checkpoint's `vocab.txt`
+                and casing, so `fit` / `predict` take raw text (none when the directory has no vocabulary or
+                TensorFlow is not installed). Defaults to "auto".
+            sequence_length: int or None. The preprocessor's length; None keeps the saved one, else
+                `min(default_sequence_length, max_sequence_length)`. Defaults to None.
+            revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
+            **kwargs: the head's arguments (those of `pretrained_head_arguments`: `num_classes`, `labels`,
+                `classifier_dropout` for the classifiers), the rest backbone config values to change (e.g.
+                `dropout=0.0`, `dtype="mixed_bfloat16"`).
+
+        Returns:
+            The task model, with `load_report` (a `checkpoints.LoadReport`).
+
+        Example:
+        >>> model = BertClassifier.from_pretrained("google-bert/bert-base-uncased", num_classes=2)  # doctest: +SKIP
+        """
+        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint, resolve_checkpoint
+        from keras_bert_impl.models.backbone import BertBackbone
+
+        head_names = inspect.signature(cls.pretrained_head_arguments).parameters
+        given = {name: kwargs.pop(name) for name in list(kwargs) if name in head_names and name != "checkpoint"}
+        path = resolve_checkpoint(path, revision)
+        checkpoint = StoredCheckpoint(path, *read_checkpoint(path))
+        head = cls.pretrained_head_arguments(checkpoint, **given)
+        backbone = BertBackbone(**{**backbone_config(checkpoint.fmt, checkpoint.config, checkpoint.extra), **kwargs})
+        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
+        model = cls(backbone, preprocessor=preprocessor, **head)
+        load_task_weights(model, checkpoint)
+        return model
 
     @classmethod
     def _pretrained_preprocessor(cls, path, preprocessor=AUTO, sequence_length=None, max_sequence_length=None):
@@ -196,7 +293,7 @@ class BertTask(keras.Model):
         `preprocessor` is a preprocessor object (used as is), None / False (none), or "auto": the one saved
         in `path` (`preprocessor.json`), else `default_preprocessor_class` on the checkpoint's vocabulary, when
         `path` is a directory with `vocab.txt` and TensorFlow is installed. `sequence_length` overrides the
-        packing length; by default it is the saved one, else `min(128, max_sequence_length)`.
+        packing length; by default it is the saved one, else `min(default_sequence_length, max_sequence_length)`.
         """
         if preprocessor is None or preprocessor is False:
             return None
@@ -220,37 +317,211 @@ class BertTask(keras.Model):
             settings = dict(document["config"])
         else:
             preprocessor_class = getattr(preprocessing, cls.default_preprocessor_class)
-            settings = {"sequence_length": min(128, max_sequence_length or 128)}
+            settings = {"sequence_length": cls._default_length(max_sequence_length)}
         if sequence_length is not None:
             settings["sequence_length"] = sequence_length
         return preprocessor_class.from_pretrained(path, **settings)
 
     @classmethod
-    def _preset_parts(cls, name, vocabulary, sequence_length=None, lowercase=True, **backbone_overrides):
-        """`(backbone, preprocessor)` for `from_preset`: a randomly initialised backbone of preset `name`
-        sized to the vocabulary, and the task's default preprocessor on it (None without a vocabulary). A
-        keras-hub preset (`BertBackbone.from_preset`) gives its pretrained backbone, and its tokenizer unless
-        `vocabulary` is given."""
+    def _default_length(cls, max_sequence_length):
+        return min(cls.default_sequence_length, max_sequence_length or cls.default_sequence_length)
+
+    @classmethod
+    def from_preset(cls, preset, *, vocabulary=None, sequence_length=None, lowercase=True, **kwargs):
+        """Build this task on a keras-hub BERT preset: its pretrained backbone and its tokenizer, as
+        `keras_hub.models.<Task>.from_preset` does (`checkpoints.keras_hub_presets`). The head starts from its
+        initial values, as in keras-hub when the preset holds no task.
+
+        Args:
+            preset: str. A keras-hub preset directory (one `save_to_preset` wrote too) or handle
+                (`"bert_base_en_uncased"`, `"kaggle://..."`, `"hf://..."`). A published size ("tiny" ...
+                "large") without weights is `from_scratch`'s.
+            vocabulary: str, list of str, `BertTokenizer` or None. Overrides the preset's tokenizer. Defaults to
+                None.
+            sequence_length: int or None. The preprocessor's length. Defaults to
+                `min(default_sequence_length, max_sequence_length)`.
+            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
+            **kwargs: the head's constructor arguments (e.g. `num_classes`), the rest backbone config values
+                (e.g. `dropout=0.0`).
+
+        Example:
+        >>> model = BertClassifier.from_preset("bert_base_en_uncased", num_classes=2)  # doctest: +SKIP
+        """
+        from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer
         from keras_bert_impl.models.backbone import BertBackbone
-        from keras_bert_impl.models.presets import PRESETS
 
-        if name in PRESETS:
-            backbone = None  # sized to the vocabulary below
-        else:
-            from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer
+        from keras_bert_impl.models.presets import refuse_size_as_preset
 
-            backbone = BertBackbone.from_preset(name, **backbone_overrides)
-            vocabulary = read_keras_hub_tokenizer(name) if vocabulary is None else vocabulary
+        refuse_size_as_preset(cls.__name__, preset)
+        head = cls._head_arguments(kwargs)
+        backbone = BertBackbone.from_preset(preset, **kwargs)
+        vocabulary = read_keras_hub_tokenizer(preset) if vocabulary is None else vocabulary
+        return cls(backbone, preprocessor=cls._new_preprocessor(backbone, vocabulary, sequence_length, lowercase),
+                   **head)
+
+    @classmethod
+    def from_scratch(cls, size, *, vocabulary=None, sequence_length=None, lowercase=True, **kwargs):
+        """A randomly initialised task of a published size (`models.presets.PRESETS`: "tiny" ... "large").
+
+        Args:
+            size: str. The size.
+            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the backbone
+                is sized to it and the task's default preprocessor on it is attached. None: no preprocessor, the
+                published 30,522-token size. Defaults to None.
+            sequence_length: int or None. The preprocessor's length. Defaults to
+                `min(default_sequence_length, max_sequence_length)`.
+            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
+            **kwargs: the head's constructor arguments (e.g. `num_classes`, `dropout`, `labels`), the rest
+                backbone config values (e.g. `max_sequence_length=256`).
+
+        Example:
+        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
+        >>> from keras_bert_impl.models.classifier import BertClassifier
+        >>> model = BertClassifier.from_scratch("tiny", num_classes=2, vocabulary=vocabulary)
+        >>> model.predict(["good", "bad"], verbose=0).shape
+        (2, 2)
+        """
+        from keras_bert_impl.models.backbone import BertBackbone
+
+        head = cls._head_arguments(kwargs)
+        tokenizer = cls._tokenizer(vocabulary, lowercase)
+        if tokenizer is not None:
+            kwargs = {"vocabulary_size": tokenizer.vocabulary_size(), **kwargs}
+        backbone = BertBackbone.from_scratch(size, **kwargs)
+        return cls(backbone, preprocessor=cls._new_preprocessor(backbone, tokenizer, sequence_length, lowercase),
+                   **head)
+
+    @classmethod
+    def _head_parameter_names(cls):
+        return [name for name in inspect.signature(cls.__init__).parameters
+                if name not in ("self", "backbone", "preprocessor", "kwargs")]
+
+    @classmethod
+    def _head_arguments(cls, kwargs):
+        """Take the head's constructor arguments (all but `backbone`, `preprocessor`) out of `kwargs`."""
+        return {name: kwargs.pop(name) for name in cls._head_parameter_names() if name in kwargs}
+
+    @staticmethod
+    def _tokenizer(vocabulary, lowercase):
         if vocabulary is None:
-            return (BertBackbone.from_preset(name, **backbone_overrides) if backbone is None else backbone), None
-        import keras_bert_impl.preprocessing as preprocessing
+            return None
         from keras_bert_impl.tokenization import BertTokenizer
 
-        tokenizer = vocabulary if isinstance(vocabulary, BertTokenizer) else BertTokenizer(vocabulary, lowercase=lowercase)
-        if backbone is None:
-            backbone = BertBackbone.from_preset(name, vocabulary_size=tokenizer.vocabulary_size(), **backbone_overrides)
-        if cls.default_preprocessor_class is None:
-            return backbone, None
+        return vocabulary if isinstance(vocabulary, BertTokenizer) else BertTokenizer(vocabulary, lowercase=lowercase)
+
+    @classmethod
+    def _new_preprocessor(cls, backbone, vocabulary, sequence_length, lowercase):
+        """The task's default preprocessor on `vocabulary` (None without one)."""
+        tokenizer = cls._tokenizer(vocabulary, lowercase)
+        if tokenizer is None or cls.default_preprocessor_class is None:
+            return None
+        import keras_bert_impl.preprocessing as preprocessing
+
         preprocessor_class = getattr(preprocessing, cls.default_preprocessor_class)
-        length = sequence_length or min(128, backbone.max_sequence_length)
-        return backbone, preprocessor_class(tokenizer, sequence_length=length)
+        return preprocessor_class(tokenizer, sequence_length=sequence_length or cls._default_length(
+            backbone.max_sequence_length))
+
+    # -- saving: our directories, Hugging Face, keras-hub presets -------------------------------------------
+
+    def save_pretrained(self, path):
+        """Write our checkpoint directory, atomically: `config.json` + `model.safetensors`, and with a
+        preprocessor its settings (`preprocessor.json`) and tokenizer (`vocab.txt`, `tokenizer_config.json`).
+        `from_pretrained` of the same class restores every weight and the preprocessor."""
+        from keras_bert_impl.checkpoints import native
+
+        files = dict(self.checkpoint_files())
+        if self._preprocessor_or_none() is not None:
+            files[PREPROCESSOR_FILENAME] = self._write_preprocessor_config
+            # Writes vocab.txt and tokenizer_config.json into the same staged directory.
+            files[VOCABULARY_FILENAME] = lambda file_path: self.preprocessor.tokenizer.save_pretrained(
+                os.path.dirname(file_path)
+            )
+        native.write_native(os.fspath(path), self, self.task_config(),
+                            extra={"backbone_config": self.backbone.get_config()}, files=files)
+
+    def _write_preprocessor_config(self, file_path):
+        config = self.preprocessor.get_config()
+        config.pop("tokenizer")  # the tokenizer is vocab.txt + tokenizer_config.json beside it
+        document = {"class_name": type(self.preprocessor).__name__, "config": config}
+        with open(file_path, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2)
+
+    def checkpoint_files(self):
+        """`{file name: writer(path)}` of files `save_pretrained` puts beside the weights, inside the same
+        atomic directory write. None here; tasks with more state (a classifier's labels) add theirs."""
+        return {}
+
+    def save_huggingface(self, path):
+        """Write a Hugging Face directory of `huggingface_architecture` (e.g. `BertForSequenceClassification`),
+        with the task's config fields (`huggingface_config`), atomically; `transformers` loads it."""
+        from keras_bert_impl.checkpoints import save_huggingface
+
+        save_huggingface(self, path, head_specs=self.head_specs(), architectures=(self.huggingface_architecture,),
+                         config_updates=self.huggingface_config())
+
+    def save_to_preset(self, path):
+        """Write a keras-hub preset directory, atomically: the backbone, the preprocessor's tokenizer, and the
+        head where keras-hub has the task (`keras_hub_task_head`: the classifier, with its packing length).
+        keras-hub's `BertBackbone`, `BertTokenizer` and task classes load it with `from_preset(path)`, and so
+        does `from_preset` here. What keras-hub has no place for stays in `save_pretrained`."""
+        from keras_bert_impl.checkpoints.keras_hub_presets import write_keras_hub_preset
+
+        preprocessor = self._preprocessor_or_none()
+        write_keras_hub_preset(self.backbone, path, tokenizer=None if preprocessor is None else preprocessor.tokenizer,
+                               classifier_head=self.keras_hub_task_head())
+
+    # -- training defaults ----------------------------------------------------------------------------------
+
+    def compile(self, optimizer="auto", *, learning_rate=None, total_steps=None, warmup_fraction=None,
+                weight_decay=None, **kwargs):
+        """`keras.Model.compile` with the BERT fine-tuning optimizer by default (tasks add their loss).
+
+        `optimizer="auto"` is the original recipe (`optimization.create_optimizer`): `AdamWeightDecay` (no bias
+        correction, epsilon 1e-6, weight decay 0.01 except LayerNorm and biases, global clip norm 1.0), with
+        linear warmup over `warmup_fraction` of `total_steps` then linear decay to 0 when `total_steps` is
+        given, else at a constant `learning_rate`. Never Keras' "adam" at 1e-3, which wrecks a pretrained BERT.
+
+        Args:
+            optimizer: "auto" or any Keras optimizer. Defaults to "auto".
+            learning_rate: float or None. The peak rate of "auto". Defaults to `default_learning_rate` (5e-5;
+                the pretrainer's 1e-4).
+            total_steps: int or None. Optimizer updates of the whole run (`epochs * steps_per_epoch`), for the
+                schedule. Defaults to None (a constant rate).
+            warmup_fraction: float or None. Warmup share of `total_steps`. Defaults to `default_warmup_fraction`
+                (0.1; the pretrainer's 0.01, 10k of 1M steps).
+            weight_decay: float or None. Decoupled weight decay. Defaults to 0.01.
+            **kwargs: passed to `keras.Model.compile` (`loss`, `metrics`, `jit_compile`, ...).
+
+        Example:
+        >>> from keras_bert_impl.models.classifier import BertClassifier
+        >>> model = BertClassifier.from_scratch("tiny", num_classes=2, num_layers=1)
+        >>> model.compile(total_steps=100)  # 10 warmup updates to 5e-5, then linear decay to 0 at update 100
+        >>> type(model.optimizer).__name__, float(model.optimizer.learning_rate)  # update 0 of the warmup
+        ('AdamWeightDecay', 0.0)
+        """
+        settings = {"learning_rate": learning_rate, "total_steps": total_steps, "warmup_fraction": warmup_fraction,
+                    "weight_decay": weight_decay}
+        settings = {name: value for name, value in settings.items() if value is not None}
+        if not (isinstance(optimizer, str) and optimizer == "auto"):
+            if settings:
+                raise ValueError(f"{', '.join(settings)} set the default optimizer (optimizer='auto'); this "
+                                 f"compile() got optimizer={optimizer!r}, so set them on that optimizer.")
+        else:
+            optimizer = self.default_optimizer(**settings)
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def default_optimizer(self, learning_rate=None, total_steps=None, warmup_fraction=None, weight_decay=0.01):
+        """The optimizer `compile()` uses by default; see `compile` for the arguments."""
+        from keras_bert_impl.optimization import create_optimizer
+
+        if total_steps is not None and warmup_fraction is None:
+            warmup_fraction = self.default_warmup_fraction
+        return create_optimizer(learning_rate=learning_rate or self.default_learning_rate, total_steps=total_steps,
+                                warmup_fraction=warmup_fraction, weight_decay=weight_decay)
+
+    def compile_from_config(self, config):
+        """Compile a loaded `.keras` model as saved, optimizer state included (Keras' own skips a model with its
+        own `compile`)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)

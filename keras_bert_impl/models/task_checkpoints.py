@@ -1,4 +1,4 @@
-"""Checkpoint loading shared by the fine-tuning task models (`BertClassifier`, `BertQuestionAnswerer`).
+"""What a task model reads from a checkpoint: its stored head arguments and its weights, for every task.
 
 A task model loads from any checkpoint `checkpoints.read_checkpoint` reads: its own directory (every weight,
 strict), another of our directories (a backbone, a pretrainer, another task model: the encoder only), a
@@ -9,13 +9,65 @@ and named in a WARNING too, so pretrained head weights are never dropped silentl
 """
 
 import logging
+from typing import NamedTuple
 
 import numpy as np
 
 from keras_bert_impl.checkpoints import CheckpointError, LoadReport, load_weights, native
-from keras_bert_impl.checkpoints.conversion import foreign_names, to_ours
+from keras_bert_impl.checkpoints.conversion import HUGGINGFACE, foreign_names, to_ours
 
 logger = logging.getLogger(__name__)
+
+
+class StoredCheckpoint(NamedTuple):
+    """A checkpoint as `checkpoints.read_checkpoint(path)` read it."""
+
+    path: str
+    fmt: str  # "native", "huggingface" or "original"
+    config: dict
+    tensors: dict
+    extra: dict
+
+    @property
+    def huggingface_architectures(self):
+        """The `architectures` of a Hugging Face config.json (e.g. `["BertForTokenClassification"]`), else []."""
+        return self.extra.get("source_config", {}).get("architectures") or []
+
+
+def is_default_huggingface_labels(labels):
+    """Whether `labels` are the names `transformers` makes up when a model has none: LABEL_0, LABEL_1, ..."""
+    return all(label == f"LABEL_{index}" for index, label in enumerate(labels))
+
+
+def stored_head(task_class, checkpoint):
+    """`{"num_classes", "labels", "dropout"}` of the checkpoint's head for `task_class`, None where unknown.
+
+    Our directory of the same class stores them in its config. A foreign head whose tensors are this task's
+    (`task_class.reads_foreign_head`) gives its size: Hugging Face `classifier.*` (labels from `id2label`
+    unless they are the default `LABEL_i`, dropout from `classifier_dropout`, else `hidden_dropout_prob`),
+    original `run_classifier.py` `output_weights`.
+    """
+    config, tensors = checkpoint.config, checkpoint.tensors
+    unknown = {"num_classes": None, "labels": None, "dropout": None}
+    if checkpoint.fmt == "native":
+        if checkpoint.extra.get("class_name") != task_class.__name__:
+            return unknown
+        labels = config.get("labels")
+        return {"num_classes": config.get("num_classes"), "labels": tuple(labels) if labels else None,
+                "dropout": config.get("dropout")}
+    if not task_class.reads_foreign_head(checkpoint):
+        return unknown
+    if checkpoint.fmt == HUGGINGFACE and "classifier.weight" in tensors:
+        source = checkpoint.extra.get("source_config", {})
+        id2label = source.get("id2label") or {}
+        labels = tuple(id2label[key] for key in sorted(id2label, key=int)) if id2label else None
+        dropout = source.get("classifier_dropout")
+        return {"num_classes": int(tensors["classifier.weight"].shape[0]),
+                "labels": None if labels is None or is_default_huggingface_labels(labels) else labels,
+                "dropout": source.get("hidden_dropout_prob") if dropout is None else dropout}
+    if "output_weights" in tensors:
+        return {"num_classes": int(tensors["output_weights"].shape[0]), "labels": None, "dropout": None}
+    return unknown
 
 
 def _head_mismatches(model, fmt, tensors, head_specs):
@@ -35,66 +87,53 @@ def _head_mismatches(model, fmt, tensors, head_specs):
     return mismatches
 
 
-def load_task_weights(model, fmt, tensors, extra, path, head_specs, optional_backbone_paths=()):
-    """Assign `model`'s weights from a checkpoint read by `read_checkpoint`; set and return `model.load_report`.
+def load_task_weights(model, checkpoint):
+    """Assign a task model's weights from `checkpoint` (a `StoredCheckpoint`); set and return `model.load_report`.
 
-    Args:
-        model: the task model, with `model.backbone`.
-        fmt: str. "native", "huggingface" or "original".
-        tensors: dict name -> array, from `read_checkpoint`.
-        extra: dict, from `read_checkpoint`.
-        path: str. The checkpoint, for messages.
-        head_specs: list of `WeightSpec`. The head's variables.
-        optional_backbone_paths: sequence of str. Backbone variables the task does not use (the pooler of a
-            span model); a checkpoint may lack them (Hugging Face `BertForQuestionAnswering` has no pooler).
-            Defaults to ().
+    The head is `model.head_specs()`; a foreign checkpoint's head tensors are read only where
+    `model.reads_foreign_head(checkpoint)`. Backbone variables in `model.unused_backbone_paths` (the pooler of a
+    token-level model) may be missing (Hugging Face `BertForQuestionAnswering` has no pooler); any other
+    missing encoder weight is a `CheckpointError`.
 
     Returns:
         `LoadReport`.
     """
-    backbone = model.backbone
+    fmt, tensors, extra, path = checkpoint.fmt, checkpoint.tensors, checkpoint.extra, checkpoint.path
+    backbone, task_name = model.backbone, type(model).__name__
+    head_specs = model.head_specs()
     head_paths = [spec.ours for spec in head_specs]
-    mismatches = _head_mismatches(model, fmt, tensors, head_specs)
+    reads_head = fmt == "native" or model.reads_foreign_head(checkpoint)
+    mismatches = _head_mismatches(model, fmt, tensors, head_specs) if reads_head else []
     if mismatches:
         logger.warning(
             "%s: the checkpoint's head does not fit this %s (variable, checkpoint shape, model shape: %s); the "
-            "head starts from its initial values.", path, type(model).__name__, mismatches,
+            "head starts from its initial values.", path, task_name, mismatches,
         )
-    same_class = fmt == "native" and extra.get("class_name") == type(model).__name__
-    if same_class and not mismatches:
+    if fmt == "native" and extra.get("class_name") == task_name and not mismatches:
         report = load_weights(model, backbone, fmt, tensors, path)
     elif fmt == "native":
         unused = native.assign_native(backbone, tensors, path)
         report = LoadReport(loaded=[variable.path for variable in backbone.weights], missing=head_paths,
                             unused=unused)
     else:
-        specs = [] if mismatches else head_specs
-        report = load_weights(model, backbone, fmt, tensors, path, head_specs=specs, strict_backbone=False)
+        reads_head = reads_head and not mismatches
+        report = load_weights(model, backbone, fmt, tensors, path, head_specs=head_specs if reads_head else [],
+                              strict_backbone=False)
         required_missing = [
-            name for name in report.missing if name not in head_paths and name not in optional_backbone_paths
+            name for name in report.missing if name not in head_paths and name not in model.unused_backbone_paths
         ]
         if required_missing:
             raise CheckpointError(f"{path}: encoder weights missing from the checkpoint: {required_missing}.")
-        if mismatches:
+        if not reads_head:
             report.missing = report.missing + head_paths
     missing_head = [name for name in report.missing if name in head_paths]
     if missing_head:
         logger.warning(
-            "%s has no %s head weights for %s: they keep their initial values. Fine-tune before using the "
-            "outputs.", path, type(model).__name__, missing_head,
+            "%s has no %s head weights for %s: they keep their random initial values. Train before using the "
+            "outputs.", path, task_name, missing_head,
         )
     if report.unused:
-        logger.warning("%s: checkpoint tensors not used by %s: %s", path, type(model).__name__, report.unused)
-    logger.info("Loaded %s from %s (%s): %s", type(model).__name__, path, fmt, report.summary())
+        logger.warning("%s: checkpoint tensors not used by %s: %s", path, task_name, report.unused)
+    logger.info("Loaded %s from %s (%s): %s", task_name, path, fmt, report.summary())
     model.load_report = report
     return report
-
-
-def compile_from_saved_config(model, config):
-    """`compile_from_config` for task models whose `compile()` fills in defaults (what Keras does for models
-    with the stock `compile()`): `.keras` files then load compiled, optimizer state included."""
-    import keras
-
-    model.compile(**keras.saving.deserialize_keras_object(config))
-    if model.built:
-        model.optimizer.build(model.trainable_variables)

@@ -3,25 +3,23 @@
 Shape legend: B batch (windows), T tokens, H hidden width, C classes (tags, `num_classes`).
 """
 
-import logging
-
 import keras
 from keras import ops
 
-from keras_bert_impl.models.classifier import DEFAULT_DROPOUT
-from keras_bert_impl.models.classifier import _stored_head as classifier_stored_head
+from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
-from keras_bert_impl.models.task import AUTO, BertTask, _contains_strings, check_classification_head
-from keras_bert_impl.models.task_checkpoints import compile_from_saved_config, load_task_weights
-
-logger = logging.getLogger(__name__)
+from keras_bert_impl.models.task import (
+    DEFAULT_DROPOUT,
+    BertTask,
+    _contains_strings,
+    check_classification_head,
+    classification_head_arguments,
+    labelled_huggingface_config,
+)
 
 # Hugging Face's ignore index: targets with this value (sub-tokens after a word's first, [CLS], [SEP],
 # padding) add nothing to the loss or the accuracy.
 IGNORED_LABEL = -100
-# A token classifier reads the sequence output only; Hugging Face's BertForTokenClassification has no pooler.
-UNUSED_BACKBONE_PATHS = ("pooler_dense/kernel", "pooler_dense/bias")
-HUGGINGFACE_ARCHITECTURE = "BertForTokenClassification"
 
 
 def _targets_and_weights(y, y_pred, sample_weight):
@@ -100,12 +98,16 @@ class BertTokenClassifier(BertTask):
     ...      "padding_mask": np.ones((1, 4), bool)}
     >>> tuple(model(x).shape)
     (1, 4, 3)
-    >>> model.compile(optimizer="adam")
+    >>> model.compile()
     >>> sorted(model.fit(x, np.array([[-100, 1, 2, -100]]), epochs=1, verbose=0).history)
     ['accuracy', 'loss']
     """
 
     default_preprocessor_class = "BertTokenClassificationPreprocessor"
+    huggingface_architecture = "BertForTokenClassification"
+    head_specs = staticmethod(token_classifier_head_specs)
+    # The head reads the sequence output only; Hugging Face's BertForTokenClassification has no pooler.
+    unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
         labels = check_classification_head("BertTokenClassifier", num_classes, dropout, labels)
@@ -136,8 +138,9 @@ class BertTokenClassifier(BertTask):
 
     # -- training ---------------------------------------------------------------------------------------
 
-    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
-        """`keras.Model.compile`; without `loss`, the masked token cross-entropy and accuracy over labelled
+    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
+        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`, the masked token
+        cross-entropy and accuracy over labelled
         tokens (class docstring). With the default loss, `weighted_metrics` are computed over the labelled
         tokens only (their weight is 0 elsewhere); `metrics` see every position."""
         self.uses_default_loss = loss is None
@@ -160,9 +163,6 @@ class BertTokenClassifier(BertTask):
             return super().compute_metrics(x, y, y_pred, sample_weight)
         labels, weights = _targets_and_weights(y, y_pred, sample_weight)
         return super().compute_metrics(x, labels, y_pred, weights)
-
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
 
     # -- prediction -------------------------------------------------------------------------------------
 
@@ -190,14 +190,6 @@ class BertTokenClassifier(BertTask):
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def task_config(self):
-        """The head arguments (everything but the backbone), as stored in checkpoints."""
-        return {
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-            "labels": list(self.labels) if self.labels is not None else None,
-        }
-
     def checkpoint_files(self):
         """For a model with `labels`: `label_vocabulary.json`, written with the weights by `save_pretrained`."""
         if self.labels is None:
@@ -205,123 +197,28 @@ class BertTokenClassifier(BertTask):
         return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
 
     @classmethod
-    def from_pretrained(cls, path, num_classes=None, labels=None, classifier_dropout=None, preprocessor=AUTO,
-                        sequence_length=None, **overrides):
-        """Build a token classifier from any checkpoint `checkpoints.read_checkpoint` reads.
+    def reads_foreign_head(cls, checkpoint):
+        """A foreign checkpoint's `classifier.*` is this head only in a Hugging Face `BertForTokenClassification`
+        (a sequence classifier names its head the same); the original release has no token head."""
+        return cls.huggingface_architecture in checkpoint.huggingface_architectures
 
-        Our own `BertTokenClassifier` directories restore everything (head, `labels`). Hugging Face
-        `BertForTokenClassification` directories load `classifier.*` (tags from `id2label` unless they are
-        the default `LABEL_i`, dropout from `classifier_dropout`, else `hidden_dropout_prob`); they have no
-        pooler, which this model does not use. Any other checkpoint (a pretrained encoder, another task's
-        head) loads the encoder; the head keeps its initial values, which `model.load_report.missing` lists
-        and a WARNING names, as it does for a head with another number of tags.
+    @classmethod
+    def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
+        """`from_pretrained`'s head: our `BertTokenClassifier` directories store it (`labels` too); Hugging Face
+        `BertForTokenClassification` gives `classifier.*` (tags from `id2label` unless they are the default
+        `LABEL_i`, dropout from `classifier_dropout`, else `hidden_dropout_prob`).
 
         Args:
-            path: str. Checkpoint directory (or original-TF checkpoint prefix).
+            checkpoint: `task_checkpoints.StoredCheckpoint`.
             num_classes: int or None. Number of tags; None takes the checkpoint's head, required without one.
                 Defaults to None.
             labels: sequence of str, a `LabelVocabulary`, or None. Tags; None keeps the checkpoint's when their
                 number fits. Defaults to None.
             classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
                 Defaults to None.
-            preprocessor: "auto", a `BertTokenClassificationPreprocessor`, or None. "auto" attaches the one
-                saved with the model, else one on the checkpoint's `vocab.txt` (none without a vocabulary or
-                TensorFlow). Defaults to "auto".
-            sequence_length: int or None. The preprocessor's window length; None keeps the saved one, else
-                `min(128, max_sequence_length)`. Defaults to None.
-            **overrides: backbone config values to change (e.g. `dropout=0.0`).
-
-        Returns:
-            `BertTokenClassifier`, with `load_report` (a `checkpoints.LoadReport`).
         """
-        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
-        from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
-        from keras_bert_impl.models.backbone import BertBackbone
+        return classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
 
-        fmt, config, tensors, extra = read_checkpoint(path)
-        stored_classes, stored_labels, stored_dropout = _stored_head(fmt, config, tensors, extra)
-        if num_classes is None:
-            if stored_classes is None:
-                raise ValueError(
-                    f"{path} has no token classification head, so `num_classes` is needed "
-                    f"(e.g. BertTokenClassifier.from_pretrained(path, num_classes=9))."
-                )
-            num_classes = stored_classes
-        if labels is None and stored_labels is not None and len(stored_labels) == num_classes:
-            labels = stored_labels
-        if classifier_dropout is None:
-            classifier_dropout = DEFAULT_DROPOUT if stored_dropout is None else stored_dropout
-        backbone = BertBackbone(**{**backbone_config(fmt, config, extra), **overrides})
-        preprocessor = cls._pretrained_preprocessor(path, preprocessor, sequence_length, backbone.max_sequence_length)
-        model = cls(backbone, num_classes, dropout=classifier_dropout, labels=labels, preprocessor=preprocessor)
-        # A foreign checkpoint's `classifier.*` is this head only in a token classifier (not a sequence
-        # classifier's); our directories name their heads apart.
-        foreign_other_head = stored_classes is None and fmt != "native"
-        head_specs = token_classifier_head_specs()
-        load_task_weights(model, fmt, tensors, extra, path, [] if foreign_other_head else head_specs,
-                          optional_backbone_paths=UNUSED_BACKBONE_PATHS)
-        if foreign_other_head:
-            head_paths = [spec.ours for spec in head_specs]
-            model.load_report.missing = model.load_report.missing + head_paths
-            logger.warning("%s has no %s head weights for %s: they keep their initial values. Fine-tune before "
-                           "using the outputs.", path, cls.__name__, head_paths)
-        return model
-
-    @classmethod
-    def from_preset(cls, name, num_classes, vocabulary=None, sequence_length=None, lowercase=True,
-                    dropout=DEFAULT_DROPOUT, labels=None, **backbone_overrides):
-        """A randomly initialised token classifier of a published size (`models.presets.PRESETS`).
-
-        Args:
-            name: str. The preset ("tiny" ... "large").
-            num_classes: int. Number of tags.
-            vocabulary: str, list of str, `BertTokenizer` or None. A `vocab.txt` path or the tokens: the backbone
-                is sized to it and a `BertTokenClassificationPreprocessor` on it is attached. Defaults to None.
-            sequence_length: int or None. The preprocessor's window length. Defaults to
-                `min(128, max_sequence_length)`.
-            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
-            dropout: float. The head's dropout. Defaults to 0.1.
-            labels: the tags, as in the constructor. Defaults to None.
-            **backbone_overrides: backbone config values (e.g. `max_sequence_length=256`).
-
-        Example:
-        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "lives", "in", "paris"]
-        >>> model = BertTokenClassifier.from_preset("tiny", num_classes=3, vocabulary=vocabulary,
-        ...                                         labels=["O", "B-PER", "I-PER"])
-        >>> tagged = model.predict("Peter lives in Paris", verbose=0)
-        >>> [word["text"] for word in tagged["words"]]
-        ['Peter', 'lives', 'in', 'Paris']
-        """
-        backbone, preprocessor = cls._preset_parts(name, vocabulary, sequence_length, lowercase, **backbone_overrides)
-        return cls(backbone, num_classes, dropout=dropout, labels=labels, preprocessor=preprocessor)
-
-    def save_huggingface(self, path):
-        """Write a Hugging Face `BertForTokenClassification` directory (`num_labels`, `id2label`, `label2id`,
-        `classifier_dropout` in config.json) that `transformers` loads."""
-        from keras_bert_impl.checkpoints import save_huggingface
-        from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
-
-        labels = self.labels or tuple(f"LABEL_{index}" for index in range(self.num_classes))
-        config_updates = {
-            "num_labels": self.num_classes,
-            "id2label": {str(index): label for index, label in enumerate(labels)},
-            "label2id": {label: index for index, label in enumerate(labels)},
-            "classifier_dropout": self.dropout,
-        }
-        save_huggingface(self, path, head_specs=token_classifier_head_specs(),
-                         architectures=(HUGGINGFACE_ARCHITECTURE,), config_updates=config_updates)
-
-
-def _stored_head(fmt, config, tensors, extra):
-    """`(num_classes, labels, dropout)` of the checkpoint's token classification head, None where unknown."""
-    if fmt == "native":
-        if extra.get("class_name") != BertTokenClassifier.__name__:
-            return None, None, None
-        labels = config.get("labels")
-        return config["num_classes"], tuple(labels) if labels else None, config.get("dropout")
-    if fmt == "huggingface":
-        architectures = extra.get("source_config", {}).get("architectures") or []
-        if HUGGINGFACE_ARCHITECTURE not in architectures:
-            return None, None, None
-        return classifier_stored_head(fmt, config, tensors, extra)  # the same `classifier.*`, id2label, dropout
-    return None, None, None
+    def huggingface_config(self):
+        """`num_labels`, `id2label`, `label2id` and `classifier_dropout` for config.json."""
+        return labelled_huggingface_config(self.num_classes, self.labels, self.dropout)

@@ -146,7 +146,7 @@ def create_optimizer(
     *,
     name="adamw_original",
     learning_rate,
-    total_steps,
+    total_steps=None,
     warmup_steps=None,
     warmup_fraction=None,
     weight_decay=0.01,
@@ -157,13 +157,15 @@ def create_optimizer(
     end_learning_rate=0.0,
     exclude_from_weight_decay=None,
 ):
-    """Builds a BERT optimizer with a `WarmupLinearDecay` schedule, as the original `create_optimizer`.
+    """Builds a BERT optimizer with a `WarmupLinearDecay` schedule, as the original `create_optimizer` (a
+    constant rate when `total_steps` is None).
 
     Args:
         name: str. `"adamw_original"` (`AdamWeightDecay`, the original), `"lamb"` (`Lamb`) or `"keras_adamw"`
             (stock `keras.optimizers.AdamW`: bias correction, epsilon 1e-7). Defaults to `"adamw_original"`.
         learning_rate: float. Peak learning rate.
-        total_steps: int. Total optimizer updates (not micro-steps when accumulating gradients).
+        total_steps: int or None. Total optimizer updates (not micro-steps when accumulating gradients). None:
+            no schedule, the rate stays `learning_rate` (and there is no warmup). Defaults to None.
         warmup_steps: int or None. Warmup updates. Give this or `warmup_fraction`. Defaults to None.
         warmup_fraction: float or None. Warmup as a fraction of `total_steps` (fine-tuning uses 0.1).
             Defaults to None (no warmup when both are None).
@@ -193,14 +195,19 @@ def create_optimizer(
         raise ValueError(f"`name` must be one of {OPTIMIZER_NAMES}, got {name!r}.")
     if not isinstance(learning_rate, (int, float)) or learning_rate <= 0:
         raise ValueError(f"`learning_rate` must be a positive float, got {learning_rate!r}.")
-    schedule = WarmupLinearDecay(
-        peak_learning_rate=learning_rate,
-        warmup_steps=resolve_warmup_steps(total_steps, warmup_steps, warmup_fraction),
-        total_steps=total_steps,
-        variant=schedule_variant,
-        end_learning_rate=end_learning_rate,
-        gradient_accumulation_steps=gradient_accumulation_steps,
-    )
+    if total_steps is None:
+        if warmup_steps or warmup_fraction:
+            raise ValueError("A warmup needs `total_steps` (the schedule's length); give it, or no warmup.")
+        schedule = float(learning_rate)
+    else:
+        schedule = WarmupLinearDecay(
+            peak_learning_rate=learning_rate,
+            warmup_steps=resolve_warmup_steps(total_steps, warmup_steps, warmup_fraction),
+            total_steps=total_steps,
+            variant=schedule_variant,
+            end_learning_rate=end_learning_rate,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+        )
     common = {
         "learning_rate": schedule,
         "global_clipnorm": global_clipnorm,
@@ -218,11 +225,11 @@ def create_optimizer(
         optimizer = optimizer_class(
             weight_decay_rate=weight_decay, exclude_from_weight_decay=exclude_from_weight_decay, **common
         )
+    shape = ("constant" if total_steps is None else
+             f"{schedule.warmup_steps} warmup / {total_steps} total updates ({schedule_variant} schedule)")
     logger.info(
-        "Optimizer %s: peak lr %g, %d warmup / %d total updates (%s schedule), weight decay %g, "
-        "global clipnorm %s, accumulation %d, loss scaling %s.",
-        name, learning_rate, schedule.warmup_steps, total_steps, schedule_variant, weight_decay,
-        global_clipnorm, gradient_accumulation_steps, loss_scale,
+        "Optimizer %s: peak lr %g, %s, weight decay %g, global clipnorm %s, accumulation %d, loss scaling %s.",
+        name, learning_rate, shape, weight_decay, global_clipnorm, gradient_accumulation_steps, loss_scale,
     )
     if loss_scale:
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)

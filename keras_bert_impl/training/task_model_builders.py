@@ -32,8 +32,8 @@ def _dropout_overrides(backbone_dropout):
 def _preset_backbone(preset, tokenizer, max_sequence_length, dropout):
     from keras_bert_impl.models.backbone import BertBackbone
 
-    return BertBackbone.from_preset(preset, vocabulary_size=tokenizer.vocabulary_size(),
-                                    max_sequence_length=max_sequence_length, **_dropout_overrides(dropout))
+    return BertBackbone.from_scratch(preset, vocabulary_size=tokenizer.vocabulary_size(),
+                                     max_sequence_length=max_sequence_length, **_dropout_overrides(dropout))
 
 
 def saved_preprocessor_config(path):

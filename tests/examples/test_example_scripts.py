@@ -60,8 +60,8 @@ def pretrained_dir(tmp_path_factory, corpus):
     train_wordpiece_vocabulary(corpus["train"], 400, output_path=vocabulary)
     tokenizer = BertTokenizer(vocabulary)
     directory = str(tmp_path_factory.mktemp("tiny_bert"))
-    BertBackbone.from_preset("tiny", vocabulary_size=tokenizer.vocabulary_size(), max_sequence_length=128,
-                             num_layers=1).save_pretrained(directory)
+    BertBackbone.from_scratch("tiny", vocabulary_size=tokenizer.vocabulary_size(), max_sequence_length=128,
+                              num_layers=1).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 

@@ -44,11 +44,11 @@ def test_dropout_only_in_training():
     assert np.abs(trained - first).max() > 1e-3
 
 
-def test_config_round_trip_and_from_preset():
+def test_config_round_trip_and_from_scratch():
     backbone = tiny_backbone(hidden_activation="gelu", layer_norm_epsilon=1e-6)
     restored = assert_config_round_trip(backbone)
     assert restored.hidden_activation == "gelu" and restored.layer_norm_epsilon == 1e-6
-    mini = BertBackbone.from_preset("mini", vocabulary_size=64, max_sequence_length=32)
+    mini = BertBackbone.from_scratch("mini", vocabulary_size=64, max_sequence_length=32)
     assert (mini.num_layers, mini.hidden_dim, mini.num_heads, mini.intermediate_dim) == (4, 256, 4, 1024)
 
 
@@ -58,14 +58,24 @@ def test_presets_have_published_sizes():
         "tiny": (2, 128), "mini": (4, 256), "small": (4, 512),
         "medium": (8, 512), "base": (12, 768), "large": (24, 1024),
     }
-    with pytest.raises(ValueError, match="Unknown preset 'huge'"):
+    with pytest.raises(ValueError, match="Unknown size 'huge'. Published sizes: tiny, mini"):
         preset_config("huge")
+
+
+@pytest.mark.parametrize("model_class", ["BertBackbone", "BertClassifier", "BertPretrainer"])
+def test_from_preset_refuses_a_size_without_weights_in_one_line(model_class):
+    from keras_bert_impl.models.registry import task_class
+
+    with pytest.raises(ValueError) as raised:
+        task_class(model_class).from_preset("tiny")
+    message = str(raised.value)
+    assert "\n" not in message and f"{model_class}.from_scratch('tiny', ...)" in message
 
 
 @pytest.mark.slow
 def test_base_preset_parameter_count_matches_bert_base():
     # Hugging Face BertModel (bert-base-uncased, with pooler) has exactly 109,482,240 parameters.
-    assert BertBackbone.from_preset("base").count_params() == 109_482_240
+    assert BertBackbone.from_scratch("base").count_params() == 109_482_240
 
 
 def test_keras_file_save_load_gives_identical_outputs(tmp_path):

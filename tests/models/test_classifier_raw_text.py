@@ -16,18 +16,18 @@ LABELS = np.array([1, 0, 1, 0, 1, 0] * 2)
 
 
 def _classifier(**settings):
-    return BertClassifier.from_preset(
+    return BertClassifier.from_scratch(
         "tiny", num_classes=2, vocabulary=VOCABULARY, sequence_length=8, max_sequence_length=16,
         num_layers=1, **settings,
     )
 
 
-def test_from_preset_attaches_a_preprocessor_on_the_vocabulary():
+def test_from_scratch_attaches_a_preprocessor_on_the_vocabulary():
     model = _classifier()
     assert isinstance(model.preprocessor, BertPreprocessor)
     assert model.preprocessor.sequence_length == 8
     assert model.backbone.vocabulary_size == len(VOCABULARY)
-    assert BertClassifier.from_preset("tiny", num_classes=3, num_layers=1).preprocessor is None
+    assert BertClassifier.from_scratch("tiny", num_classes=3, num_layers=1).preprocessor is None
 
 
 def test_raw_text_fit_moves_the_loss_and_predict_equals_ids():

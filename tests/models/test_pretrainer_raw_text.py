@@ -20,16 +20,16 @@ NEXT_SENTENCE = np.array([0, 0, 1, 0, 0, 1] * 2)
 
 
 def _pretrainer(**settings):
-    return BertPretrainer.from_preset("tiny", vocabulary=VOCABULARY, sequence_length=12, max_sequence_length=16,
-                                      num_layers=1, **settings)
+    return BertPretrainer.from_scratch("tiny", vocabulary=VOCABULARY, sequence_length=12, max_sequence_length=16,
+                                       num_layers=1, **settings)
 
 
-def test_from_preset_attaches_a_pretraining_preprocessor():
+def test_from_scratch_attaches_a_pretraining_preprocessor():
     model = _pretrainer()
     assert isinstance(model.preprocessor, BertPretrainingPreprocessor)
     assert model.preprocessor.sequence_length == 12
     assert model.backbone.vocabulary_size == len(VOCABULARY)
-    assert BertPretrainer.from_preset("tiny", num_layers=1).preprocessor is None
+    assert BertPretrainer.from_scratch("tiny", num_layers=1).preprocessor is None
 
 
 def test_raw_text_fit_moves_the_loss_and_predict_equals_ids():

@@ -315,12 +315,12 @@ def test_from_pretrained_without_preprocessor_json_gets_run_squad_settings(tmp_p
     assert (preprocessor.sequence_length, preprocessor.doc_stride, preprocessor.max_query_length) == (24, 128, 10)
 
 
-def test_from_preset_attaches_a_preprocessor_on_the_vocabulary():
+def test_from_scratch_attaches_a_preprocessor_on_the_vocabulary():
     from tests.training.finetuning_test_utils import VOCABULARY
 
-    model = BertQuestionAnswerer.from_preset("tiny", vocabulary=VOCABULARY, max_sequence_length=32)
+    model = BertQuestionAnswerer.from_scratch("tiny", vocabulary=VOCABULARY, max_sequence_length=32)
     assert model.backbone.vocabulary_size == len(VOCABULARY)
     assert model.preprocessor.sequence_length == 32
     answer = model.predict(QA_QUESTIONS[0], QA_CONTEXTS[0], verbose=0)
     assert QA_CONTEXTS[0][answer["start"]:answer["end"]] == answer["text"]
-    assert BertQuestionAnswerer.from_preset("tiny", max_sequence_length=32).preprocessor is None
+    assert BertQuestionAnswerer.from_scratch("tiny", max_sequence_length=32).preprocessor is None

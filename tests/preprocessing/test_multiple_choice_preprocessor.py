@@ -50,8 +50,8 @@ def test_uneven_or_misaligned_inputs_are_refused():
 
 
 def test_raw_text_fit_predict_and_save_pretrained_keep_the_preprocessor(tmp_path):
-    model = BertMultipleChoice.from_preset("tiny", vocabulary=VOCABULARY, sequence_length=8, dropout=0.0,
-                                           max_sequence_length=16)
+    model = BertMultipleChoice.from_scratch("tiny", vocabulary=VOCABULARY, sequence_length=8, dropout=0.0,
+                                            max_sequence_length=16)
     assert isinstance(model.preprocessor, BertMultipleChoicePreprocessor)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     history = model.fit((CONTEXTS, ENDINGS), np.array([0, 1]), batch_size=2, epochs=1, verbose=0).history
