@@ -6,6 +6,7 @@ Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
 import logging
 
 import keras
+import numpy as np
 
 from keras_bert_impl.models.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.task import AUTO, BertTask, check_classification_head
@@ -254,6 +255,32 @@ class BertClassifier(BertTask):
         save_huggingface(self, path, head_specs=classifier_head_specs(),
                          architectures=("BertForSequenceClassification",), config_updates=config_updates)
 
+    # -- decoding -----------------------------------------------------------------------------------------
+
+    def decode_predictions(self, logits):
+        """Each row's predicted class and its probability (a softmax over the classes), from `predict`'s logits.
+
+        Args:
+            logits: array `(B, C)`, what `predict` returns.
+
+        Returns:
+            list of B dicts: `{"label": str, "class_id": int, "probability": float}`, the label being the class
+            name from `labels` (else the class id as str); for regression `{"score": float}`.
+
+        Example:
+        >>> from keras_bert_impl.models.backbone import BertBackbone
+        >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+        ...                         intermediate_dim=16, max_sequence_length=16)
+        >>> model = BertClassifier(backbone, num_classes=2, labels=["neg", "pos"])
+        >>> [(row["label"], round(row["probability"], 4)) for row in model.decode_predictions([[0.0, 2.0]])]
+        [('pos', 0.8808)]
+        """
+        if self.is_regression:
+            return [{"score": float(row[0])} for row in np.asarray(logits)]
+        class_ids, probabilities = top_classes(logits)
+        return [{"label": self.labels[class_id] if self.labels else str(class_id), "class_id": int(class_id),
+                 "probability": float(probability)} for class_id, probability in zip(class_ids, probabilities)]
+
 
 def _stored_head(fmt, config, tensors, extra):
     """`(num_classes, labels, dropout)` of the checkpoint's classification head, None where unknown."""
@@ -277,3 +304,22 @@ def _stored_head(fmt, config, tensors, extra):
     if "output_weights" in tensors:
         return int(tensors["output_weights"].shape[0]), None, None
     return None, None, None
+
+
+def top_classes(logits):
+    """The most probable class of each row of `logits` and its softmax probability.
+
+    Args:
+        logits: array `(B, C)`.
+
+    Returns:
+        `(class_ids, probabilities)`: int NumPy array `(B,)` and float NumPy array `(B,)`.
+
+    Example:
+    >>> class_ids, probabilities = top_classes([[0.0, 2.0], [1.0, 1.0]])
+    >>> class_ids.tolist(), [round(float(probability), 4) for probability in probabilities]
+    ([1, 0], [0.8808, 0.5])
+    """
+    probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(keras.ops.convert_to_tensor(logits, "float32")))
+    class_ids = np.argmax(probabilities, axis=-1)  # (B,)
+    return class_ids, np.take_along_axis(probabilities, class_ids[:, None], axis=-1)[:, 0]
