@@ -69,7 +69,10 @@ def check_arguments(args):
     if args.context == "":
         raise UsageError("--context is empty: give the text the answer is taken from (or --context-file)")
     if answer and not args.squad_file and not (args.question and (args.context or args.context_file)):
-        raise UsageE# The question-answering flags: the settings of the model's `BertQuestionAnsweringPreprocessor` they replace.
+        raise UsageError("--question needs --context or --context-file (or use --squad-file)")
+
+
+# The question-answering flags: the settings of the model's `BertQuestionAnsweringPreprocessor` they replace.
 QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
                                "null_score_diff_threshold")
 TEXT_TASKS = ("BertClassifier", "BertTokenClassifier", "BertMultipleChoice")
