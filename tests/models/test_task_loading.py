@@ -197,3 +197,50 @@ def test_predict_then_decode_on_raw_text(tmp_path):
     decoded = model.decode_predictions(logits)
     assert [row["class_id"] for row in decoded] == np.argmax(logits, axis=-1).tolist()
     assert {row["label"] for row in decoded} <= {"bad", "good"}
+
+
+# -- without TensorFlow ------------------------------------------------------------------------------------
+
+WITHOUT_TENSORFLOW = """
+import tempfile
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.models.task_loading import load_task
+
+directory = tempfile.mkdtemp()
+backbone = BertBackbone(vocabulary_size=12, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                        max_sequence_length=16)
+BertClassifier(backbone, 2, labels=["bad", "good"]).save_pretrained(directory)
+with open(directory + "/vocab.txt", "w") as handle:
+    handle.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [str(i) for i in range(7)]))
+model = load_task(directory)
+assert model.preprocessor is None  # a vocabulary, but no TensorFlow: token ids only
+assert model.decode_predictions([[0.0, 1.0]])[0]["label"] == "good"
+try:
+    load_task(directory, require_preprocessor=True)
+except ValueError as error:
+    assert "TensorFlow is not installed" in str(error), error
+else:
+    raise AssertionError("raw text without TensorFlow was not refused")
+assert not [name for name in sys.modules if name.split(".")[0] in BLOCKED]
+print("LOAD_TASK_WITHOUT_TENSORFLOW_OK")
+"""
+
+
+def test_load_task_and_decoding_work_without_tensorflow():
+    import os
+    import subprocess
+    import sys
+
+    import keras
+
+    from tests.test_layering import BLOCK_TENSORFLOW, REPO_ROOT
+
+    if keras.backend.backend() == "tensorflow":
+        pytest.skip("runs in the JAX and torch passes")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO_ROOT] + [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]))
+    result = subprocess.run([sys.executable, "-c", BLOCK_TENSORFLOW + WITHOUT_TENSORFLOW], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "LOAD_TASK_WITHOUT_TENSORFLOW_OK" in result.stdout, result.stderr[-4000:]
