@@ -128,7 +128,7 @@ def _with_preprocessor_settings(model, settings):
                          f"{', '.join(known)}.")
     config = {**saved, **settings}
     config["sequence_length"] = min(config["sequence_length"], model.backbone.max_sequence_length)
-    if "sequence_length" in settings and "max_query_length" in config:
+    if "max_query_length" in config:
         config["max_query_length"] = min(config["max_query_length"], config["sequence_length"] - _WINDOW_OVERHEAD)
     return type(preprocessor).from_config(config)
 
@@ -191,7 +191,9 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
     >>> [row["label"] in ("bad", "good") for row in model.decode_predictions(model.predict(["good"], verbose=0))]
     [True]
     """
-    path = os.fspath(path)
+    from keras_bert_impl.checkpoints import resolve_checkpoint
+
+    path = resolve_checkpoint(os.fspath(path))  # a Hub model id: its cached snapshot, where vocab.txt is
     class_name = detect_task(path) if task is None else _task_class_name(task)
     if class_name == "BertBackbone":
         model = task_class(class_name).from_pretrained(path)

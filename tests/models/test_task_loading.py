@@ -152,6 +152,7 @@ def test_question_answering_settings_replace_the_saved_ones(tmp_path):
     preprocessor = model.preprocessor
     assert (preprocessor.sequence_length, preprocessor.doc_stride, preprocessor.null_score_diff_threshold) == (12, 8, 2.5)
     assert preprocessor.max_query_length == 8 and preprocessor.version_2_with_negative  # 12 - 4: a window keeps context
+    assert load_task(tmp_path, max_query_length=100).preprocessor.max_query_length == 20  # 24 - 4
     answer = model.predict("where is it ?", "it is good film .", verbose=0)
     assert answer["text"] == "it is good film ."[answer["start"]:answer["end"]]
 
