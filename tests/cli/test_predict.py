@@ -38,6 +38,8 @@ def _rows(out):
 
 
 def test_classifier_lines_carry_the_label_and_its_softmax_probability(capsys, model_dirs):
+    import keras
+
     from keras_bert_impl.models.task_loading import load_task
 
     texts = ["good film", "the cat is bad"]
@@ -45,7 +47,7 @@ def test_classifier_lines_carry_the_label_and_its_softmax_probability(capsys, mo
                                "--text", texts[1])
     assert status == 0, err
     model = load_task(model_dirs / "classifier")
-    logits = np.asarray(model(model.preprocessor(texts)))
+    logits = keras.ops.convert_to_numpy(model(model.preprocessor(texts)))
     probabilities = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
     for index, (row, text) in enumerate(zip(_rows(out), texts)):
         class_id = int(np.argmax(logits[index]))
