@@ -19,6 +19,7 @@ _EXPORTS = {
     "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
     "BertMultipleChoice": "keras_bert_impl.models.multiple_choice",
     "PRESETS": "keras_bert_impl.models.presets",
+    "load_task": "keras_bert_impl.models.task_loading",
     "BertEmbeddings": "keras_bert_impl.layers.embeddings",
     "BertEncoderBlock": "keras_bert_impl.layers.encoder_block",
     "BertSelfAttention": "keras_bert_impl.layers.self_attention",
@@ -61,6 +62,7 @@ _EXPORTS = {
     "evaluate_v2": "keras_bert_impl.squad",
     "tune_null_threshold": "keras_bert_impl.squad",
     "glue_metrics": "keras_bert_impl.metrics",
+    "evaluate_classification_files": "keras_bert_impl.training.finetuning_metrics",
     "entity_scores": "keras_bert_impl.metrics",
     # Training: fine-tuning with resume, checkpoints, numerical-fault guard.
     "fit_finetuning": "keras_bert_impl.training.finetuning",

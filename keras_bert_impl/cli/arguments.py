@@ -247,3 +247,18 @@ def expand_input_files(spec):
     if not files:
         raise ValueError("No input files given.")
     return files
+
+
+def add_model_class_argument(parser, what):
+    """Define `--model-class` on `parser`: "auto" (the checkpoint's own task, `models.load_task`) or a kind."""
+    from keras_bert_impl.models.registry import TASK_KINDS
+
+    choices = ("auto",) + tuple(kind.replace("_", "-") for kind in TASK_KINDS.values())
+    parser.add_argument("--model-class", default="auto", choices=choices,
+                        help=f"{what} (default: auto, the checkpoint's own)")
+
+
+def model_class(flag):
+    """`--model-class` as `models.load_task` takes it: None for "auto", else the kind."""
+    return None if flag == "auto" else flag
+

@@ -5,13 +5,13 @@
     keras-bert convert --input runs/mrpc/best --output mrpc_hf --format huggingface     # task heads too
 
 The model class (backbone, pretrainer, classifier, question answerer) is read from the checkpoint
-(`cli.model_directories`); `--model-class` picks another, e.g. `backbone` to keep only the encoder of a
+(`models.load_task`); `--model-class` picks another, e.g. `backbone` to keep only the encoder of a
 task model. Every weight is carried over, names and layouts mapped by `checkpoints.name_map` (fused QKV
 split or joined, kernels transposed). The tokenizer files (`vocab.txt`, `tokenizer_config.json`) beside the
 input are written beside the output. The output directory is replaced only when complete.
 """
 
-from keras_bert_impl.cli.model_directories import MODEL_CLASS_CHOICES, class_name_for_flag, load_model_directory
+from keras_bert_impl.cli.arguments import add_model_class_argument, model_class
 
 FORMATS = ("native", "huggingface")
 
@@ -23,8 +23,7 @@ def add_arguments(parser):
     parser.add_argument("--format", default="native", choices=FORMATS,
                         help="native: ours (config.json + model.safetensors by variable path); huggingface: what "
                              "transformers' from_pretrained loads (default: %(default)s)")
-    parser.add_argument("--model-class", default="auto", choices=MODEL_CLASS_CHOICES,
-                        help="model to build from the checkpoint (default: auto, the checkpoint's own)")
+    add_model_class_argument(parser, "model to build from the checkpoint")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --output even if it is a file or a folder that is not a model directory")
 
@@ -32,13 +31,15 @@ def add_arguments(parser):
 def run(args):
     """Load, write in the requested format, copy the tokenizer; print a one-line report."""
     from keras_bert_impl.checkpoints import save_huggingface
+    from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
     from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
     # Refuse an output that is not a previous model directory before loading anything.
     replace = dict(markers=("config.json",), overwrite=args.overwrite, what="model directory",
                    force_hint="pass --overwrite to replace it")
     check_replaceable(args.output, **replace)
-    model, tokenizer = load_model_directory(args.input, class_name_for_flag(args.model_class))
+    model = load_task(args.input, task=model_class(args.model_class))
+    tokenizer = checkpoint_tokenizer(args.input)
     # Weights and tokenizer land together: a failure in either leaves any previous output untouched.
     with atomic_directory(args.output, **replace) as staging:
         if args.format == "native":

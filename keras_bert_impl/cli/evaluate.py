@@ -17,7 +17,6 @@ second label for two labels), or Pearson and Spearman with `--regression`. The s
 to `--output-file` when given.
 """
 
-import csv
 import json
 
 from keras_bert_impl.cli.arguments import UsageError
@@ -55,66 +54,6 @@ def check_arguments(args):
         raise UsageError("a classification gold file needs --task or --label-column")
 
 
-def read_prediction_tsv(path):
-    """`index<TAB>prediction` rows (a header row "index ..." is skipped) -> list of predictions by index."""
-    predictions = {}
-    with open(path, encoding="utf-8", newline="") as handle:
-        for line_number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
-            if not row or (line_number == 1 and row[0].strip().lower() == "index"):
-                continue
-            if len(row) < 2 or not row[0].strip().isdigit():
-                raise ValueError(f"{path}, line {line_number}: expected 'index<TAB>prediction', got {row!r}.")
-            predictions[int(row[0])] = row[1].strip()
-    if sorted(predictions) != list(range(len(predictions))):
-        raise ValueError(f"{path}: the indices are not 0..{len(predictions) - 1} (missing or repeated rows).")
-    return [predictions[index] for index in range(len(predictions))]
-
-
-def classification_scores(args):
-    """The metrics of a predictions TSV against the gold file, as `args` describe them."""
-    from keras_bert_impl import metrics
-    from keras_bert_impl.data.classification_data import (
-        LabelVocabulary,
-        glue_layout,
-        read_classification_examples,
-        read_glue_examples,
-    )
-
-    layout = glue_layout(args.task) if args.task else None
-    regression = args.regression or bool(layout and layout.regression)
-    if layout is not None:
-        gold = read_glue_examples(args.task, args.gold_file)
-    else:
-        label_column = int(args.label_column) if args.label_column.isdigit() else args.label_column
-        # Only the labels are scored; the label column stands in for the text column the reader requires.
-        gold = read_classification_examples(args.gold_file, label_column, label_column, file_format=args.file_format,
-                                            has_header=not args.no_header, regression=regression)
-    predicted = read_prediction_tsv(args.predictions)
-    if len(predicted) != len(gold):
-        raise ValueError(f"{args.predictions} has {len(predicted)} predictions but {args.gold_file} has "
-                         f"{len(gold)} labeled rows.")
-    if regression:
-        labels = [float(example.label) for example in gold]
-        try:
-            scores = [float(value) for value in predicted]
-        except ValueError as error:
-            raise ValueError(f"{args.predictions}: a regression prediction is not a number ({error}).") from None
-        if args.task:
-            return metrics.glue_metrics(args.task, labels, scores)
-        return {"pearson": metrics.pearson_correlation(labels, scores),
-                "spearman": metrics.spearman_correlation(labels, scores)}
-    vocabulary = LabelVocabulary(layout.labels) if layout is not None else LabelVocabulary.from_examples(gold)
-    label_ids = vocabulary.encode(gold)
-    predicted_ids = [vocabulary.label_to_id(value, f"{args.predictions}, row {index}")
-                     for index, value in enumerate(predicted)]
-    if args.task:
-        return metrics.glue_metrics(args.task, label_ids, predicted_ids)
-    scores = {"accuracy": metrics.accuracy(label_ids, predicted_ids)}
-    if len(vocabulary) == 2:
-        scores["f1"] = metrics.f1(label_ids, predicted_ids, positive_label=1)
-    return scores
-
-
 def run(args):
     """Score and print the results as JSON."""
     if args.squad_file:
@@ -125,7 +64,11 @@ def run(args):
                                        version_2=version_2, na_prob_thresh=args.na_prob_thresh,
                                        skip_unscorable=args.skip_unscorable_questions)
     else:
-        results = classification_scores(args)
+        from keras_bert_impl.training.finetuning_metrics import evaluate_classification_files
+
+        results = evaluate_classification_files(args.gold_file, args.predictions, task=args.task,
+                                                label_column=args.label_column, file_format=args.file_format,
+                                                has_header=not args.no_header, regression=args.regression)
     # NumPy scalars -> plain numbers for JSON.
     results = {key: value.item() if hasattr(value, "item") else value for key, value in results.items()}
     print(json.dumps(results, indent=2))

@@ -3,7 +3,7 @@
     keras-bert export --model runs/mrpc/best --output saved_models/mrpc
     keras-bert export --model runs/squad/best --output saved_models/squad --sequence-length 384
 
-The model class comes from the directory (`cli.model_directories`) and the tokenizer from the `vocab.txt`
+The model class comes from the directory (`models.load_task`) and the tokenizer from the `vocab.txt`
 beside it. The SavedModel (`keras_bert_impl.export.export_saved_model`) has the signatures `serve_text`
 (classifier: `text` -> `label`, `probabilities`; question answerer: `question`, `context` -> `answer`,
 `start_char`, `end_char`, `score`; backbone: `text` -> `sequence_output`, `pooled_output`),
@@ -29,8 +29,7 @@ batch size and length, the task's outputs (a classifier's `logits`). The tokeniz
 
 import os
 
-from keras_bert_impl.cli.arguments import positive_int
-from keras_bert_impl.cli.model_directories import MODEL_CLASS_CHOICES, class_name_for_flag, load_model_directory
+from keras_bert_impl.cli.arguments import add_model_class_argument, model_class, positive_int
 
 QUESTION_ANSWERING_OPTIONS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size",
                               "null_score_diff_threshold")
@@ -46,8 +45,7 @@ def add_arguments(parser):
     parser.add_argument("--output", help="SavedModel directory, replaced atomically (default: "
                         "saved_models/<model directory name>); with --format onnx the .onnx file (default: "
                         "onnx_models/<model directory name>.onnx)")
-    parser.add_argument("--model-class", default="auto", choices=MODEL_CLASS_CHOICES,
-                        help="model to build (default: auto, the checkpoint's own)")
+    add_model_class_argument(parser, "model to build")
     parser.add_argument("--sequence-length", "--max-sequence-length", type=positive_int,
                         help="longest packed input; longer texts are truncated, QA contexts windowed (default: the "
                              "length the model was fine-tuned with, saved in its preprocessor.json; else the "
@@ -79,8 +77,7 @@ def run(args):
     # Refuse an output that is not a previous export before loading anything.
     check_replaceable(os.path.abspath(output), SAVED_MODEL_MARKERS, args.overwrite, "SavedModel",
                       "pass --overwrite to replace it")
-    model, tokenizer = load_model_directory(args.model, class_name_for_flag(args.model_class),
-                                            require_tokenizer=True)
+    model, tokenizer = _load(args.model, args.model_class, require_tokenizer=True)
     options = {name: getattr(args, name) for name in QUESTION_ANSWERING_OPTIONS if getattr(args, name) is not None}
     if args.version_2:
         options["version_2_with_negative"] = True
@@ -105,7 +102,15 @@ def _run_onnx(args):
                          "takes token ids of any length: drop them, or leave out --format onnx.")
     output = args.output or os.path.join("onnx_models", os.path.basename(os.path.normpath(args.model)) + ".onnx")
     check_output(os.path.abspath(output), args.overwrite)  # before loading anything
-    model, _ = load_model_directory(args.model, class_name_for_flag(args.model_class))
+    model, _ = _load(args.model, args.model_class)
     path = export_onnx(model, output, overwrite=args.overwrite)
     print(f"Exported {type(model).__name__} to {path} (ONNX; inputs token_ids, segment_ids, padding_mask)")
     return 0
+
+
+def _load(path, model_class_flag, require_tokenizer=False):
+    from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
+
+    model = load_task(path, task=model_class(model_class_flag))
+    return model, checkpoint_tokenizer(path, required=require_tokenizer)
+

@@ -13,12 +13,13 @@
     # multiple choice (a finetune-multiple-choice run's best/): context<TAB>ending0<TAB>ending1... per text
     keras-bert predict --model runs/swag/best --text $'He sat at the piano.\\tHe played.\\tHe swam away.'
 
-The model class and the tokenizer come from the directory (`cli.model_directories`), and so do the settings
+The model, its task and its preprocessor come from the directory (`models.load_task`), and so do the settings
 the model was fine-tuned with (its `preprocessor.json`: packing length; SQuAD windows, decoding and the tuned
 v2.0 null threshold), which flags given here override. Classifier output:
 `index<TAB>prediction<TAB>probability<TAB>text` lines (the score for regression models), to stdout or
-`--output-file` (with a header row; `keras-bert evaluate` reads it). Question answering prints the answer,
-or writes predictions.json (`{question id: answer}`) for a SQuAD file, decoded as `run_squad.py` does.
+`--output-file` (with a header row; `keras-bert evaluate` reads it), from `BertClassifier.decode_predictions`.
+Question answering prints the answer, or writes predictions.json (`{question id: answer}`) for a SQuAD file,
+decoded as `run_squad.py` does (`BertQuestionAnswerer.predict`).
 Token classifiers write one JSON object per text: `{"index", "text", "entities"}`, each entity
 `{"text", "type", "start", "end", "score"}` with character offsets into the text (long texts are windowed
 with the model's `--sequence-length` and stride).
@@ -71,6 +72,12 @@ def check_arguments(args):
         raise UsageError("--question needs --context or --context-file (or use --squad-file)")
 
 
+# The question-answering flags: the settings of the model's `BertQuestionAnsweringPreprocessor` they replace.
+QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
+                               "null_score_diff_threshold")
+TEXT_TASKS = ("BertClassifier", "BertTokenClassifier", "BertMultipleChoice")
+
+
 def _texts(args):
     texts = list(args.text or [])
     if args.input_file:
@@ -86,150 +93,111 @@ def _texts(args):
     return texts
 
 
-def _write_or_print(args, text):
-    if args.output_file:
-        from keras_bert_impl.utils.atomic_io import atomic_write_text
+def _questions(args):
+    """`(question ids, questions, contexts)` of `--squad-file`, or of the one `--question`."""
+    if args.squad_file:
+        from keras_bert_impl.squad import read_squad_examples
 
-        atomic_write_text(args.output_file, text)
-        print(f"Predictions written to {args.output_file}")
-    else:
-        sys.stdout.write(text)
+        examples = read_squad_examples(args.squad_file)
+        return ([example.qas_id for example in examples], [example.question_text for example in examples],
+                [example.context_text for example in examples])
+    context = args.context
+    if args.context_file:
+        with open(args.context_file, encoding="utf-8") as handle:
+            context = handle.read()
+    return ["question"], [args.question], [context]
 
 
-def classify(args, model, tokenizer):
-    """Classify `args`' texts; write or print the predictions."""
-    import numpy as np
+def _preprocessor_settings(args):
+    """The saved preprocessor settings the flags replace."""
+    settings = {"sequence_length": args.sequence_length} if args.sequence_length else {}
+    if args.question or args.squad_file:
+        settings.update({name: getattr(args, name) for name in QUESTION_ANSWERING_SETTINGS
+                         if getattr(args, name) is not None})
+        if args.version_2:
+            settings["version_2_with_negative"] = True
+    return settings
 
-    from keras_bert_impl.preprocessing import BertPreprocessor
-    from keras_bert_impl.training.finetuning import predict_logits
 
-    texts = _texts(args)
-    pairs = [tuple(text.split("\t", 1)) for text in texts]
+def _table(rows, texts, header):
+    """`index<TAB>prediction<TAB>probability<TAB>text` lines (a TAB inside a text shown as " | ")."""
+    lines = ["index\tprediction\tprobability\ttext"] if header else []
+    for index, (row, text) in enumerate(zip(rows, texts)):
+        shown = text.replace("\t", " | ")
+        if "score" in row:  # regression
+            lines.append(f"{index}\t{row['score']:.6f}\t\t{shown}")
+        else:
+            prediction = row["label"] if "label" in row else row["choice"]
+            lines.append(f"{index}\t{prediction}\t{row['probability']:.4f}\t{shown}")
+    return lines
+
+
+def classify(model, texts, batch_size, header):
+    """Lines of `BertClassifier` predictions for `texts` (a TAB inside a text separates a pair)."""
+    pairs = [text.split("\t", 1) for text in texts]
     if len({len(pair) for pair in pairs}) != 1:
         raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
-    saved = model.preprocessor.sequence_length if model.preprocessor is not None else 128
-    length = min(args.sequence_length or saved, model.backbone.max_sequence_length)
-    segments = tuple(list(segment) for segment in zip(*pairs))
-    inputs = BertPreprocessor(tokenizer, length)(segments if len(segments) == 2 else segments[0])
-    logits = np.asarray(predict_logits(model, inputs, args.batch_size))
-    lines = ["index\tprediction\tprobability\ttext"] if args.output_file else []
-    for index, (row, text) in enumerate(zip(logits, texts)):
-        shown = text.replace("\t", " | ")
-        if model.is_regression:
-            lines.append(f"{index}\t{float(row[0]):.6f}\t\t{shown}")
-            continue
-        probabilities = np.exp(row - row.max())
-        probabilities /= probabilities.sum()
-        class_id = int(np.argmax(row))
-        label = model.labels[class_id] if model.labels else str(class_id)
-        lines.append(f"{index}\t{label}\t{probabilities[class_id]:.4f}\t{shown}")
-    _write_or_print(args, "\n".join(lines) + "\n")
+    x = texts if len(pairs[0]) == 1 else tuple(list(side) for side in zip(*pairs))
+    logits = model.predict(x, batch_size=batch_size, verbose=0)
+    return _table(model.decode_predictions(logits), texts, header)
 
 
-QUESTION_ANSWERING_SETTINGS = ("sequence_length", "doc_stride", "max_query_length", "n_best_size",
-                                "max_answer_length", "null_score_diff_threshold")
-
-
-def answering_preprocessor(args, model, tokenizer):
-    """The model's `BertQuestionAnsweringPreprocessor` settings (those of its fine-tuning run, else the
-    defaults), with the flags given here instead."""
-    from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
-
-    saved = model.preprocessor.get_config() if model.preprocessor is not None else {}
-    settings = {name: saved[name] for name in QUESTION_ANSWERING_SETTINGS if name in saved}
-    settings.update({name: getattr(args, name) for name in QUESTION_ANSWERING_SETTINGS
-                     if getattr(args, name) is not None})
-    length = min(settings.get("sequence_length", 384), model.backbone.max_sequence_length)
-    settings["sequence_length"] = length
-    if "max_query_length" in settings:  # a window shorter than the question would hold no context
-        settings["max_query_length"] = min(settings["max_query_length"], length - 4)
-    settings["version_2_with_negative"] = args.version_2 or bool(saved.get("version_2_with_negative"))
-    return BertQuestionAnsweringPreprocessor(tokenizer, **settings)
-
-
-def answer(args, model, tokenizer):
-    """Answer `args`' question(s); write or print the answers."""
-    from keras_bert_impl.squad import convert_examples_to_features, read_squad_examples
-    from keras_bert_impl.squad.squad_reader import SquadExample
-    from keras_bert_impl.training.finetuning import predict_logits
-
-    preprocessor = answering_preprocessor(args, model, tokenizer)
-    if args.squad_file:
-        examples = read_squad_examples(args.squad_file)
-    else:
-        context = args.context
-        if args.context_file:
-            with open(args.context_file, encoding="utf-8") as handle:
-                context = handle.read()
-        examples = [SquadExample("question", args.question, context, ())]
-    features = convert_examples_to_features(examples, tokenizer, sequence_length=preprocessor.sequence_length,
-                                            doc_stride=preprocessor.doc_stride,
-                                            max_query_length=preprocessor.max_query_length)
-    decoded = preprocessor.decode(examples, features, predict_logits(model, features.inputs(), args.batch_size))
-    if args.squad_file:
-        _write_or_print(args, json.dumps(decoded.predictions, indent=2, ensure_ascii=False) + "\n")
-    else:
-        _write_or_print(args, decoded.predictions["question"] + "\n")
-
-
-def tag_entities(args, model):
-    """Tag `args`' texts with a `BertTokenClassifier`; write or print their entities, one JSON line per text."""
-    from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
-
-    if args.sequence_length:  # another window length than the fine-tuning run's
-        length = min(args.sequence_length, model.backbone.max_sequence_length)
-        model.preprocessor = BertTokenClassificationPreprocessor(model.preprocessor.tokenizer, sequence_length=length)
-    texts = _texts(args)
-    tagged = model.predict(texts, batch_size=args.batch_size, verbose=0)
-    lines = [json.dumps({"index": index, "text": text, "entities": result["entities"]}, ensure_ascii=False)
-             for index, (text, result) in enumerate(zip(texts, tagged))]
-    _write_or_print(args, "\n".join(lines) + "\n")
-
-
-def choose_endings(args, model):
-    """Pick each `args` text's ending with a `BertMultipleChoice`: a text is `context<TAB>ending0<TAB>ending1...`;
-    write or print `index<TAB>choice<TAB>probability<TAB>text` lines."""
-    import numpy as np
-
-    from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
-
-    texts = _texts(args)
+def choose_endings(model, texts, batch_size, header):
+    """Lines of `BertMultipleChoice` choices for texts of the form `context<TAB>ending0<TAB>ending1...`."""
     rows = [text.split("\t") for text in texts]
     if min(len(row) for row in rows) < 3 or len({len(row) for row in rows}) != 1:
         raise ValueError("A multiple-choice model takes texts of the form context<TAB>ending0<TAB>ending1..., two "
                          "or more endings and the same number on every text.")
-    if args.sequence_length:  # another packing length than the fine-tuning run's
-        length = min(args.sequence_length, model.backbone.max_sequence_length)
-        model.preprocessor = BertMultipleChoicePreprocessor(model.preprocessor.tokenizer, sequence_length=length)
-    logits = np.asarray(model.predict(([row[0] for row in rows], [row[1:] for row in rows]),
-                                      batch_size=args.batch_size, verbose=0))
-    lines = ["index\tprediction\tprobability\ttext"] if args.output_file else []
-    for index, (row, text) in enumerate(zip(logits, texts)):
-        probabilities = np.exp(row - row.max())
-        probabilities /= probabilities.sum()
-        choice = int(np.argmax(row))
-        lines.append(f"{index}\t{choice}\t{probabilities[choice]:.4f}\t{text.replace(chr(9), ' | ')}")
-    _write_or_print(args, "\n".join(lines) + "\n")
+    logits = model.predict(([row[0] for row in rows], [row[1:] for row in rows]), batch_size=batch_size, verbose=0)
+    return _table(model.decode_predictions(logits), texts, header)
+
+
+def tag_entities(model, texts, batch_size, header):
+    """One JSON line per text with the entities a `BertTokenClassifier` finds in it."""
+    tagged = model.predict(texts, batch_size=batch_size, verbose=0)
+    return [json.dumps({"index": index, "text": text, "entities": result["entities"]}, ensure_ascii=False)
+            for index, (text, result) in enumerate(zip(texts, tagged))]
+
+
+TEXT_PREDICTIONS = {"BertClassifier": classify, "BertMultipleChoice": choose_endings,
+                    "BertTokenClassifier": tag_entities}
+
+
+def answer(model, question_ids, questions, contexts, batch_size, squad_file):
+    """The answers of a `BertQuestionAnswerer`: predictions.json text for a SQuAD file, else the one answer."""
+    answers = model.predict((questions, contexts), batch_size=batch_size, verbose=0)
+    if squad_file:
+        predictions = {question_id: found["text"] for question_id, found in zip(question_ids, answers)}
+        return json.dumps(predictions, indent=2, ensure_ascii=False)
+    return answers[0]["text"]
+
+
+def _check_task(path, class_name, asked_to_classify):
+    if (class_name in TEXT_TASKS) != asked_to_classify or class_name not in TEXT_TASKS + ("BertQuestionAnswerer",):
+        wanted = "texts to classify" if asked_to_classify else "questions"
+        raise ValueError(f"{path} holds a {class_name}, which does not take {wanted}; predict takes a "
+                         f"BertClassifier, BertTokenClassifier or BertMultipleChoice (texts) or a "
+                         f"BertQuestionAnswerer (questions).")
 
 
 def run(args):
-    """Load the model directory and classify, tag or answer, by the model's class."""
-    from keras_bert_impl.cli.model_directories import load_model_directory
+    """Load the model directory's task (`models.load_task`) and classify, tag or answer, by its class."""
+    from keras_bert_impl.models.task_loading import detect_task, load_task
 
-    model, tokenizer = load_model_directory(args.model, require_tokenizer=True)
-    kind = type(model).__name__
+    class_name = detect_task(args.model)
     asked_to_classify = bool(args.text or args.input_file)
-    if kind == "BertClassifier" and asked_to_classify:
-        classify(args, model, tokenizer)
-    elif kind == "BertTokenClassifier" and asked_to_classify:
-        tag_entities(args, model)
-    elif kind == "BertMultipleChoice" and asked_to_classify:
-        choose_endings(args, model)
-    elif kind == "BertQuestionAnswerer" and not asked_to_classify:
-        answer(args, model, tokenizer)
+    _check_task(args.model, class_name, asked_to_classify)
+    model = load_task(args.model, task=class_name, require_preprocessor=True, **_preprocessor_settings(args))
+    if asked_to_classify:
+        lines = TEXT_PREDICTIONS[class_name](model, _texts(args), args.batch_size, header=bool(args.output_file))
+        text = "\n".join(lines)
     else:
-        wanted = "texts to classify" if asked_to_classify else "questions"
-        raise ValueError(f"{args.model} holds a {kind}, which does not take {wanted}; predict takes a "
-                         f"BertClassifier, BertTokenClassifier or BertMultipleChoice (texts) or a "
-                         f"BertQuestionAnswerer (questions).")
+        text = answer(model, *_questions(args), args.batch_size, args.squad_file)
+    if args.output_file:
+        from keras_bert_impl.utils.atomic_io import atomic_write_text
+
+        atomic_write_text(args.output_file, text + "\n")
+        print(f"Predictions written to {args.output_file}")
+    else:
+        sys.stdout.write(text + "\n")
     return 0

@@ -4,6 +4,7 @@ Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
 """
 
 import keras
+import numpy as np
 
 from keras_bert_impl.checkpoints.name_map import classifier_head_specs
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
@@ -160,3 +161,48 @@ class BertClassifier(BertTask):
         problem_type = "regression" if self.is_regression else "single_label_classification"
         config = labelled_huggingface_config(self.num_classes, self.labels, self.dropout)
         return {**config, "problem_type": problem_type}
+
+    # -- decoding -----------------------------------------------------------------------------------------
+
+    def decode_predictions(self, logits):
+        """Each row's predicted class and its probability (a softmax over the classes), from `predict`'s logits.
+
+        Args:
+            logits: array `(B, C)`, what `predict` returns.
+
+        Returns:
+            list of B dicts: `{"label": str, "class_id": int, "probability": float}`, the label being the class
+            name from `labels` (else the class id as str); for regression `{"score": float}`.
+
+        Example:
+        >>> from keras_bert_impl.models.backbone import BertBackbone
+        >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+        ...                         intermediate_dim=16, max_sequence_length=16)
+        >>> model = BertClassifier(backbone, num_classes=2, labels=["neg", "pos"])
+        >>> [(row["label"], round(row["probability"], 4)) for row in model.decode_predictions([[0.0, 2.0]])]
+        [('pos', 0.8808)]
+        """
+        if self.is_regression:
+            return [{"score": float(row[0])} for row in np.asarray(logits)]
+        class_ids, probabilities = top_classes(logits)
+        return [{"label": self.labels[class_id] if self.labels else str(class_id), "class_id": int(class_id),
+                 "probability": float(probability)} for class_id, probability in zip(class_ids, probabilities)]
+
+
+def top_classes(logits):
+    """The most probable class of each row of `logits` and its softmax probability.
+
+    Args:
+        logits: array `(B, C)`.
+
+    Returns:
+        `(class_ids, probabilities)`: int NumPy array `(B,)` and float NumPy array `(B,)`.
+
+    Example:
+    >>> class_ids, probabilities = top_classes([[0.0, 2.0], [1.0, 1.0]])
+    >>> class_ids.tolist(), [round(float(probability), 4) for probability in probabilities]
+    ([1, 0], [0.8808, 0.5])
+    """
+    probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(keras.ops.convert_to_tensor(logits, "float32")))
+    class_ids = np.argmax(probabilities, axis=-1)  # (B,)
+    return class_ids, np.take_along_axis(probabilities, class_ids[:, None], axis=-1)[:, 0]

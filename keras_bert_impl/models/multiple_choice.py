@@ -110,3 +110,28 @@ class BertMultipleChoice(BertTask):
     def huggingface_config(self):
         """`classifier_dropout` for config.json."""
         return {"classifier_dropout": self.dropout}
+
+    # -- decoding -----------------------------------------------------------------------------------------
+
+    def decode_predictions(self, logits):
+        """Each example's chosen ending and its probability (a softmax over the choices), from `predict`'s logits.
+
+        Args:
+            logits: array `(B, C)`, what `predict` returns.
+
+        Returns:
+            list of B dicts `{"choice": int, "probability": float}`, `choice` the index of the ending.
+
+        Example:
+        >>> from keras_bert_impl.models.backbone import BertBackbone
+        >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
+        ...                         intermediate_dim=16, max_sequence_length=16)
+        >>> [(row["choice"], round(row["probability"], 4))
+        ...  for row in BertMultipleChoice(backbone).decode_predictions([[0.0, 0.0, 3.0]])]
+        [(2, 0.9094)]
+        """
+        from keras_bert_impl.models.classifier import top_classes
+
+        choices, probabilities = top_classes(logits)
+        return [{"choice": int(choice), "probability": float(probability)}
+                for choice, probability in zip(choices, probabilities)]

@@ -1,7 +1,7 @@
 """The model classes a checkpoint directory can hold, by class name: the one registry.
 
 `save_pretrained` stores a model's class name; whatever has to turn a name back into a class (the CLI's
-`load_model`, the SavedModel export worker, the export's checks) looks it up here. Classes are imported
+`models.load_task`, the SavedModel export worker, the export's checks) looks it up here. Classes are imported
 lazily, so reading the registry imports no model code (and nothing that needs TensorFlow).
 
 Example:

@@ -22,18 +22,38 @@ def classification_scores(labels, logits, task=None, regression=False):
     Returns:
         dict metric name -> float.
     """
-    from keras_bert_impl import metrics
-
     logits = np.asarray(logits)
     predictions = logits[:, 0] if regression else np.argmax(logits, axis=-1)
+    return prediction_scores(labels, predictions, logits.shape[-1], task, regression)
+
+
+def prediction_scores(labels, predictions, num_classes, task=None, regression=False):
+    """The metrics of predicted class ids (or scores) against the gold ones, as `classification_scores`.
+
+    Args:
+        labels: array `(N,)`. Gold class ids (float scores for regression).
+        predictions: array `(N,)`. Predicted class ids (float scores for regression).
+        num_classes: int. Without a task, two classes add F1 (of class 1) to accuracy.
+        task: str or None. A GLUE task name: its official metrics. Defaults to None.
+        regression: bool. Without a task: Pearson and Spearman. Defaults to False.
+
+    Returns:
+        dict metric name -> float.
+
+    Example:
+    >>> prediction_scores([1, 0, 1, 0], [1, 0, 0, 0], num_classes=2)
+    {'accuracy': 0.75, 'f1': 0.6666666666666666}
+    """
+    from keras_bert_impl import metrics
+
     if task is not None:
         return metrics.glue_metrics(task, labels, predictions)
     if regression:
         return {"pearson": metrics.pearson_correlation(labels, predictions),
                 "spearman": metrics.spearman_correlation(labels, predictions)}
     scores = {"accuracy": metrics.accuracy(labels, predictions)}
-    if logits.shape[-1] == 2:
-        scores["f1"] = metrics.f1(labels, predictions)
+    if num_classes == 2:
+        scores["f1"] = metrics.f1(labels, predictions, positive_label=1)
     return scores
 
 
@@ -109,3 +129,92 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
         write_squad_predictions(decoded, output_dir)
         atomic_write_json(os.path.join(output_dir, EVAL_RESULTS_FILENAME), json_ready(results))
     return results
+
+
+def read_prediction_tsv(path):
+    """The predictions of an `index<TAB>prediction` TSV (what `keras-bert predict --output-file` and the
+    fine-tuning runs write; a header row "index ..." is skipped), in index order.
+
+    Args:
+        path: str. The predictions file.
+
+    Returns:
+        list of str, the prediction of index i at position i.
+
+    Raises:
+        ValueError: a row is not `index<TAB>prediction`, or the indices are not 0..N-1.
+    """
+    import csv
+
+    predictions = {}
+    with open(path, encoding="utf-8", newline="") as handle:
+        for line_number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
+            if not row or (line_number == 1 and row[0].strip().lower() == "index"):
+                continue
+            if len(row) < 2 or not row[0].strip().isdigit():
+                raise ValueError(f"{path}, line {line_number}: expected 'index<TAB>prediction', got {row!r}.")
+            predictions[int(row[0])] = row[1].strip()
+    if sorted(predictions) != list(range(len(predictions))):
+        raise ValueError(f"{path}: the indices are not 0..{len(predictions) - 1} (missing or repeated rows).")
+    return [predictions[index] for index in range(len(predictions))]
+
+
+def evaluate_classification_files(gold_path, predictions_path, task=None, label_column=None, file_format=None,
+                                  has_header=True, regression=False):
+    """Score a predictions TSV against the labelled file it predicts, row i of the gold file being index i.
+
+    The classification counterpart of `squad.evaluate_squad_files`: GLUE's metrics for `task` (its file
+    layout too), else accuracy (and F1 of the second label for two labels), or Pearson and Spearman for
+    regression (`prediction_scores`).
+
+    Args:
+        gold_path: str. The labelled TSV, CSV or JSONL file.
+        predictions_path: str. `index<TAB>prediction` rows (`read_prediction_tsv`): label names, or scores.
+        task: str or None. A GLUE task name: its file layout, labels and metrics. Defaults to None.
+        label_column: str, int or None. The gold label column (name, or 0-based index as int or digits)
+            without `task`. Defaults to None.
+        file_format: "tsv", "csv", "jsonl" or None (the extension). Defaults to None.
+        has_header: bool. A TSV / CSV gold file has a header row. Defaults to True.
+        regression: bool. Float labels (a regression task such as STS-B sets it). Defaults to False.
+
+    Returns:
+        dict metric name -> float.
+
+    Raises:
+        ValueError: the files do not fit together (row counts, a label the gold file lacks, a score that
+            is no number), naming the file.
+    """
+    from keras_bert_impl.data.classification_data import (
+        LabelVocabulary,
+        glue_layout,
+        read_classification_examples,
+        read_glue_examples,
+    )
+
+    if task is None and label_column is None:
+        raise ValueError(f"{gold_path}: give the GLUE task or the label column the gold labels are in.")
+    layout = glue_layout(task) if task else None
+    regression = regression or bool(layout and layout.regression)
+    if layout is not None:
+        gold = read_glue_examples(task, gold_path)
+    else:
+        if isinstance(label_column, str) and label_column.isdigit():
+            label_column = int(label_column)
+        # Only the labels are scored; the label column stands in for the text column the reader requires.
+        gold = read_classification_examples(gold_path, label_column, label_column, file_format=file_format,
+                                            has_header=has_header, regression=regression)
+    predicted = read_prediction_tsv(predictions_path)
+    if len(predicted) != len(gold):
+        raise ValueError(f"{predictions_path} has {len(predicted)} predictions but {gold_path} has {len(gold)} "
+                         "labeled rows.")
+    if regression:
+        try:
+            scores = [float(value) for value in predicted]
+        except ValueError as error:
+            raise ValueError(f"{predictions_path}: a regression prediction is not a number ({error}).") from None
+        return prediction_scores([float(example.label) for example in gold], scores, 1, task, regression=True)
+    vocabulary = LabelVocabulary(layout.labels) if layout is not None else LabelVocabulary.from_examples(gold)
+    predicted_ids = [vocabulary.label_to_id(value, f"{predictions_path}, row {index}")
+                     for index, value in enumerate(predicted)]
+    return prediction_scores(vocabulary.encode(gold), predicted_ids, len(vocabulary), task)
+

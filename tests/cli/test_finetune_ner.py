@@ -91,14 +91,3 @@ def test_flags_that_do_not_fit_are_refused(capsys, ner_run, extra, message):
     _, flags = ner_run
     status, _, err = run_cli(capsys, *flags, *extra)
     assert status == 2 and message in err
-
-
-def test_a_huggingface_token_classification_directory_is_read_as_a_token_classifier(tmp_path):
-    transformers = pytest.importorskip("transformers")
-    from keras_bert_impl.cli.model_directories import load_model, stored_class_name
-    from keras_bert_impl.models.token_classifier import BertTokenClassifier
-    from tests.models.task_test_utils import tiny_huggingface_config
-
-    transformers.BertForTokenClassification(tiny_huggingface_config(num_labels=3)).save_pretrained(tmp_path / "hf")
-    assert stored_class_name(str(tmp_path / "hf")) == "BertTokenClassifier"
-    assert isinstance(load_model(str(tmp_path / "hf")), BertTokenClassifier)

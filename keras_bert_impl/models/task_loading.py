@@ -1,0 +1,234 @@
+"""Load any checkpoint as the task it holds: `load_task(path)`, the library's AutoModel.
+
+The task is read from the checkpoint itself (`detect_task`):
+
+- ours (`save_pretrained`): `config.json` stores `class_name`;
+- Hugging Face: `config.json` `architectures` (`BertForSequenceClassification` -> `BertClassifier`,
+  `BertForQuestionAnswering` -> `BertQuestionAnswerer`, `BertForTokenClassification` -> `BertTokenClassifier`,
+  `BertForMultipleChoice` -> `BertMultipleChoice`, `BertForPreTraining` -> `BertPretrainer`, `BertModel` and
+  any other BERT head -> `BertBackbone`);
+- original TF: the head variables (`cls/squad/*` -> question answering, `output_weights` -> classification,
+  `cls/predictions/*` -> pretraining, none -> backbone).
+
+Backend-agnostic: a task's preprocessor (TensorFlow) is attached by the task's own `from_pretrained` when
+the checkpoint has a vocabulary and TensorFlow is installed.
+
+Example:
+>>> model = load_task("runs/mrpc/best")  # doctest: +SKIP
+>>> type(model).__name__, model.predict(["a fine film"], verbose=0).shape  # doctest: +SKIP
+('BertClassifier', (1, 2))
+"""
+
+import json
+import os
+
+from keras_bert_impl.models.registry import TASK_CLASSES, TASK_KINDS, class_name_for_kind, task_class
+from keras_bert_impl.models.task import AUTO, VOCABULARY_FILENAME
+
+# Hugging Face `architectures` names -> our class. Other BERT heads (`BertForMaskedLM`, ...) load as the encoder.
+HUGGINGFACE_ARCHITECTURES = {
+    "BertModel": "BertBackbone",
+    "BertForPreTraining": "BertPretrainer",
+    "BertForSequenceClassification": "BertClassifier",
+    "BertForQuestionAnswering": "BertQuestionAnswerer",
+    "BertForTokenClassification": "BertTokenClassifier",
+    "BertForMultipleChoice": "BertMultipleChoice",
+}
+# What `task=` takes besides a class name: each kind ("question_answerer", or "question-answerer").
+TASK_NAMES = tuple(sorted(TASK_CLASSES)) + tuple(TASK_KINDS.values())
+# A question must leave at least this many tokens of a window: [CLS], two [SEP] and one context token.
+_WINDOW_OVERHEAD = 4
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as handle:
+        try:
+            return json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: malformed JSON at line {error.lineno}: {error.msg}.") from error
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{path}: not UTF-8 text (byte {error.object[error.start:error.start + 1]!r} at offset "
+                f"{error.start}), so not a config written by save_pretrained; give the model directory's own "
+                "config.json."
+            ) from error
+
+
+def _huggingface_class_name(config_path):
+    architectures = _read_json(config_path).get("architectures") or []
+    for name in architectures:
+        if name in HUGGINGFACE_ARCHITECTURES:
+            return HUGGINGFACE_ARCHITECTURES[name]
+    if not architectures or any(name.startswith("Bert") for name in architectures):
+        return "BertBackbone"  # a BERT encoder under another head (BertForMaskedLM, ...) or none named
+    raise ValueError(
+        f"{config_path}: architectures {architectures} name no BERT task this library detects; pass task= (one "
+        f"of {', '.join(sorted(TASK_KINDS.values()))}) to load it as that task."
+    )
+
+
+def detect_task(path):
+    """The class name of the task a checkpoint holds (see the module docstring).
+
+    Args:
+        path: str. A checkpoint directory (ours or Hugging Face's) or an original-TF checkpoint prefix.
+
+    Returns:
+        str, a key of `models.registry.TASK_CLASSES` (e.g. "BertClassifier").
+
+    Raises:
+        ValueError: the checkpoint names a class this library does not have, or is no checkpoint
+            (`checkpoints.CheckpointError`, a `ValueError`, naming the problem).
+    """
+    from keras_bert_impl.checkpoints import CheckpointError, native, read_checkpoint, resolve_checkpoint
+
+    path = resolve_checkpoint(os.fspath(path))
+    config_path = os.path.join(path, "config.json")
+    if os.path.isdir(path) and native.is_native_directory(path):
+        class_name = _read_json(config_path).get("class_name")
+        if class_name not in TASK_CLASSES:
+            raise CheckpointError(
+                f"{config_path}: class_name {class_name!r} is not one of {sorted(TASK_CLASSES)}; pass task= to "
+                "load it as one of them."
+            )
+        return class_name
+    if os.path.isdir(path) and os.path.isfile(config_path):
+        return _huggingface_class_name(config_path)
+    _, _, tensors, _ = read_checkpoint(path)  # an original TF checkpoint, or a CheckpointError naming the problem
+    if "cls/squad/output_weights" in tensors:
+        return "BertQuestionAnswerer"
+    if "output_weights" in tensors:
+        return "BertClassifier"
+    if "cls/predictions/output_bias" in tensors:
+        return "BertPretrainer"
+    return "BertBackbone"
+
+
+def _task_class_name(task):
+    if isinstance(task, type):
+        return task.__name__
+    if task in TASK_CLASSES:
+        return task
+    try:
+        return class_name_for_kind(task)
+    except KeyError:
+        raise ValueError(f"Unknown task {task!r}; expected None (detect it) or one of {', '.join(TASK_NAMES)}.") \
+            from None
+
+
+def _with_preprocessor_settings(model, settings):
+    """`model.preprocessor` rebuilt with `settings` in place of its own; `sequence_length` at most the position
+    table, and a question answerer's `max_query_length` short enough to leave each window context."""
+    preprocessor = model.preprocessor
+    saved = preprocessor.get_config()
+    unknown = sorted(set(settings) - set(saved))
+    if unknown:
+        known = sorted(set(saved) - {"name", "trainable", "dtype", "tokenizer"})
+        raise ValueError(f"{type(preprocessor).__name__} has no setting {', '.join(unknown)}; its settings are "
+                         f"{', '.join(known)}.")
+    config = {**saved, **settings}
+    config["sequence_length"] = min(config["sequence_length"], model.backbone.max_sequence_length)
+    if "max_query_length" in config:
+        config["max_query_length"] = min(config["max_query_length"], config["sequence_length"] - _WINDOW_OVERHEAD)
+    return type(preprocessor).from_config(config)
+
+
+def _check_vocabulary(path, model):
+    tokenizer = model.preprocessor.tokenizer
+    if tokenizer.vocabulary_size() > model.backbone.vocabulary_size:
+        raise ValueError(f"{path}: vocab.txt has {tokenizer.vocabulary_size()} tokens, more than the model embeds "
+                         f"({model.backbone.vocabulary_size}); give the vocabulary the model was trained with.")
+
+
+def _why_no_preprocessor(path, model):
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    if getattr(model, "default_preprocessor_class", None) is None:
+        return f"a {type(model).__name__} takes no raw text"
+    if not os.path.isfile(os.path.join(directory, VOCABULARY_FILENAME)):
+        return f"no vocab.txt beside the model in {path!r}; save the tokenizer with the model"
+    return "TensorFlow is not installed; raw text needs it (pip install tensorflow tensorflow-text)"
+
+
+def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **preprocessor_settings):
+    """The task a checkpoint holds, loaded with its class's `from_pretrained` (the library's AutoModel).
+
+    Args:
+        path: str. Any checkpoint `from_pretrained` reads: our directory, a Hugging Face directory or Hub model
+            id, or an original-TF checkpoint prefix.
+        task: None, a class name ("BertClassifier"), a kind ("classifier", "question-answerer") or a task
+            class. None detects it (`detect_task`); anything else loads that class from the checkpoint (e.g.
+            "backbone": the encoder of a fine-tuned model). Defaults to None.
+        preprocessor: "auto", a preprocessor or None, as the task's `from_pretrained` takes it. "auto" attaches
+            the one saved with the model, else the task's default on the checkpoint's `vocab.txt` (none without
+            a vocabulary or TensorFlow). Ignored for a `BertBackbone`. Defaults to "auto".
+        require_preprocessor: bool. Raise `ValueError` (saying why: no `vocab.txt`, no TensorFlow, a backbone)
+            when no preprocessor is attached, for callers that predict on raw text. Defaults to False.
+        **preprocessor_settings: settings of the attached preprocessor to change (e.g. `sequence_length=64`,
+            `doc_stride=32`, `null_score_diff_threshold=1.5`); the others stay as saved. `sequence_length` is
+            cut to the model's position table, and a question answerer's `max_query_length` to 4 tokens less.
+
+    Returns:
+        The model (a `BertTask`, or a `BertBackbone`), with `load_report` (a `checkpoints.LoadReport`).
+
+    Raises:
+        ValueError: the task cannot be detected, or is unknown (one line naming the file and what to pass);
+            the vocabulary is larger than the model's embedding table; `preprocessor_settings` without a
+            preprocessor.
+
+    Example:
+    >>> import tempfile
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> from keras_bert_impl.models.classifier import BertClassifier
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> backbone = BertBackbone(vocabulary_size=7, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+    ...                         max_sequence_length=16)
+    >>> directory = tempfile.mkdtemp()
+    >>> BertClassifier(backbone, num_classes=2, labels=["bad", "good"]).save_pretrained(directory)
+    >>> BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]).save_pretrained(directory)
+    >>> model = load_task(directory, sequence_length=8)
+    >>> type(model).__name__, model.preprocessor.sequence_length
+    ('BertClassifier', 8)
+    >>> [row["label"] in ("bad", "good") for row in model.decode_predictions(model.predict(["good"], verbose=0))]
+    [True]
+    """
+    from keras_bert_impl.checkpoints import resolve_checkpoint
+
+    path = resolve_checkpoint(os.fspath(path))  # a Hub model id: its cached snapshot, where vocab.txt is
+    class_name = detect_task(path) if task is None else _task_class_name(task)
+    if class_name == "BertBackbone":
+        model = task_class(class_name).from_pretrained(path)
+    else:
+        model = task_class(class_name).from_pretrained(path, preprocessor=preprocessor)
+    if getattr(model, "preprocessor", None) is None:
+        if require_preprocessor or preprocessor_settings:
+            wanted = "raw text" if require_preprocessor else f"preprocessor settings {sorted(preprocessor_settings)}"
+            raise ValueError(f"{path}: {wanted} needs a preprocessor, and none is attached: "
+                             f"{_why_no_preprocessor(path, model)}.")
+        return model
+    if preprocessor_settings:
+        model.preprocessor = _with_preprocessor_settings(model, preprocessor_settings)
+    _check_vocabulary(path, model)
+    return model
+
+
+def checkpoint_tokenizer(path, required=False):
+    """The `BertTokenizer` saved with a checkpoint (`vocab.txt` in its directory), or None without one.
+
+    Args:
+        path: str. A checkpoint directory or an original-TF checkpoint prefix.
+        required: bool. Raise `FileNotFoundError` instead of returning None. Defaults to False.
+
+    Returns:
+        `tokenization.BertTokenizer` or None. Needs TensorFlow (the tokenizer runs in TensorFlow text ops).
+    """
+    from keras_bert_impl.checkpoints import resolve_checkpoint
+
+    path = resolve_checkpoint(os.fspath(path))
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    if not os.path.isfile(os.path.join(directory, VOCABULARY_FILENAME)):
+        if required:
+            raise FileNotFoundError(f"No vocab.txt beside the model in {path!r}; save the tokenizer with the model.")
+        return None
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    return BertTokenizer.from_pretrained(directory)
