@@ -1,9 +1,11 @@
 """Pieces the subcommand modules share: the usage error and argument types.
 
-Kept free of TensorFlow and Keras imports, so that `keras-bert --help` answers at once.
+Kept free of TensorFlow and Keras imports at module level.
 """
 
 import argparse
+
+from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS
 
 
 class UsageError(ValueError):
@@ -68,44 +70,18 @@ def tune_fraction(text):
     return value
 
 
-# `--verbose 2`: a progress line within an epoch after this many steps or seconds, whichever comes first
-# (`training.callbacks.ProgressLog`), so a long first epoch (XLA compilation included) is not silent.
-PROGRESS_EVERY_STEPS = 100
-PROGRESS_EVERY_SECONDS = 60.0
-
-
 def add_verbose_argument(parser, default=1):
     """`--verbose 0|1|2`: Keras' fit verbosity (1: a progress bar per epoch)."""
+    from keras_bert_impl.training.callbacks import PROGRESS_EVERY_SECONDS, PROGRESS_EVERY_STEPS
+
     parser.add_argument("--verbose", type=int, default=default, choices=(0, 1, 2),
                         help="training output: 0 silent, 1 progress bar, 2 a line per epoch and a progress line "
                              f"(steps, examples/s, loss, elapsed) every {PROGRESS_EVERY_STEPS} steps or "
                              f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: {default})")
 
 
-def progress_callbacks(verbose, batch_size):
-    """`[training.callbacks.ProgressLog]` for `--verbose 2` (lines within an epoch), else `[]`.
-
-    Args:
-        verbose: int. The `--verbose` value.
-        batch_size: int. Examples per `fit` step.
-    """
-    if verbose != 2:
-        return []
-    from keras_bert_impl.training.callbacks import ProgressLog
-
-    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
-
-
 # The masked-LM flags (`add_masking_arguments`): flag dest -> `BertPretrainingPreprocessor` argument.
-MASKING_FLAGS = {
-    "max_predictions_per_seq": "max_predictions_per_seq",
-    "mask_rate": "mask_rate",
-    "masking_rule": "counting",
-    "whole_word_masking": "whole_word_masking",
-    "replacement_unit": "replacement_unit",
-    "mask_token_rate": "mask_token_rate",
-    "random_token_rate": "random_token_rate",
-}
+MASKING_FLAGS = {dest: name for dest, name in PREPROCESSOR_SETTINGS.items() if dest != "sequence_length"}
 
 
 def add_masking_arguments(group, masking_default=None):

@@ -1,12 +1,10 @@
 """The training half that every `keras-bert finetune-*` command shares.
 
-The flags of `arguments.add_finetuning_training_arguments` become the fine-tuning optimizer and schedule
-(`compile_for_finetuning`), per-epoch `last/` (and `best/` when something scores the epochs) and a resumable
-`model.fit` (`fit_finetuning`). Each command keeps what is its own: reading and packing its data, and how an
+The flags of `arguments.add_finetuning_training_arguments` become the arguments of the library's fine-tuning
+recipe (`training.finetuning.finetune`: optimizer and schedule, per-epoch `last/` and `best/`, resumable `fit`). Each command keeps what is its own: reading and packing its data, and how an
 epoch is scored.
 """
 
-from keras_bert_impl.cli.arguments import progress_callbacks
 from keras_bert_impl.training import finetuning
 
 
@@ -37,16 +35,14 @@ def fit_from_arguments(model, train_x, train_y, args, tokenizer, *, counts, deta
                                           counts=f"{len(train)} training examples")
     """
     steps_per_epoch = finetuning.batches_per_epoch(train_x, args.batch_size, length_bucketing, bucket_width)
-    total_steps = steps_per_epoch * args.epochs
-    finetuning.compile_for_finetuning(model, args.learning_rate, total_steps, args.warmup_fraction,
-                                      args.weight_decay, jit_compile=not args.no_jit)
-    print(f"{counts}, {steps_per_epoch} steps per epoch, {total_steps} updates{details}")
+    print(f"{counts}, {steps_per_epoch} steps per epoch, {steps_per_epoch * args.epochs} updates{details}")
     if monitor is None:
         print(f"no {selection_flags}: nothing tells the epochs apart, so only last/ is written")
-    checkpoint = finetuning.FinetuningCheckpoint(args.output_dir, tokenizer, evaluate=evaluate, monitor=monitor)
-    trained_from = finetuning.fit_finetuning(
-        model, train_x, train_y, checkpoint, args.epochs, args.batch_size, length_bucketing, bucket_width,
-        seed=args.seed, verbose=args.verbose, callbacks=progress_callbacks(args.verbose, args.batch_size))
+    checkpoint, trained_from = finetuning.finetune(
+        model, train_x, train_y, args.output_dir, tokenizer, epochs=args.epochs, batch_size=args.batch_size,
+        learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
+        jit_compile=not args.no_jit, length_bucketing=length_bucketing, bucket_width=bucket_width, seed=args.seed,
+        evaluate=evaluate, monitor=monitor, verbose=args.verbose)
     if monitor is not None and checkpoint.best_epoch is not None:
         print(f"best epoch {checkpoint.best_epoch + 1}: {selection_name} {monitor} {checkpoint.best_score:.4f}, "
               f"saved in {args.output_dir}/best")

@@ -361,6 +361,24 @@ class ProgressLog(keras.callbacks.Callback):
         self._last_step, self._last_time = step, now
 
 
+# `verbose=2`: a progress line within an epoch after this many steps or seconds, whichever comes first
+# (`ProgressLog`), so a long first epoch (XLA compilation included) is not silent.
+PROGRESS_EVERY_STEPS = 100
+PROGRESS_EVERY_SECONDS = 60.0
+
+
+def progress_callbacks(verbose, batch_size):
+    """`[ProgressLog]` for `fit(verbose=2)` (lines within an epoch), else `[]`.
+
+    Args:
+        verbose: int. The `fit` verbosity.
+        batch_size: int. Examples per `fit` step.
+    """
+    if verbose != 2:
+        return []
+    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
+
+
 class MetricsLog(keras.callbacks.Callback):
     """Append one JSON line per `fit` epoch (`step`, the epoch's mean metrics, `learning_rate`) to `path`.
 

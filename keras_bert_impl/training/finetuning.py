@@ -20,6 +20,8 @@ Each piece lives in the module named for it, and is importable from here too:
   official metrics (GLUE; SQuAD v1.1 / v2.0 with automatic null-threshold tuning).
 - `finetuning_outputs.save_finetuned` / `write_classification_predictions`: model directories and prediction
   files, written atomically.
+- `finetune` (here): the recipe every `keras-bert finetune-*` command and the quickstart run: compile for the
+  run's update count (`compile_for_finetuning`), then `fit_finetuning` with per-epoch `last/` (and `best/`).
 - `fit_finetuning` (here): `model.fit` that also saves a resumable training state each epoch
   (`training_state/`: weights, optimizer, RNG, epoch, best-so-far) and, run again on the same output
   directory, resumes from it on the same batches (epoch `e`'s order is fixed by `(seed, e)`).
@@ -60,6 +62,7 @@ __all__ = [
     "classification_scores",
     "compile_for_finetuning",
     "evaluate_squad_predictions",
+    "finetune",
     "fit_finetuning",
     "load_tokenizer",
     "predict_logits",
@@ -124,3 +127,47 @@ def fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length
     model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
               callbacks=[guard, checkpoint, *callbacks], verbose=verbose, shuffle=False)
     return initial_epoch
+
+
+def finetune(model, inputs, labels, output_dir, tokenizer=None, *, epochs, batch_size, learning_rate,
+             warmup_fraction=0.1, weight_decay=0.01, jit_compile=True, length_bucketing=True, bucket_width=32, seed=0,
+             evaluate=None, monitor=None, verbose="auto"):
+    """Fine-tune `model` as the original recipe does, resumably: the one training path of every fine-tune.
+
+    Compiles `model` with `AdamWeightDecay` under linear warmup over `warmup_fraction` of the run's updates
+    and linear decay to 0 (`compile_for_finetuning`), then trains `epochs` epochs (`fit_finetuning`): every
+    epoch end saves `output_dir/last` (and `best/` by `monitor` when `evaluate` scores the epochs) and the
+    training state, from which the same call resumes after an interruption.
+
+    Args:
+        model: a task model (e.g. `BertClassifier`, `BertQuestionAnswerer`).
+        inputs: dict of NumPy arrays `(N, T)`; labels: array or dict of arrays `(N,)`.
+        output_dir: str. Where `last/`, `best/` and `training_state/` go.
+        tokenizer: `BertTokenizer` or None. Saved beside each model directory. Defaults to None.
+        epochs, batch_size, learning_rate: int, int, float.
+        warmup_fraction, weight_decay: float. Defaults to 0.1 and 0.01.
+        jit_compile: bool. Defaults to True.
+        length_bucketing, bucket_width: batch by length (`finetuning_batches`). Defaults to True and 32.
+        seed: int. Data order seed. Defaults to 0.
+        evaluate: `evaluate(model) -> dict` run at each epoch end, or None. Defaults to None.
+        monitor: str or None. The key of `evaluate`'s results that picks `best/`. Defaults to None.
+        verbose: "auto", 0, 1 or 2 (2 adds progress lines within an epoch). Defaults to "auto".
+
+    Returns:
+        `(checkpoint, trained_from)`: the `FinetuningCheckpoint` (its `best_epoch`, `best_score`) and the epoch
+        training started from (0, or where it resumed).
+
+    Example:
+        checkpoint, _ = finetune(classifier, train_x, train_y, "runs/mrpc", tokenizer, epochs=3, batch_size=32,
+                                 learning_rate=2e-5)
+    """
+    from keras_bert_impl.training.callbacks import progress_callbacks
+
+    steps_per_epoch = batches_per_epoch(inputs, batch_size, length_bucketing, bucket_width)
+    compile_for_finetuning(model, learning_rate, steps_per_epoch * epochs, warmup_fraction, weight_decay,
+                           jit_compile=jit_compile)
+    checkpoint = FinetuningCheckpoint(output_dir, tokenizer, evaluate=evaluate, monitor=monitor)
+    trained_from = fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length_bucketing,
+                                  bucket_width, seed=seed, verbose=verbose,
+                                  callbacks=progress_callbacks(verbose, batch_size))
+    return checkpoint, trained_from
