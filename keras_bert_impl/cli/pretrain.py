@@ -14,11 +14,9 @@ same step, learning rate and data position. Outputs in `--output-dir`: `checkpoi
 `training_curves.png`, and `final/` (a `BertPretrainer.save_pretrained` directory with the vocabulary, which
 `--init-checkpoint`, `BertBackbone.from_pretrained` and the fine-tuning models read).
 
-Packing and masking: one `BertPretrainingPreprocessor` per phase holds the length and every masking setting
-(`--sequence-length`, `--masking`, `--max-predictions`, `--mask-rate`, `--masking-rule`, `--whole-word-masking`,
-`--replacement-unit`, `--mask-token-rate`, `--random-token-rate`) and is what the data code gets. With
-`--input-tfrecords` the settings come from `<prefix>.settings.json`, which `keras-bert create-data` writes
-beside its shards; a flag that disagrees with them is an error naming both values, not an override.
+Packing and masking: with `--input-tfrecords` the settings come from `<prefix>.settings.json`, which
+`keras-bert create-data` writes beside its shards; a flag that disagrees with them is an error naming both
+values, not an override.
 
 The recipe is `keras_bert_impl.training.pretraining.pretrain` (its docstring says how the pieces fit); each
 flag is the `PretrainingSettings` field of the same name. `--distribution`: `mirrored` (all local GPUs),

@@ -29,10 +29,8 @@ How the pieces fit:
   (`jit_compile`) step.
 - Phase 2 starts a fresh optimizer and schedule on the phase-1 weights, as the original does when
   `run_pretraining.py` is re-run with `--init_checkpoint`.
-- `distribution` (see `training.distribution`): `mirrored`, `multi_worker` (`TF_CONFIG` set per worker; the
-  chief writes) and `tpu` need `KERAS_BACKEND=tensorflow`; `jax_data_parallel` needs `KERAS_BACKEND=jax`
-  (on several hosts every process writes, process i > 0 into `output_dir/process<i>`). `batch_size` is
-  always the global batch.
+- `distribution`: see `training.distribution` and `keras-bert pretrain --help`; `batch_size` is always the
+  global batch.
 """
 
 import dataclasses
