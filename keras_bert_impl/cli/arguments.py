@@ -1,9 +1,11 @@
 """Pieces the subcommand modules share: the usage error and argument types.
 
-Kept free of TensorFlow and Keras imports, so that `keras-bert --help` answers at once.
+Kept free of TensorFlow and Keras imports at module level.
 """
 
 import argparse
+
+from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS
 
 
 class UsageError(ValueError):
@@ -70,22 +72,16 @@ def tune_fraction(text):
 
 def add_verbose_argument(parser, default=1):
     """`--verbose 0|1|2`: Keras' fit verbosity (1: a progress bar per epoch)."""
+    from keras_bert_impl.training.callbacks import PROGRESS_EVERY_SECONDS, PROGRESS_EVERY_STEPS
+
     parser.add_argument("--verbose", type=int, default=default, choices=(0, 1, 2),
                         help="training output: 0 silent, 1 progress bar, 2 a line per epoch and a progress line "
-                             "(steps, examples/s, loss, elapsed) every 100 steps or 60 s, whichever comes first "
-                             f"(default: {default})")
+                             f"(steps, examples/s, loss, elapsed) every {PROGRESS_EVERY_STEPS} steps or "
+                             f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: {default})")
 
 
 # The masked-LM flags (`add_masking_arguments`): flag dest -> `BertPretrainingPreprocessor` argument.
-MASKING_FLAGS = {
-    "max_predictions_per_seq": "max_predictions_per_seq",
-    "mask_rate": "mask_rate",
-    "masking_rule": "counting",
-    "whole_word_masking": "whole_word_masking",
-    "replacement_unit": "replacement_unit",
-    "mask_token_rate": "mask_token_rate",
-    "random_token_rate": "random_token_rate",
-}
+MASKING_FLAGS = {dest: name for dest, name in PREPROCESSOR_SETTINGS.items() if dest != "sequence_length"}
 
 
 def add_masking_arguments(group, masking_default=None):

