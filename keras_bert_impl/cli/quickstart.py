@@ -239,6 +239,7 @@ def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, 
         classification_arrays,
         read_classification_examples,
     )
+    from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
     from keras_bert_impl.utils.atomic_io import atomic_write_json
@@ -246,8 +247,9 @@ def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, 
     keras.utils.set_random_seed(seed)
     train, dev = (read_classification_examples(path, ["sentence"], "topic") for path in (train_file, dev_file))
     labels = LabelVocabulary.from_examples(train)
-    model = finetuning.build_classifier(tokenizer, len(labels), labels=labels.labels, init_checkpoint=init_checkpoint,
-                                        preprocessor=BertPreprocessor(tokenizer, CLASSIFIER_SEQUENCE_LENGTH))
+    model = finetuning.ModelSource(init_checkpoint).build(
+        BertClassifier, tokenizer, BertPreprocessor(tokenizer, CLASSIFIER_SEQUENCE_LENGTH), num_classes=len(labels),
+        labels=labels.labels)
     (train_x, train_y), (dev_x, dev_y) = (model.preprocessor(*classification_arrays(examples, labels))
                                           for examples in (train, dev))
     settings = finetuning.FinetuningSettings(directory, epochs=epochs, batch_size=BATCH_SIZE,
@@ -274,13 +276,14 @@ def finetune_question_answerer(tokenizer, init_checkpoint, squad_train, squad_de
     """
     import keras
 
+    from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
     from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples
     from keras_bert_impl.training import finetuning
 
     keras.utils.set_random_seed(seed)
     windows = dict(sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
                    max_query_length=SQUAD_MAX_QUERY_LENGTH)
-    model = finetuning.build_question_answerer(tokenizer, init_checkpoint=init_checkpoint)
+    model = finetuning.ModelSource(init_checkpoint).build(BertQuestionAnswerer, tokenizer)
     train_features = convert_examples_to_features(parse_squad_examples(squad_train, is_training=True), tokenizer,
                                                   is_training=True, **windows)
     dev_examples = parse_squad_examples(squad_dev)

@@ -109,6 +109,7 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     import keras
 
     from keras_bert_impl.data.classification_data import LabelVocabulary, classification_arrays
+    from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
     from keras_bert_impl.training.held_out_data import split_rows
@@ -124,11 +125,10 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
         train, tune = split_rows(train, files.tune_fraction, settings.seed)
         print(f"tune fraction {files.tune_fraction}: {len(tune)} of {len(train) + len(tune)} training rows held "
               f"out to pick best/")
-    model = finetuning.build_classifier(
-        tokenizer, 1 if regression else (len(labels) if labels else None), labels=labels.labels if labels else None,
-        init_checkpoint=source.init_checkpoint, preset=source.preset,
-        max_sequence_length=max(512, files.sequence_length), classifier_dropout=classifier_dropout,
-        preprocessor=BertPreprocessor(tokenizer, sequence_length=files.sequence_length))
+    model = source.build(BertClassifier, tokenizer, BertPreprocessor(tokenizer, sequence_length=files.sequence_length),
+                         max_sequence_length=max(512, files.sequence_length),
+                         num_classes=1 if regression else (len(labels) if labels else None),
+                         labels=labels.labels if labels else None, dropout=classifier_dropout)
     if labels is None and not regression:
         labels = LabelVocabulary(model.labels or [str(index) for index in range(model.num_classes)])
 

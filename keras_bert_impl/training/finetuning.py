@@ -4,8 +4,6 @@
 Each piece lives in the module named for it, and is importable from here too:
 
 - `tokenizer_loading.load_tokenizer`: the vocabulary from `--vocab` or from the initial checkpoint's directory.
-- `task_model_builders.build_classifier` / `build_question_answerer`: from any checkpoint `from_pretrained`
-  reads, or a preset (random weights, from scratch).
 - `model_input_checks.check_model_inputs`: empty data, over-long rows and out-of-range ids named before the
   compiled steps.
 - `finetuning_batches.training_dataset` / `batches_per_epoch` / `predict_logits`: fixed padding or length
@@ -29,6 +27,8 @@ Each piece lives in the module named for it, and is importable from here too:
 """
 
 import dataclasses
+import inspect
+import logging
 
 # The names callers use as `finetuning.<name>` (the CLI, examples and tests); defined in the modules above.
 from keras_bert_impl.training.finetuning_batches import batches_per_epoch, predict_logits, training_dataset
@@ -50,8 +50,9 @@ from keras_bert_impl.training.finetuning_state import (
     restore_finetuning_state,
 )
 from keras_bert_impl.training.model_input_checks import check_model_inputs
-from keras_bert_impl.training.task_model_builders import build_classifier, build_question_answerer
 from keras_bert_impl.training.tokenizer_loading import load_tokenizer
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "EVAL_RESULTS_FILENAME",
@@ -60,8 +61,6 @@ __all__ = [
     "FinetuningSettings",
     "ModelSource",
     "batches_per_epoch",
-    "build_classifier",
-    "build_question_answerer",
     "check_model_inputs",
     "classification_monitor",
     "classification_scores",
@@ -155,6 +154,57 @@ class ModelSource:
     def tokenizer(self):
         """The run's `BertTokenizer` (`load_tokenizer`)."""
         return load_tokenizer(self.vocab, self.init_checkpoint, lowercase=False if self.cased else None)
+
+    def build(self, task_class, tokenizer, preprocessor=None, max_sequence_length=512, backbone_dropout=None,
+              **head):
+        """The run's task model: `task_class.from_pretrained(init_checkpoint)`, or from scratch a backbone of size
+        `preset` sized to `tokenizer` under a new head; checked against `tokenizer`.
+
+        Args:
+            task_class: a `BertTask` subclass, e.g. `BertClassifier`.
+            tokenizer: `BertTokenizer`. A vocabulary larger than the embedding table is refused in one line; a
+                smaller one is allowed with a WARNING (some checkpoints pad the table).
+            preprocessor: a preprocessor or None. Attached and saved with the model (the run's packing length,
+                windows, null threshold); None: a checkpoint's own, if any. Defaults to None.
+            max_sequence_length: int. Position table of a model from scratch. Defaults to 512.
+            backbone_dropout: float or None. The encoder's hidden and attention dropout; None: the config's.
+                Defaults to None.
+            **head: the head's constructor arguments (e.g. `num_classes`, `labels`, `dropout`); a checkpoint's
+                head fills those that are None.
+
+        Returns:
+            The `task_class` model.
+
+        Example:
+            model = ModelSource(preset="tiny").build(BertClassifier, tokenizer, num_classes=2)
+        """
+        from keras_bert_impl.models.backbone import BertBackbone
+        from keras_bert_impl.models.task import AUTO
+
+        overrides = {} if backbone_dropout is None else {"dropout": backbone_dropout,
+                                                          "attention_dropout": backbone_dropout}
+        if self.init_checkpoint:
+            names = inspect.signature(task_class.pretrained_head_arguments).parameters
+            if "dropout" in head and "dropout" not in names:  # the classifiers call it classifier_dropout there
+                head["classifier_dropout"] = head.pop("dropout")
+            model = task_class.from_pretrained(self.init_checkpoint, preprocessor=preprocessor or AUTO,
+                                               **head, **overrides)
+        elif self.preset:
+            backbone = BertBackbone.from_scratch(self.preset, vocabulary_size=tokenizer.vocabulary_size(),
+                                                 max_sequence_length=max_sequence_length, **overrides)
+            model = task_class(backbone, preprocessor=preprocessor,
+                               **{name: value for name, value in head.items() if value is not None})
+        else:
+            raise ValueError("Give an initial checkpoint (init_checkpoint) or a preset to train from scratch.")
+        table = model.backbone.vocabulary_size
+        if tokenizer.vocabulary_size() > table:
+            raise ValueError(f"The tokenizer has {tokenizer.vocabulary_size()} tokens but the model's embedding table "
+                             f"has {table} rows; use the vocabulary the checkpoint was trained with.")
+        if tokenizer.vocabulary_size() < table:
+            logger.warning("The tokenizer has %d tokens but the model's embedding table has %d rows; unless the "
+                           "table is padded, this is not the checkpoint's vocabulary.", tokenizer.vocabulary_size(),
+                           table)
+        return model
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,18 +52,17 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
 
     from keras_bert_impl import metrics
     from keras_bert_impl.data.multiple_choice_data import multiple_choice_inputs, read_swag_examples
+    from keras_bert_impl.models.multiple_choice import BertMultipleChoice
     from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
     from keras_bert_impl.training import finetuning
     from keras_bert_impl.training.held_out_data import split_rows
-    from keras_bert_impl.training.task_model_builders import build_multiple_choice
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     preprocessor = BertMultipleChoicePreprocessor(tokenizer, sequence_length=sequence_length)
-    model = build_multiple_choice(tokenizer, init_checkpoint=source.init_checkpoint, preset=source.preset,
-                                  max_sequence_length=max(512, sequence_length), dropout=dropout,
-                                  preprocessor=preprocessor)
+    model = source.build(BertMultipleChoice, tokenizer, preprocessor, max_sequence_length=max(512, sequence_length),
+                         dropout=dropout)
 
     def pack(examples):
         """`(x, labels)`: inputs `(N, C, T)` and int32 `(N,)` labels (None without)."""

@@ -186,6 +186,21 @@ class _SquadRun:
         print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
 
 
+def _saved_preprocessor_config(path):
+    """The config of the preprocessor saved with a model directory (`preprocessor.json`), or {} when none is."""
+    from keras_bert_impl.models.task import PREPROCESSOR_FILENAME
+
+    file_path = os.path.join(os.fspath(path), PREPROCESSOR_FILENAME) if path else ""
+    if not os.path.isfile(file_path):
+        return {}
+    with open(file_path, encoding="utf-8") as handle:
+        try:
+            return dict(json.load(handle).get("config", {}))
+        except (json.JSONDecodeError, AttributeError) as error:
+            raise ValueError(f"{file_path}: not a preprocessor config written by save_pretrained ({error}); give "
+                             "a model directory save_pretrained wrote, or remove that file.") from error
+
+
 def finetune_squad(files, squad, source, settings):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
 
@@ -209,23 +224,21 @@ def finetune_squad(files, squad, source, settings):
 
     from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
     from keras_bert_impl.squad.squad_reader import load_squad_json
-    from keras_bert_impl.training import finetuning
-    from keras_bert_impl.training.task_model_builders import saved_preprocessor_config
+    from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
 
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     threshold = squad.null_score_diff_threshold
     if threshold is None:  # a fine-tuned checkpoint's tuned threshold, until this run tunes one
-        threshold = saved_preprocessor_config(source.init_checkpoint).get("null_score_diff_threshold", 0.0)
+        threshold = _saved_preprocessor_config(source.init_checkpoint).get("null_score_diff_threshold", 0.0)
     # The run's settings travel with the model it saves (preprocessor.json), for predict and export.
     preprocessor = BertQuestionAnsweringPreprocessor(
         tokenizer, sequence_length=squad.sequence_length, doc_stride=squad.doc_stride,
         max_query_length=squad.max_query_length, n_best_size=squad.n_best_size,
         max_answer_length=squad.max_answer_length, version_2_with_negative=squad.version_2,
         null_score_diff_threshold=threshold)
-    model = finetuning.build_question_answerer(tokenizer, init_checkpoint=source.init_checkpoint, preset=source.preset,
-                                               max_sequence_length=max(512, squad.sequence_length),
-                                               preprocessor=preprocessor)
+    model = source.build(BertQuestionAnswerer, tokenizer, preprocessor,
+                         max_sequence_length=max(512, squad.sequence_length))
     run = _SquadRun(model, tokenizer, files, squad, settings)
     train_json = run.read(load_squad_json(files.train_file) if settings.epochs else None)
     trained_from = run.train(train_json) if settings.epochs else 0

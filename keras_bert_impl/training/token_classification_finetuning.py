@@ -86,11 +86,9 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
     train = read_conll_sentences(files.train_file) if settings.epochs else []
     tags = tag_vocabulary(train) if train else None  # no training: the checkpoint's tags
     preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=sequence_length, stride=stride)
-    model = finetuning.build_classifier(
-        tokenizer, len(tags) if tags else None, labels=tags.labels if tags else None,
-        init_checkpoint=source.init_checkpoint, preset=source.preset, max_sequence_length=max(512, sequence_length),
-        classifier_dropout=classifier_dropout, preprocessor=preprocessor, model_class=BertTokenClassifier,
-    )
+    model = source.build(BertTokenClassifier, tokenizer, preprocessor, max_sequence_length=max(512, sequence_length),
+                         num_classes=len(tags) if tags else None, labels=tags.labels if tags else None,
+                         dropout=classifier_dropout)
     if model.labels is None:
         raise ValueError(f"{source.init_checkpoint} has no tag names; give a training file (its tags name the "
                          "classes).")

@@ -112,22 +112,25 @@ def test_row02_huggingface_shape_mismatch_says_config_and_weights_disagree(tmp_p
 
 
 def test_row03_larger_vocabulary_than_the_embedding_table_is_rejected(tmp_path):
+    from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.tokenization import BertTokenizer
     from keras_bert_impl.training import finetuning
 
     checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint")
     with pytest.raises(ValueError, match=f"tokenizer has {len(VOCABULARY) + 2} tokens but the model's embedding "
                                          f"table has {len(VOCABULARY)} rows; use the vocabulary the checkpoint"):
-        finetuning.build_classifier(BertTokenizer(VOCABULARY + ["extra1", "extra2"]), 2, init_checkpoint=checkpoint)
+        finetuning.ModelSource(checkpoint).build(BertClassifier, BertTokenizer(VOCABULARY + ["extra1", "extra2"]),
+                                                 num_classes=2)
 
 
 def test_row03_smaller_vocabulary_is_allowed_with_a_warning(tmp_path, caplog):
+    from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.tokenization import BertTokenizer
     from keras_bert_impl.training import finetuning
 
     checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint")
     with caplog.at_level(logging.WARNING):
-        finetuning.build_classifier(BertTokenizer(VOCABULARY[:-3]), 2, init_checkpoint=checkpoint)
+        finetuning.ModelSource(checkpoint).build(BertClassifier, BertTokenizer(VOCABULARY[:-3]), num_classes=2)
     assert f"tokenizer has {len(VOCABULARY) - 3} tokens but the model's embedding table has" in caplog.text
 
 

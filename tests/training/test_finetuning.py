@@ -16,7 +16,6 @@ from keras_bert_impl.training.finetuning_metrics import (
 from keras_bert_impl.training.finetuning_optimizer import compile_for_finetuning
 from keras_bert_impl.training.finetuning_outputs import write_classification_predictions
 from keras_bert_impl.training.finetuning_state import FinetuningCheckpoint
-from keras_bert_impl.training.task_model_builders import build_classifier, build_question_answerer
 from keras_bert_impl.training.tokenizer_loading import load_tokenizer
 from tests.helpers import tiny_backbone, to_numpy
 from tests.models.task_test_utils import marker_span_task, token_presence_task
@@ -35,24 +34,32 @@ def test_tokenizer_comes_from_the_vocab_or_the_checkpoint_directory(tmp_path):
 
 
 def test_models_from_a_checkpoint_or_a_preset(tmp_path):
-    checkpoint = write_tiny_checkpoint(tmp_path / "ckpt")
-    classifier = build_classifier(tokenizer(), 3, labels=["a", "b", "c"], init_checkpoint=checkpoint)
-    assert classifier.labels == ("a", "b", "c") and classifier.load_report.missing
-    answerer = build_question_answerer(tokenizer(), init_checkpoint=checkpoint, backbone_dropout=0.0)
+    from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
+    from keras_bert_impl.training.finetuning import ModelSource
+
+    checkpoint = ModelSource(init_checkpoint=write_tiny_checkpoint(tmp_path / "ckpt"))
+    classifier = checkpoint.build(BertClassifier, tokenizer(), num_classes=3, labels=["a", "b", "c"], dropout=0.2)
+    assert classifier.labels == ("a", "b", "c") and classifier.load_report.missing and classifier.dropout == 0.2
+    answerer = checkpoint.build(BertQuestionAnswerer, tokenizer(), backbone_dropout=0.0)
     assert answerer.backbone.dropout == 0.0
-    scratch = build_classifier(tokenizer(), 1, preset="tiny", max_sequence_length=64)
+    scratch = ModelSource(preset="tiny").build(BertClassifier, tokenizer(), max_sequence_length=64, num_classes=1,
+                                               labels=None, dropout=None)
     assert scratch.is_regression and scratch.backbone.vocabulary_size == len(VOCABULARY)
+    assert scratch.backbone.max_sequence_length == 64 and scratch.dropout == 0.1
     with pytest.raises(ValueError, match="checkpoint"):
-        build_question_answerer(tokenizer())
+        ModelSource().build(BertQuestionAnswerer, tokenizer())
 
 
 def test_a_vocabulary_larger_than_the_embedding_table_is_rejected(tmp_path):
+    from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.tokenization import BertTokenizer
+    from keras_bert_impl.training.finetuning import ModelSource
 
     checkpoint = write_tiny_checkpoint(tmp_path / "ckpt")
     bigger = BertTokenizer(VOCABULARY + ["extra"])
     with pytest.raises(ValueError, match="embedding table"):
-        build_classifier(bigger, 2, init_checkpoint=checkpoint)
+        ModelSource(init_checkpoint=checkpoint).build(BertClassifier, bigger, num_classes=2)
 
 
 @pytest.mark.tensorflow_only
