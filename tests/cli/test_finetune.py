@@ -4,6 +4,7 @@ TensorFlow, length buckets, a converted (original TF format) initial checkpoint,
 import json
 import os
 
+import numpy as np
 import pytest
 
 from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
@@ -114,17 +115,20 @@ def test_predict_packs_to_the_length_the_classifier_was_finetuned_with(tmp_path,
 
     model = BertClassifier.from_pretrained(original_checkpoint, num_classes=2, labels=["0", "1"],
                                            preprocessor=BertPreprocessor(tokenizer(), sequence_length=6))
+    text = "the cat sat on the mat and the dog ran far away home today"
     head = model.get_layer("classifier_dense")
     head.kernel.assign(head.kernel * 1000.0)  # probabilities that show the packing in their 4 printed digits
+    logits = model.predict([text], verbose=0)[0]
+    # Both classes equally likely at the saved length (0.5000), so any other packing shows in the digits.
+    head.bias.assign(head.bias + np.array([0.0, logits[0] - logits[1]], "float32"))
     model.save_pretrained(tmp_path / "model")
-    text = "the cat sat on the mat and the dog ran far away home today"
 
     def probability(*flags):
         status, out, err = run_cli(capsys, "predict", "--model", tmp_path / "model", "--text", text, *flags)
         assert status == 0, err
         return out.split("\t")[2]
 
-    assert probability() == probability("--sequence-length", 6) != probability("--sequence-length", 32)
+    assert probability() == probability("--sequence-length", 6) == "0.5000" != probability("--sequence-length", 32)
 
 
 @pytest.fixture(scope="module")
