@@ -359,8 +359,8 @@ def _build_model(settings, tokenizer, longest):
     if settings.init_checkpoint:
         model = BertPretrainer.from_pretrained(settings.init_checkpoint, **overrides)
     else:
-        backbone = BertBackbone.from_preset(settings.preset, vocabulary_size=tokenizer.vocabulary_size(),
-                                            max_sequence_length=max(512, longest), **overrides)
+        backbone = BertBackbone.from_scratch(settings.preset, vocabulary_size=tokenizer.vocabulary_size(),
+                                             max_sequence_length=max(512, longest), **overrides)
         model = BertPretrainer(backbone)
     if longest > model.backbone.max_sequence_length:
         raise ValueError(f"Sequence length {longest} exceeds the position table of {settings.init_checkpoint} "
