@@ -187,8 +187,8 @@ class ModelSource:
             names = inspect.signature(task_class.pretrained_head_arguments).parameters
             if "dropout" in head and "dropout" not in names:  # the classifiers call it classifier_dropout there
                 head["classifier_dropout"] = head.pop("dropout")
-            model = task_class.from_pretrained(self.init_checkpoint, preprocessor=preprocessor or AUTO,
-                                               **head, **overrides)
+            attached = AUTO if preprocessor is None else preprocessor
+            model = task_class.from_pretrained(self.init_checkpoint, preprocessor=attached, **head, **overrides)
         elif self.preset:
             backbone = BertBackbone.from_scratch(self.preset, vocabulary_size=tokenizer.vocabulary_size(),
                                                  max_sequence_length=max_sequence_length, **overrides)
@@ -273,6 +273,8 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
         `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, or where it resumed),
         and `history`, `best_epoch`, `best_score` say what it picked.
     """
+    from keras_bert_impl.training.callbacks import progress_callbacks
+
     steps_per_epoch = batches_per_epoch(train_x, settings.batch_size, settings.length_bucketing,
                                         settings.bucket_width)
     total_steps = steps_per_epoch * settings.epochs
@@ -282,8 +284,6 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
     if monitor is None:
         print("no dev or held-out data: nothing tells the epochs apart, so only last/ is written")
     checkpoint = FinetuningCheckpoint(settings.output_dir, tokenizer, evaluate=evaluate, monitor=monitor)
-    from keras_bert_impl.training.callbacks import progress_callbacks
-
     checkpoint.trained_from = fit_finetuning(
         model, train_x, train_y, checkpoint, settings.epochs, settings.batch_size, settings.length_bucketing,
         settings.bucket_width, seed=settings.seed, verbose=settings.verbose,
