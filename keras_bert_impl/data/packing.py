@@ -23,7 +23,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.utils.renamed_arguments import take_renamed_argument
 
 TRUNCATION_RULES = ("longest_first", "random_front_back")
 PADDING_MODES = ("fixed", "dynamic")
@@ -138,7 +137,6 @@ class SegmentPacker(keras.layers.Layer):
         seed=0,
         **kwargs,
     ):
-        sequence_length = take_renamed_argument(kwargs, "seq_length", "sequence_length", sequence_length, "SegmentPacker")
         super().__init__(**kwargs)
         if sequence_length is None or cls_token_id is None or sep_token_id is None:
             raise TypeError("SegmentPacker needs sequence_length, cls_token_id and sep_token_id.")

@@ -12,7 +12,6 @@ import tensorflow as tf
 from keras_bert_impl.data.documents import as_sentence_documents, read_documents, tokenize_documents
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
-from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 
 _INSTANCE_SIGNATURE = {
@@ -22,7 +21,6 @@ _INSTANCE_SIGNATURE = {
 }
 
 
-@renamed_arguments(max_seq_length="sequence_length")
 def pretraining_instances_dataset(
     documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
 ):

@@ -25,7 +25,6 @@ writes them to files.
 import random
 
 from keras_bert_impl.data.packing import truncate_pair
-from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 
 def check_instance_settings(sequence_length, short_seq_prob, dupe_factor):
@@ -37,7 +36,6 @@ def check_instance_settings(sequence_length, short_seq_prob, dupe_factor):
         raise ValueError(f"dupe_factor must be >= 1, got {dupe_factor}.")
 
 
-@renamed_arguments(max_seq_length="sequence_length")
 def instances_from_document(documents, document_index, sequence_length, short_seq_prob, rng):
     """The original `create_instances_from_document`: NSP pairs from one document.
 
@@ -94,7 +92,6 @@ def instances_from_document(documents, document_index, sequence_length, short_se
     return instances
 
 
-@renamed_arguments(max_seq_length="sequence_length")
 def iterate_pretraining_instances(
     documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
 ):

@@ -25,7 +25,6 @@ from keras_bert_impl.data.pretraining_batches import check_pretraining_preproces
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 from keras_bert_impl.data.pretraining_tfrecord_settings import SETTINGS_SUFFIX
 from keras_bert_impl.utils.atomic_io import atomic_path
-from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -203,7 +202,6 @@ def _check_record_layout(path, sequence_length, max_predictions_per_seq, static)
             )
 
 
-@renamed_arguments(max_seq_length="sequence_length")
 def read_pretraining_tfrecords(
     file_pattern,
     batch_size,

@@ -21,7 +21,6 @@ from keras_bert_impl.export.export_error import ExportError
 from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess
 from keras_bert_impl.models.registry import TASK_CLASSES, task_kind
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
-from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +122,6 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
     return settings
 
 
-@renamed_arguments(max_sequence_length="sequence_length")
 def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None, overwrite=False, **options):
     """Export a BERT model as a TensorFlow SavedModel with numeric and (with a tokenizer) raw-text signatures.
 

@@ -29,7 +29,6 @@ import logging
 
 import numpy as np
 
-from keras_bert_impl.utils.renamed_arguments import renamed_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -254,7 +253,6 @@ def _validate_lengths(sequence_length, max_query_length, doc_stride, stride_sema
     document_windows(1, min_doc_tokens, doc_stride, stride_semantics)
 
 
-@renamed_arguments(max_seq_length="sequence_length")
 def convert_examples_to_features(
     examples,
     tokenizer,

@@ -194,20 +194,6 @@ def test_special_ids_other_than_zero_and_unbatched_rows(pairs):
             np.testing.assert_array_equal(single[key].numpy(), reference[key])
 
 
-def test_config_saved_with_the_old_seq_length_key_still_loads():
-    """`seq_length` was the packer's name for `sequence_length`: configs saved with it load, with a warning."""
-    packer = _packer(truncation="random_front_back", seed=3)
-    config = packer.get_config()
-    assert config["sequence_length"] == 10 and "seq_length" not in config
-    old_config = {("seq_length" if key == "sequence_length" else key): value for key, value in config.items()}
-    with pytest.warns(DeprecationWarning, match="`seq_length` is deprecated; pass `sequence_length`"):
-        restored = SegmentPacker.from_config(old_config)
-    assert restored.get_config() == config
-    with pytest.warns(DeprecationWarning, match="pass `sequence_length`"):
-        keyword = SegmentPacker(seq_length=10, cls_token_id=CLS, sep_token_id=SEP, pad_token_id=PAD)
-    np.testing.assert_array_equal(keyword.pack([1, 2, 3], [4, 5])["token_ids"],
-                                  _packer().pack([1, 2, 3], [4, 5])["token_ids"])
-    with pytest.raises(TypeError, match="both `sequence_length` and its deprecated name `seq_length`"):
-        SegmentPacker(sequence_length=10, seq_length=10, cls_token_id=CLS, sep_token_id=SEP)
+def test_packer_without_its_required_settings_is_a_clear_error():
     with pytest.raises(TypeError, match="needs sequence_length, cls_token_id and sep_token_id"):
         SegmentPacker(cls_token_id=CLS, sep_token_id=SEP)

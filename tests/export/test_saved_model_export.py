@@ -419,9 +419,6 @@ def test_unexportable_inputs_raise_clear_errors(tmp_path):
         export_saved_model(small, tmp_path / "x", _tokenizer(tmp_path))
     with pytest.raises(ExportError, match="position table"):
         export_saved_model(small, tmp_path / "x", sequence_length=64)
-    with pytest.warns(DeprecationWarning, match="`max_sequence_length` is deprecated; pass `sequence_length`"):
-        with pytest.raises(ExportError, match="position table"):
-            export_saved_model(small, tmp_path / "x", max_sequence_length=64)
     with pytest.raises(ExportError, match="apply only to BertQuestionAnswerer"):
         export_saved_model(small, tmp_path / "x", doc_stride=8)
     with pytest.raises(TypeError, match="unknown options"):

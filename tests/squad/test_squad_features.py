@@ -193,14 +193,3 @@ def test_training_example_without_answer_start_is_a_clear_error(tokenizer):
     example = SquadExample("q", "what", CONTEXT, (SquadAnswer("t1", None),))
     with pytest.raises(ValueError, match="Training example 'q' needs an answer with answer_start"):
         convert_examples_to_features([example], tokenizer, sequence_length=8, max_query_length=4, is_training=True)
-
-
-def test_old_max_seq_length_keyword_still_works_with_a_warning(tokenizer):
-    example = SquadExample("q", "what is t1", CONTEXT, (answer("t5 t6"),))
-    settings = dict(doc_stride=2, max_query_length=4)
-    with pytest.warns(DeprecationWarning, match="`max_seq_length` is deprecated; pass `sequence_length`"):
-        old = convert_examples_to_features([example], tokenizer, max_seq_length=10, **settings)
-    new = convert_examples_to_features([example], tokenizer, sequence_length=10, **settings)
-    np.testing.assert_array_equal(old.token_ids, new.token_ids)
-    with pytest.raises(TypeError, match="both `sequence_length` and its deprecated name `max_seq_length`"):
-        convert_examples_to_features([example], tokenizer, sequence_length=10, max_seq_length=10, **settings)
