@@ -1,10 +1,6 @@
 """BERT optimizers (original AdamWeightDecay, LAMB) and warmup + linear decay learning-rate schedules."""
 
-from keras_bert_impl.optimization.adam_weight_decay import AdamWeightDecay
-from keras_bert_impl.optimization.decoupled_weight_decay import (
-    DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-    DecoupledWeightDecayOptimizer,
-)
+from keras_bert_impl.optimization.adam_weight_decay import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay
 from keras_bert_impl.optimization.lamb import Lamb
 from keras_bert_impl.optimization.schedules import (
     OPTIMIZER_NAMES,
@@ -19,7 +15,6 @@ __all__ = [
     "OPTIMIZER_NAMES",
     "SCHEDULE_VARIANTS",
     "AdamWeightDecay",
-    "DecoupledWeightDecayOptimizer",
     "Lamb",
     "WarmupLinearDecay",
     "create_optimizer",

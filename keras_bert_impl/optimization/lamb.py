@@ -12,16 +12,15 @@ Backend-agnostic: `keras.ops` only.
 import keras
 from keras import ops
 
-from keras_bert_impl.optimization.decoupled_weight_decay import (
-    DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-    DecoupledWeightDecayOptimizer,
+from keras_bert_impl.optimization.adam_weight_decay import (
+    AdamWeightDecay,
     compile_variable_patterns,
     variable_matches,
 )
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class Lamb(DecoupledWeightDecayOptimizer):
+class Lamb(AdamWeightDecay):
     """LAMB optimizer (You et al., 2019): Adam moments, decoupled decay, and a per-variable trust ratio.
 
     Per variable `p` with gradient `g` (after global-norm clipping), at step `t` (1-based):
@@ -59,31 +58,11 @@ class Lamb(DecoupledWeightDecayOptimizer):
     2.7
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        weight_decay_rate=0.01,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-        exclude_from_layer_adaptation=None,
-        bias_correction=True,
-        global_clipnorm=1.0,
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            beta_1=beta_1,
-            beta_2=beta_2,
-            epsilon=epsilon,
-            weight_decay_rate=weight_decay_rate,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            global_clipnorm=global_clipnorm,
-            **kwargs,
-        )
+    def __init__(self, learning_rate=0.001, exclude_from_layer_adaptation=None, bias_correction=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
         self._layer_adaptation_exclusion = compile_variable_patterns(
-            exclude_from_weight_decay if exclude_from_layer_adaptation is None else exclude_from_layer_adaptation,
+            self.exclude_from_weight_decay_patterns if exclude_from_layer_adaptation is None
+            else exclude_from_layer_adaptation,
             "exclude_from_layer_adaptation",
         )
         self.exclude_from_layer_adaptation = (
@@ -98,17 +77,7 @@ class Lamb(DecoupledWeightDecayOptimizer):
         self._adapt_flags = [not variable_matches(self._layer_adaptation_exclusion, v) for v in var_list]
 
     def update_step(self, gradient, variable, learning_rate):
-        dtype = variable.dtype
-        learning_rate = ops.cast(learning_rate, dtype)
-        gradient = ops.cast(gradient, dtype)
-        first_moment, second_moment = self._update_moments(gradient, variable)
-        if self.bias_correction:
-            # `iterations` counts optimizer updates (micro-steps / accumulation steps), so t starts at 1.
-            step = ops.cast(self.iterations + 1, dtype)
-            first_moment = first_moment / (1.0 - ops.power(ops.cast(self.beta_1, dtype), step))
-            second_moment = second_moment / (1.0 - ops.power(ops.cast(self.beta_2, dtype), step))
-        update = first_moment / (ops.sqrt(second_moment) + ops.cast(self.epsilon, dtype))
-        update = self._add_weight_decay(update, variable)
+        update = self._decayed_adam_update(gradient, variable, self.bias_correction)
         if self._adapt_flags[self._get_variable_index(variable)]:
             weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
             update_norm = ops.sqrt(ops.sum(ops.square(update)))
@@ -118,7 +87,7 @@ class Lamb(DecoupledWeightDecayOptimizer):
                 both_positive, weight_norm / ops.where(both_positive, update_norm, 1.0), 1.0
             )
             update = trust_ratio * update
-        self.assign_sub(variable, learning_rate * update)
+        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * update)
 
     def get_config(self):
         config = super().get_config()

@@ -8,8 +8,7 @@ import logging
 import keras
 from keras import ops
 
-from keras_bert_impl.optimization.adam_weight_decay import AdamWeightDecay
-from keras_bert_impl.optimization.decoupled_weight_decay import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+from keras_bert_impl.optimization.adam_weight_decay import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay
 from keras_bert_impl.optimization.lamb import Lamb
 
 logger = logging.getLogger(__name__)
