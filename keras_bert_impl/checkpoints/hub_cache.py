@@ -47,10 +47,6 @@ def _offline():
     return value in ("1", "ON", "YES", "TRUE") or bool(constants.HF_HUB_OFFLINE)
 
 
-def _has_safetensors(directory):
-    return any(name.endswith(".safetensors") for name in os.listdir(directory))
-
-
 def resolve_checkpoint(name_or_path, revision=None):
     """The local path of a checkpoint: `name_or_path` itself when it exists on disk, else the cached
     snapshot of the Hugging Face Hub model of that id (downloaded first unless `HF_HUB_OFFLINE=1`).
@@ -91,13 +87,13 @@ def resolve_checkpoint(name_or_path, revision=None):
     from huggingface_hub import constants, errors
 
     offline = _offline()
-    where = f"{path}" + (f" (revision {revision})" if revision else "")
+    where = path + (f" (revision {revision})" if revision else "")
     try:
         directory = huggingface_hub.snapshot_download(
             path, revision=revision, allow_patterns=HUB_FILE_PATTERNS, ignore_patterns=HUB_SUBFOLDER_PATTERNS,
             local_files_only=offline,
         )
-        if not offline and not _has_safetensors(directory):
+        if not offline and not any(name.endswith(".safetensors") for name in os.listdir(directory)):
             directory = huggingface_hub.snapshot_download(path, revision=revision, allow_patterns=[HUB_PYTORCH_FILE])
     except errors.GatedRepoError as error:
         raise CheckpointError(
@@ -115,15 +111,10 @@ def resolve_checkpoint(name_or_path, revision=None):
             f"commit."
         ) from error
     except errors.LocalEntryNotFoundError as error:
-        if offline:
-            raise CheckpointError(
-                f"{where} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and "
-                f"HF_HUB_OFFLINE=1 forbids downloading it: load it once online (or `hf download {path}`), or "
-                f"pass a local directory."
-            ) from error
+        why = (f"HF_HUB_OFFLINE=1 forbids downloading it: load it once online (or `hf download {path}`)" if offline
+               else "could not be downloaded from the Hugging Face Hub: check the network connection")
         raise CheckpointError(
-            f"{where} could not be downloaded from the Hugging Face Hub and is not in the cache "
-            f"({constants.HF_HUB_CACHE}): check the network connection, or pass a local "
+            f"{where} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {why}, or pass a local "
             f"directory."
         ) from error
     except (errors.HfHubHTTPError, OSError) as error:

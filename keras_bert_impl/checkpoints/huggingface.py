@@ -58,11 +58,24 @@ def backbone_config_from_huggingface(config, config_path):
             f"{config_path}: position_embedding_type {position_type!r} is not supported (only learned "
             f"absolute positions, as in BERT)."
         )
+    return backbone_config_from_bert_json(config, config_path, HUGGINGFACE_ACTIVATIONS, num_segments=2)
+
+
+def backbone_config_from_bert_json(config, config_path, activations, num_segments, layer_norm_epsilon=None):
+    """`BertBackbone` arguments from a `BertConfig` JSON dict (Hugging Face's or the original's).
+
+    Args:
+        config: dict. The parsed JSON.
+        config_path: str. Its file, for error messages.
+        activations: dict. The format's `hidden_act` names -> ours.
+        num_segments: int. `type_vocab_size` when the config has none.
+        layer_norm_epsilon: float or None. A fixed epsilon (the original has no field); None reads
+            `layer_norm_eps` (default 1e-12).
+    """
     activation = config.get("hidden_act", "gelu")
-    if activation not in HUGGINGFACE_ACTIVATIONS:
+    if activation not in activations:
         raise CheckpointError(
-            f"{config_path}: hidden_act {activation!r} is not supported; supported: "
-            f"{sorted(HUGGINGFACE_ACTIVATIONS)}."
+            f"{config_path}: hidden_act {activation!r} is not supported; supported: {sorted(activations)}."
         )
     try:
         return {
@@ -72,11 +85,12 @@ def backbone_config_from_huggingface(config, config_path):
             "hidden_dim": int(config["hidden_size"]),
             "intermediate_dim": int(config["intermediate_size"]),
             "max_sequence_length": int(config.get("max_position_embeddings", 512)),
-            "num_segments": int(config.get("type_vocab_size", 2)),
+            "num_segments": int(config.get("type_vocab_size", num_segments)),
             "dropout": float(config.get("hidden_dropout_prob", 0.1)),
             "attention_dropout": float(config.get("attention_probs_dropout_prob", 0.1)),
-            "hidden_activation": HUGGINGFACE_ACTIVATIONS[activation],
-            "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12)),
+            "hidden_activation": activations[activation],
+            "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12) if layer_norm_epsilon is None
+                                        else layer_norm_epsilon),
             "initializer_range": float(config.get("initializer_range", 0.02)),
         }
     except KeyError as error:

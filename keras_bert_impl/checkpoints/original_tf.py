@@ -6,7 +6,7 @@ This is a TensorFlow edge: the TF checkpoint reader is the only dependable way t
 import os
 
 from keras_bert_impl.checkpoints.conversion import CheckpointError
-from keras_bert_impl.checkpoints.huggingface import read_json
+from keras_bert_impl.checkpoints.huggingface import backbone_config_from_bert_json, read_json
 
 CONFIG_FILE = "bert_config.json"
 DEFAULT_PREFIX = "bert_model.ckpt"
@@ -34,41 +34,12 @@ def checkpoint_prefix(path):
     return None
 
 
-def config_path_for(prefix):
-    return os.path.join(os.path.dirname(prefix), CONFIG_FILE)
-
-
-def backbone_config_from_original(config, config_path):
-    activation = config.get("hidden_act", "gelu")
-    if activation not in ORIGINAL_ACTIVATIONS:
-        raise CheckpointError(
-            f"{config_path}: hidden_act {activation!r} is not supported; supported: "
-            f"{sorted(ORIGINAL_ACTIVATIONS)}."
-        )
-    try:
-        return {
-            "vocabulary_size": int(config["vocab_size"]),
-            "num_layers": int(config["num_hidden_layers"]),
-            "num_heads": int(config["num_attention_heads"]),
-            "hidden_dim": int(config["hidden_size"]),
-            "intermediate_dim": int(config["intermediate_size"]),
-            "max_sequence_length": int(config.get("max_position_embeddings", 512)),
-            "num_segments": int(config.get("type_vocab_size", 16)),
-            "dropout": float(config.get("hidden_dropout_prob", 0.1)),
-            "attention_dropout": float(config.get("attention_probs_dropout_prob", 0.1)),
-            "hidden_activation": ORIGINAL_ACTIVATIONS[activation],
-            "layer_norm_epsilon": 1e-12,
-            "initializer_range": float(config.get("initializer_range", 0.02)),
-        }
-    except KeyError as error:
-        raise CheckpointError(f"{config_path}: required field {error.args[0]!r} is missing.") from error
-
-
 def read_original_config(prefix):
-    path = config_path_for(prefix)
+    path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
     if not os.path.exists(path):
         raise CheckpointError(f"Checkpoint {prefix} has no {CONFIG_FILE} beside it ({path}).")
-    return backbone_config_from_original(read_json(path), path)
+    return backbone_config_from_bert_json(read_json(path), path, ORIGINAL_ACTIVATIONS, num_segments=16,
+                                          layer_norm_epsilon=1e-12)
 
 
 def read_original_tensors(prefix):
