@@ -1,22 +1,12 @@
 """Keep TensorFlow's native start-up log lines off stderr, unless asked for.
 
-Loading TensorFlow's shared libraries writes absl log lines straight to file descriptor 2, before
-`absl::InitializeLog()` and so regardless of `TF_CPP_MIN_LOG_LEVEL`:
-
-    WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
-    I0000 00:00:1796405757.944820    8866 port.cc:153] oneDNN custom operations are on. ...
-    I0000 00:00:1796405757.945156    8866 cudart_stub.cc:31] Could not find cuda drivers on your machine, ...
-    E0000 00:00:1796406072.426601   12247 cuda_platform.cc:52] failed call to cuInit: ...
-
-`quiet_tensorflow_startup()` hooks the first `import tensorflow` (whoever imports it: Keras' TensorFlow
-backend, tf.data, the tokenizer), sends descriptor 2 to a temporary file while the import and the listing of
-physical devices (where `cuInit` fails on a machine without a GPU) run, and writes back
-every captured line except those (Python warnings and anything else still reach stderr). It also sets
-`TF_CPP_MIN_LOG_LEVEL=2` unless the user set it, which hides TensorFlow's later INFO / WARNING lines.
-`TF_CPP_MIN_LOG_LEVEL=0` in the environment (or `keras-bert --debug`) leaves everything on stderr.
-
-`keras-bert` (`cli.command_line.main`) calls it before its subcommands import TensorFlow; `import keras_bert_impl`
-does not (a library changes no global state on import). A script may call it first thing to get the same.
+Loading TensorFlow writes absl log lines (`cudart_stub.cc:31] Could not find cuda drivers`, `failed call to
+cuInit`, oneDNN notices) straight to file descriptor 2, before `absl::InitializeLog()` and so regardless of
+`TF_CPP_MIN_LOG_LEVEL`. `quiet_tensorflow_startup()` hooks the first `import tensorflow` (whoever imports it),
+captures descriptor 2 while the import and the listing of physical devices (where `cuInit` fails) run, and
+writes back every captured line but those. It also sets `TF_CPP_MIN_LOG_LEVEL=2` unless the user set it.
+`TF_CPP_MIN_LOG_LEVEL=0` (or `keras-bert --debug`) leaves everything on stderr. `keras-bert` calls it before
+its subcommands import TensorFlow; `import keras_bert_impl` does not (a library changes no global state).
 """
 
 import contextlib
@@ -28,8 +18,7 @@ import sys
 import tempfile
 
 LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
-# Hides TensorFlow's INFO and WARNING lines once its logging is initialised.
-QUIET_LOG_LEVEL = "2"
+QUIET_LOG_LEVEL = "2"  # hides TensorFlow's INFO and WARNING lines once its logging is initialised
 # absl's line prefix: severity (Info, Warning, Error), date, time, thread, file:line]. Fatal lines stay.
 NATIVE_LOG_LINE = re.compile(r"[IWE]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ")
 NOISE_LINES = (
@@ -89,7 +78,7 @@ class _QuietLoader(importlib.abc.Loader):
         module.__spec__.loader = module.__loader__ = self.loader
         with _filtered_stderr():
             self.loader.exec_module(module)
-            # Physical devices are found (cuInit and its error line) on first use, not at import: do it here.
+            # Physical devices (cuInit and its error line) are found on first use, not at import: do it here.
             # Logical devices stay unset, so `tf.config.set_visible_devices` / memory growth still apply.
             module.config.list_physical_devices()
 
@@ -100,7 +89,7 @@ class _TensorFlowImportHook(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "tensorflow":
             return None
-        remove_quiet_tensorflow_startup()
+        sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, _TensorFlowImportHook)]
         spec = importlib.util.find_spec(fullname)
         if spec is not None and spec.loader is not None:
             spec.loader = _QuietLoader(spec.loader)
@@ -115,8 +104,3 @@ def quiet_tensorflow_startup():
     os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)
     if not any(isinstance(finder, _TensorFlowImportHook) for finder in sys.meta_path):
         sys.meta_path.insert(0, _TensorFlowImportHook())
-
-
-def remove_quiet_tensorflow_startup():
-    """Undo `quiet_tensorflow_startup`'s import hook: TensorFlow's start-up lines reach stderr."""
-    sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, _TensorFlowImportHook)]
