@@ -53,7 +53,7 @@ class BertEmbeddings(keras.layers.Layer):
     def _initializer(self):
         return keras.initializers.TruncatedNormal(stddev=self.initializer_range)
 
-    def build(self, token_ids_shape, segment_ids_shape=None):
+    def build(self, token_ids_shape):
         self.token_embedding = keras.layers.Embedding(
             self.vocabulary_size,
             self.hidden_dim,
@@ -98,7 +98,7 @@ class BertEmbeddings(keras.layers.Layer):
         x = self.layer_norm(x)
         return self.dropout_layer(x, training=training)
 
-    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+    def compute_output_shape(self, token_ids_shape):
         return tuple(token_ids_shape) + (self.hidden_dim,)
 
     def get_config(self):

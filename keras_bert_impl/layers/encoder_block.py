@@ -60,7 +60,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
 
-    def build(self, x_shape, padding_mask_shape=None):
+    def build(self, x_shape):
         x_shape = tuple(x_shape)
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         policy = self.dtype_policy
@@ -72,7 +72,7 @@ class BertEncoderBlock(keras.layers.Layer):
             dtype=policy,
             name="self_attention",
         )
-        self.self_attention.build(x_shape, x_shape[:-1])
+        self.self_attention.build(x_shape)
         self.attention_dropout_layer = BertDropout(self.dropout, dtype=policy, name="attention_output_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
@@ -111,7 +111,7 @@ class BertEncoderBlock(keras.layers.Layer):
         feed_forward = self.output_dropout(feed_forward, training=training)
         return self.output_layer_norm(x + feed_forward)
 
-    def compute_output_shape(self, x_shape, padding_mask_shape=None, query_positions_shape=None):
+    def compute_output_shape(self, x_shape, query_positions_shape=None):
         if query_positions_shape is None:
             return tuple(x_shape)
         return tuple(query_positions_shape) + (x_shape[-1],)

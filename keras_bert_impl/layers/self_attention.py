@@ -92,7 +92,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.head_dim = hidden_dim // num_heads
 
-    def build(self, x_shape, padding_mask_shape=None):
+    def build(self, x_shape):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         self.query_key_value = keras.layers.Dense(
             3 * self.hidden_dim,
@@ -237,7 +237,7 @@ class BertSelfAttention(keras.layers.Layer):
         probabilities = self.probability_dropout(probabilities, training=training)
         return ops.einsum("bnts,bsnd->btnd", probabilities, value)  # (B, T, N, D)
 
-    def compute_output_shape(self, x_shape, padding_mask_shape=None, queries_shape=None):
+    def compute_output_shape(self, x_shape, queries_shape=None):
         return tuple(x_shape) if queries_shape is None else tuple(queries_shape)
 
     def get_config(self):
