@@ -22,12 +22,8 @@ and the same seeds (one `SeedGenerator.next()` per call), but these bits:
 Opt out (Keras' own dropout on every backend): set the environment variable `KERAS_BERT_IMPL_FAST_DROPOUT=0`
 before the first training step is traced.
 
-XLA flags: none is set here. Measured on this package's mini pretraining step with jaxlib 0.10.2 on a 2-core
-AVX-512 CPU, none of `--xla_cpu_use_xnnpack=false`, `--xla_cpu_use_onednn=true`,
-`--xla_cpu_experimental_onednn_custom_call=true`, `--xla_cpu_multi_thread_eigen=false`,
-`--xla_cpu_experimental_ynn_fusion_type=-dot|-reduce|-eltwise` or
-`--xla_cpu_experimental_xnn_fusion_type=-dot|-reduce` was faster by more than the noise (several were
-slower), so the package leaves `XLA_FLAGS` to the user.
+XLA flags: none is set here (none measured faster than the noise, `benchmarks/RESULTS.md`); `XLA_FLAGS` is the
+user's.
 """
 
 import math
