@@ -44,7 +44,7 @@ positive_float = _bounded("positive_float", _finite_float, lambda value: value >
 non_negative_float = _bounded("non_negative_float", _finite_float, lambda value: value >= 0, ">= 0")
 fraction = _bounded("fraction", _finite_float, lambda value: 0 <= value <= 1, "between 0 and 1")
 # The share of the training data held out (`--tune-fraction`).
-tune_fraction = _bounded("tune_fraction", _finite_float, lambda value: 0 < value < 1,
+fraction_held_out = _bounded("tune_fraction", _finite_float, lambda value: 0 < value < 1,
                          "between 0 and 1 (exclusive)")
 
 
@@ -63,12 +63,9 @@ MASKING_FLAGS = {dest: name for dest, name in PREPROCESSOR_SETTINGS.items() if d
 
 
 def add_masking_arguments(group, masking_default=None):
-    """The masked-LM flags of `create-data` and `pretrain` on `group`, `--masking` defaulting to `masking_default`.
-
-    Every other setting defaults to None ("not given"): `masking_settings(args)` returns the given ones and
-    `BertPretrainingPreprocessor` supplies the rest, so `pretrain` can tell a flag given explicitly (which must
-    agree with the settings `create-data` recorded) from a default.
-    """
+    """The masked-LM flags of `create-data` and `pretrain` on `group`. The others default to None ("not given":
+    `masking_settings` returns the given ones), so `pretrain` tells a flag given explicitly, which must agree
+    with the settings `create-data` recorded, from a default."""
     group.add_argument("--masking", default=masking_default, choices=("dynamic", "static"),
                        help="static: one mask per instance, written with the data; dynamic: new masks every "
                             "pass (RoBERTa) (default: " + (masking_default or "dynamic; the recorded one for TFRecords")
@@ -98,25 +95,16 @@ def masking_settings(args):
     return {name: getattr(args, dest) for dest, name in MASKING_FLAGS.items() if getattr(args, dest, None) is not None}
 
 
-# `--tune-fraction` where it only picks best/ (classifier, multiple choice).
-HOLD_OUT_ROWS_HELP = "without --dev-file: hold out this share of the training rows (seeded) to pick best/"
-
-
 def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_help="", test_help="",
-                             tune_fraction_help=None, classifier_dropout=False, **defaults):
-    """The flags every `finetune-*` command takes, in the groups data, model and training.
+                             tune_fraction=False, classifier_dropout=False, **defaults):
+    """The flags every `finetune-*` command takes on `parser`; returns the `(data, model, training)` argument
+    groups for the command's own flags.
 
-    Args:
-        parser: `argparse.ArgumentParser`.
-        data_files: str. What the train, dev and test files hold, e.g. "CoNLL file with tags".
-        sequence_length_help: str. What `--sequence-length` counts.
-        dev_help, test_help: str. Appended to the help of `--dev-file` / `--test-file`. Default to "".
-        tune_fraction_help: str or None. Adds `--tune-fraction` with this help; None leaves it out.
-        classifier_dropout: bool. Adds `--classifier-dropout` (dropout before the head). Defaults to False.
-        **defaults: `FinetuningSettings` fields (and `sequence_length`) whose default the command changes.
-
-    Returns:
-        `(data, model, training)`: the argument groups, for a command's own flags.
+    `data_files` says what the train, dev and test files hold (e.g. "CoNLL file with tags"), `dev_help` /
+    `test_help` are appended to their help; `tune_fraction` adds `--tune-fraction` (True: held-out rows that pick
+    best/; a str: its help), `classifier_dropout`
+    adds `--classifier-dropout`; `defaults` are the `FinetuningSettings` fields (and `sequence_length`) whose
+    default the command changes.
     """
     from keras_bert_impl.training.finetuning import FinetuningSettings
 
@@ -126,8 +114,9 @@ def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_he
     data.add_argument("--dev-file", help=f"{data_files}: scored after every epoch, picks best/{dev_help}")
     data.add_argument("--test-file", help=f"{data_files} to predict; scored when it has labels, never picks a "
                       f"model{test_help}")
-    if tune_fraction_help:
-        data.add_argument("--tune-fraction", type=tune_fraction, help=tune_fraction_help)
+    if tune_fraction:
+        data.add_argument("--tune-fraction", type=fraction_held_out, help=tune_fraction if tune_fraction is not True
+                          else "without --dev-file: hold out this share of the training rows (seeded) to pick best/")
     data.add_argument("--sequence-length", "--max-seq-length", type=positive_int,
                       default=defaults.get("sequence_length", 128),
                       help=f"{sequence_length_help} (default: %(default)s)")
@@ -165,14 +154,9 @@ def _add_finetuning_training_arguments(train, defaults):
 
 
 def check_finetuning_arguments(args, tune_fraction_picks_best=True):
-    """Raise `UsageError` for fine-tuning flags that do not fit together; the one rule of every command.
-
-    A model comes from `--init-checkpoint` or `--preset`. `--epochs N > 0` trains on `--train-file`;
-    `--epochs 0` trains nothing: it scores `--init-checkpoint` (a fine-tuned model) on `--dev-file` and / or
-    `--test-file`, so it needs one of them and a checkpoint (a preset's weights are random).
-    `--tune-fraction`, where a command has it, holds out training data, so it needs training; where it only
-    picks best/ (`tune_fraction_picks_best`), it does not go with `--dev-file`, which picks best/.
-    """
+    """Raise `UsageError` for fine-tuning flags that do not fit together: a model from `--init-checkpoint` or
+    `--preset`; `--epochs N > 0` trains on `--train-file`, `--epochs 0` scores `--init-checkpoint` on the dev /
+    test files; `--tune-fraction` needs training and, where it only picks best/, no `--dev-file`."""
     tune = getattr(args, "tune_fraction", None)
     if not args.init_checkpoint and not args.preset:
         raise UsageError("give --init-checkpoint (fine-tune) or --preset (from scratch)")
@@ -192,20 +176,27 @@ def check_finetuning_arguments(args, tune_fraction_picks_best=True):
         raise UsageError("--dev-file picks best/, so --tune-fraction would only take rows from training: give one")
 
 
+def settings_from(settings_class, args, **values):
+    """The `settings_class` dataclass (e.g. `SquadSettings`) of the flags named as its fields; `values` give the
+    fields that no flag holds as is (e.g. `has_header=not args.no_header`)."""
+    named = {field.name: getattr(args, field.name) for field in dataclasses.fields(settings_class)
+             if hasattr(args, field.name)}
+    return settings_class(**named | values)
+
+
 def model_source(args):
     """The `training.finetuning.ModelSource` of the `add_finetuning_arguments` model flags."""
     from keras_bert_impl.training.finetuning import ModelSource
 
-    return ModelSource(init_checkpoint=args.init_checkpoint, preset=args.preset, vocab=args.vocab, cased=args.cased)
+    return settings_from(ModelSource, args)
 
 
 def finetuning_run_settings(args):
     """The `training.finetuning.FinetuningSettings` of the `add_finetuning_arguments` training flags."""
     from keras_bert_impl.training.finetuning import FinetuningSettings
 
-    values = {field.name: getattr(args, field.name) for field in dataclasses.fields(FinetuningSettings)
-              if hasattr(args, field.name)}
-    return FinetuningSettings(**values, length_bucketing=not args.no_length_bucketing, jit_compile=not args.no_jit)
+    return settings_from(FinetuningSettings, args, length_bucketing=not args.no_length_bucketing,
+                         jit_compile=not args.no_jit)
 
 
 def column(text):
@@ -255,15 +246,11 @@ def question_answering_settings(args):
 
 
 def add_model_class_argument(parser, what):
-    """Define `--model-class` on `parser`: "auto" (the checkpoint's own task, `models.load_task`) or a kind."""
+    """Define `--model-class` on `parser`: "auto" (the checkpoint's own task, `models.load_task` with
+    `task=None`) or a kind."""
     from keras_bert_impl.models.registry import TASK_KINDS
 
     choices = ("auto",) + tuple(kind.replace("_", "-") for kind in TASK_KINDS.values())
     parser.add_argument("--model-class", default="auto", choices=choices,
                         help=f"{what} (default: auto, the checkpoint's own)")
-
-
-def model_class(flag):
-    """`--model-class` as `models.load_task` takes it: None for "auto", else the kind."""
-    return None if flag == "auto" else flag
 

@@ -33,10 +33,6 @@ CHECKPOINT_FLAGS = ("init_checkpoint", "model", "input")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def _summary(module):
-    return (module.__doc__ or "").strip().splitlines()[0]
-
-
 def _common_flags():
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("general")
@@ -63,7 +59,7 @@ def build_parser():
         # A fresh parent per subcommand: `parents` shares its action objects, so one subcommand's
         # `set_defaults(log_level=...)` (quickstart's) would change every subcommand's default.
         subparser = subcommands.add_parser(
-            name, parents=[_common_flags()], help=_summary(module), description=module.__doc__,
+            name, parents=[_common_flags()], help=module.__doc__.splitlines()[0], description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(subparser)
@@ -136,9 +132,8 @@ def parse_arguments(argv):
 
 
 def main(argv=None):
-    """Run `keras-bert` with `argv` (default: `sys.argv[1:]`); return the exit status: 0 on success, 1 on a
-    failure (one line on stderr; `--debug` shows the traceback), 130 when interrupted. Flags that do not parse
-    exit 2 (argparse's convention) by raising `SystemExit`.
+    """Run `keras-bert` with `argv` (default: `sys.argv[1:]`); return 0, 1 on a failure (one line on stderr;
+    `--debug` shows the traceback) or 130 when interrupted; flags that do not parse raise `SystemExit(2)`.
 
     Example:
     >>> main(["convert", "--input", "missing_checkpoint", "--output", "out"])  # doctest: +SKIP

@@ -3,11 +3,9 @@
     keras-bert create-data --input-files 'corpus/*.txt' --vocab my_vocab --output-prefix data/train \\
         --sequence-length 128 --max-predictions-per-seq 20 --dupe-factor 10
 
-`create_pretraining_data.py`'s algorithm and feature names (`data.pretraining_tfrecords`), so
-`run_pretraining.py` reads the shards too. `--masking static` writes one mask per instance and pass
-(`--dupe-factor` passes); `dynamic` writes unmasked instances that `keras-bert pretrain --input-tfrecords` masks
-anew every epoch. The packing and masking settings go beside the shards in `<prefix>.settings.json`, which
-`pretrain --input-tfrecords` reads back, so pretraining masks (or reads the masks) exactly as asked here.
+`create_pretraining_data.py`'s algorithm and feature names (`data.pretraining_tfrecords`). `--masking static`
+writes one mask per instance and pass (`--dupe-factor` passes); `dynamic` leaves the masking to `keras-bert
+pretrain --input-tfrecords`, which reads the settings written beside the shards (`<prefix>.settings.json`).
 """
 
 from keras_bert_impl.cli.arguments import (

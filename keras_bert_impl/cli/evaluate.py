@@ -1,14 +1,11 @@
 """Score a predictions file: SQuAD (the official v1.1 / v2.0 evaluation) or classification (GLUE metrics).
 
     keras-bert evaluate --squad-file dev-v2.0.json --predictions predictions.json --null-odds null_odds.json
-    # a predictions TSV (`index<TAB>prediction`, as finetune-classifier writes), row i of the gold file index i
     keras-bert evaluate --gold-file MRPC/dev.tsv --task mrpc --predictions runs/mrpc/dev_predictions.tsv
-    keras-bert evaluate --gold-file dev.jsonl --label-column label --predictions dev_predictions.tsv
 
-SQuAD scores are the official scripts' (`squad.evaluate_squad_files`); v2.0 (from the file's `version` or an
-`is_impossible` question; `--version` forces it) adds HasAns_* / NoAns_* and, with `--null-odds`, the best
-thresholds. Classification reports GLUE's metrics for `--task`, else accuracy (and F1 of the second of two
-labels), or Pearson and Spearman with `--regression`. The scores print as JSON, and go to `--output-file`.
+SQuAD scores are the official scripts' (v2.0 from the file, or `--version`; `--null-odds` adds the best
+thresholds). A classification predictions TSV (`index<TAB>prediction`) is scored against row `index` of the
+gold file with GLUE's metrics for `--task`, else accuracy and F1, or Pearson / Spearman with `--regression`.
 """
 
 import json

@@ -4,16 +4,10 @@
     keras-bert export --model runs/mrpc/best --format onnx --output onnx_models/mrpc.onnx
 
 The model comes from the directory (`models.load_task`), the tokenizer from the `vocab.txt` beside it. The
-SavedModel (`export.export_saved_model`: signatures `serve_text`, `serve_text_pair`, `serve_token_ids`) needs
-only `tensorflow` and `tensorflow_text` to serve:
-
-    import tensorflow as tf, tensorflow_text  # noqa: the ops the graph uses
-    served = tf.saved_model.load("saved_models/squad")
-    served.signatures["serve_text"](question=tf.constant(["..."]), context=tf.constant(["..."]))["answer"]
-
-`--format onnx` (`export.export_onnx`; `pip install "keras-bert-impl[onnx]"`) writes one file taking
-`token_ids`, `segment_ids`, `padding_mask` of any shape; pack the text with the model's preprocessor
-(`BertPreprocessor.from_pretrained("runs/mrpc/best")`) and run it with `onnxruntime.InferenceSession`.
+SavedModel (`export.export_saved_model`) needs only `tensorflow` and `tensorflow_text` to serve:
+`tf.saved_model.load(path).signatures["serve_text"](question=..., context=...)["answer"]`. `--format onnx`
+(`export.export_onnx`; `pip install "keras-bert-impl[onnx]"`) takes `token_ids`, `segment_ids`,
+`padding_mask` from the model's preprocessor (`BertPreprocessor.from_pretrained(model directory)`).
 """
 
 import os
@@ -21,7 +15,6 @@ import os
 from keras_bert_impl.cli.arguments import (
     add_model_class_argument,
     add_question_answering_arguments,
-    model_class,
     positive_int,
     question_answering_settings,
 )
@@ -48,10 +41,6 @@ def add_arguments(parser):
     add_question_answering_arguments(parser.add_argument_group("question answering"))
 
 
-def _default_output(args, root, extension=""):
-    return args.output or os.path.join(root, os.path.basename(os.path.normpath(args.model)) + extension)
-
-
 def run(args):
     """Load the model (`models.load_task`) and its tokenizer, export, print the path."""
     from keras_bert_impl.export import export_onnx, export_saved_model
@@ -61,23 +50,24 @@ def run(args):
     from keras_bert_impl.utils.atomic_io import check_replaceable
 
     options = question_answering_settings(args)
-    if args.format == "onnx":
+    onnx = args.format == "onnx"
+    output = args.output or os.path.join("onnx_models" if onnx else "saved_models",
+                                         os.path.basename(os.path.normpath(args.model)) + (".onnx" if onnx else ""))
+    if onnx:
         flags = ["--sequence-length"] * (args.sequence_length is not None) + [
             "--" + name.replace("_with_negative", "").replace("_", "-") for name in options]
         if flags:
             raise ValueError(f"{', '.join(flags)} apply to SavedModel exports, which serve text; an ONNX export "
                              "takes token ids of any length: drop them, or leave out --format onnx.")
-        output = _default_output(args, "onnx_models", ".onnx")
         check_output(os.path.abspath(output), args.overwrite)  # before loading anything
     else:
-        output = _default_output(args, "saved_models")
         check_replaceable(os.path.abspath(output), SAVED_MODEL_MARKERS, args.overwrite, "SavedModel",
                           "pass --overwrite to replace it")  # before loading anything
-    model = load_task(args.model, task=model_class(args.model_class))
+    model = load_task(args.model, task=None if args.model_class == "auto" else args.model_class)
     if options and type(model).__name__ != "BertQuestionAnswerer":
         raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "
                          f"({', '.join(sorted(options))}) apply only to question answerers.")
-    if args.format == "onnx":
+    if onnx:
         path = export_onnx(model, output, overwrite=args.overwrite)
         print(f"Exported {type(model).__name__} to {path} (ONNX; inputs token_ids, segment_ids, padding_mask)")
     else:

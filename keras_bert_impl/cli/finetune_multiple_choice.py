@@ -3,19 +3,18 @@
     keras-bert finetune-multiple-choice --train-file swag/train.csv --dev-file swag/val.csv \\
         --init-checkpoint path/to/bert --output-dir runs/swag
 
-The recipe is `training.multiple_choice_finetuning.finetune_multiple_choice`. Data: SWAG CSV files (`sent1`,
-`sent2`, `ending0`, `ending1`, ... and `label`, by name); choice N is packed as `[CLS] sent1 [SEP] sent2 endingN
-[SEP]`, as Hugging Face's `run_swag.py`. Files, outputs (`dev_predictions.tsv` is `index<TAB>choice`), resuming
-and the optimizer are `finetune-classifier`'s; `best/` is picked by accuracy. A multiple-choice example is `C`
-rows that stay in one batch, so `--no-length-bucketing` and `--bucket-width` change nothing here.
+The recipe is `training.multiple_choice_finetuning.finetune_multiple_choice`. SWAG CSV files (`sent1`, `sent2`,
+`ending0`, ... and `label`); choice N is packed as `[CLS] sent1 [SEP] sent2 endingN [SEP]`, as `run_swag.py`.
+Files, outputs and resuming as `finetune-classifier`'s; examples are not length-bucketed (their choices stay
+in one batch).
 """
 
 from keras_bert_impl.cli.arguments import (
-    HOLD_OUT_ROWS_HELP,
     add_finetuning_arguments,
     check_finetuning_arguments,
     finetuning_run_settings,
     model_source,
+    settings_from,
 )
 
 
@@ -25,7 +24,7 @@ def add_arguments(parser):
     add_finetuning_arguments(
         parser, "labelled SWAG CSV (sent1, sent2, ending0.., label)",
         "tokens per packed choice, longer ones are truncated", classifier_dropout=True,
-        tune_fraction_help=HOLD_OUT_ROWS_HELP,
+        tune_fraction=True,
         batch_size=16, eval_batch_size=32)
 
 
@@ -36,8 +35,6 @@ def run(args):
     """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
     from keras_bert_impl.training.multiple_choice_finetuning import SwagFiles, finetune_multiple_choice
 
-    files = SwagFiles(train_file=args.train_file, dev_file=args.dev_file, test_file=args.test_file,
-                      tune_fraction=args.tune_fraction)
-    finetune_multiple_choice(files, model_source(args), finetuning_run_settings(args),
+    finetune_multiple_choice(settings_from(SwagFiles, args), model_source(args), finetuning_run_settings(args),
                              sequence_length=args.sequence_length, dropout=args.classifier_dropout)
     return 0

@@ -2,15 +2,12 @@
 
     keras-bert finetune-ner --train-file conll2003/train.txt --dev-file conll2003/dev.txt \\
         --test-file conll2003/test.txt --init-checkpoint path/to/bert --output-dir runs/ner
-    keras-bert finetune-ner --epochs 0 --test-file conll2003/test.txt --init-checkpoint runs/ner/best \\
-        --output-dir runs/ner_test                       # score a fine-tuned model only
 
 The recipe is `training.token_classification_finetuning.finetune_token_classifier`. Files are CoNLL columns
-(`word TAG` or `word POS CHUNK TAG`, a blank line between sentences, IOB1 or IOB2). Labels sit on each word's
-first sub-token; a sentence longer than `--sequence-length` is cut into windows `--stride` tokens apart, every
-word predicted in exactly one. Scores are conlleval's entity-level precision / recall / F1. Outputs as
-`finetune-classifier`'s (`best/` by `--monitor`), the predictions in `dev_predictions.txt` /
-`test_predictions.txt` (`word gold predicted` lines, conlleval's input).
+(`word TAG` or `word POS CHUNK TAG`, IOB1 or IOB2); a sentence longer than `--sequence-length` is cut into
+windows `--stride` tokens apart, every word predicted in exactly one. Scores are conlleval's entity-level
+precision / recall / F1. Files and outputs as `finetune-classifier`'s, the predictions in
+`dev_predictions.txt` / `test_predictions.txt` (`word gold predicted` lines, conlleval's input).
 """
 
 
@@ -21,6 +18,7 @@ from keras_bert_impl.cli.arguments import (
     finetuning_run_settings,
     model_source,
     positive_int,
+    settings_from,
 )
 
 
@@ -53,8 +51,7 @@ def run(args):
     """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
     from keras_bert_impl.training.token_classification_finetuning import ConllFiles, finetune_token_classifier
 
-    files = ConllFiles(train_file=args.train_file, dev_file=args.dev_file, test_file=args.test_file)
-    finetune_token_classifier(files, model_source(args), finetuning_run_settings(args),
+    finetune_token_classifier(settings_from(ConllFiles, args), model_source(args), finetuning_run_settings(args),
                               sequence_length=args.sequence_length, stride=args.stride,
                               classifier_dropout=args.classifier_dropout, monitor=args.monitor)
     return 0

@@ -2,20 +2,15 @@
 
     keras-bert finetune-squad --train-file train-v1.1.json --dev-file dev-v1.1.json \\
         --init-checkpoint path/to/bert --output-dir runs/squad1
-    # v2.0: the null-score threshold tuned on held-out training articles, then the test file scored
     keras-bert finetune-squad --version-2 --train-file train-v2.0.json --tune-fraction 0.1 \\
         --test-file test-v2.0.json --init-checkpoint path/to/bert --output-dir runs/squad2
-    # score a fine-tuned model (--epochs 0): its saved threshold, or one tuned on --threshold-file
-    keras-bert finetune-squad --version-2 --epochs 0 --init-checkpoint runs/squad2/last \\
-        --test-file test-v2.0.json --output-dir runs/squad2_test
 
 The recipe is `training.squad_finetuning.finetune_squad`; its module docstring says which file does what:
-`--dev-file` picks `best/` (by F1) and, for v2.0, tunes the null threshold unless `--threshold-file` /
+`--dev-file` picks `best/` (by F1) and, for v2.0, tunes the null threshold unless `--threshold-file` or
 `--tune-fraction` (held-out whole training articles) does; `--test-file` never tunes or picks anything;
-`--null-score-diff-threshold` fixes the threshold. Outputs as `finetune-classifier`'s, each model directory with
-its windows, decoding settings and threshold; for the final model `predictions.json`,
-`nbest_predictions.json`, `null_odds.json` (v2.0) and `eval_results.json` (official scores), and the same in
-`test/` for the test file. Features and decoding follow `run_squad.py`; windows are bucketed by length.
+`--null-score-diff-threshold` fixes the threshold. Outputs as `finetune-classifier`'s, plus the official
+`predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0) and `eval_results.json` of the final model
+(the test file's in `test/`).
 """
 
 from keras_bert_impl.cli.arguments import (
@@ -25,6 +20,7 @@ from keras_bert_impl.cli.arguments import (
     finetuning_run_settings,
     model_source,
     positive_int,
+    settings_from,
 )
 
 
@@ -34,7 +30,7 @@ def add_arguments(parser):
     data, _, _ = add_finetuning_arguments(
         parser, "SQuAD JSON with answers", "tokens per window: [CLS] question [SEP] document part [SEP]",
         dev_help=" (v2.0: tunes the null threshold unless --threshold-file or --tune-fraction does)",
-        test_help=" (written into test/)", tune_fraction_help="hold out this share of the training articles "
+        test_help=" (written into test/)", tune_fraction="hold out this share of the training articles "
         "(seeded): they tune the v2.0 null threshold and, without --dev-file, pick best/",
         sequence_length=384, learning_rate=3e-5, epochs=2)
     data.add_argument("--threshold-file", help="v2.0: SQuAD JSON with answers used only to tune the null threshold")
@@ -78,12 +74,6 @@ def run(args):
     """Fine-tune (or, with `--epochs 0`, only score), predict and evaluate as `args` say; return 0."""
     from keras_bert_impl.training.squad_finetuning import SquadFiles, SquadSettings, finetune_squad
 
-    files = SquadFiles(train_file=args.train_file, dev_file=args.dev_file, threshold_file=args.threshold_file,
-                       tune_fraction=args.tune_fraction, test_file=args.test_file,
-                       skip_unscorable_questions=args.skip_unscorable_questions)
-    squad = SquadSettings(version_2=args.version_2, sequence_length=args.sequence_length, doc_stride=args.doc_stride,
-                          max_query_length=args.max_query_length, n_best_size=args.n_best_size,
-                          max_answer_length=args.max_answer_length,
-                          null_score_diff_threshold=args.null_score_diff_threshold)
-    finetune_squad(files, squad, model_source(args), finetuning_run_settings(args))
+    finetune_squad(settings_from(SquadFiles, args), settings_from(SquadSettings, args), model_source(args),
+                   finetuning_run_settings(args))
     return 0

@@ -3,18 +3,13 @@
     keras-bert predict --model runs/mrpc/best --input-file pairs.tsv --output-file predictions.tsv
     keras-bert predict --model runs/squad/best --question "What does math.sqrt return?" \\
         --context "math.sqrt returns the square root of x. math.floor returns the floor of x."
-    keras-bert predict --model runs/squad/best --squad-file dev.json --output-file predictions.json
-    keras-bert predict --model runs/ner/best --text "Peter Blackburn spoke in Brussels."
     keras-bert predict --model runs/swag/best --text $'He sat at the piano.\\tHe played.\\tHe swam away.'
 
 The model, its task and its preprocessor come from the directory (`models.load_task`), with the settings it was
-fine-tuned with (packing length; SQuAD windows, decoding and null threshold), which flags given here override;
-`model.predict` and `decode_predictions` do the rest. A TAB inside a text separates a classifier's sentence pair,
-or a multiple-choice context and its endings. Classifiers and multiple choice print
-`index<TAB>prediction<TAB>probability<TAB>text` lines (the score for regression; a header row with
-`--output-file`, which `keras-bert evaluate` reads); token classifiers one JSON object per text (`index`, `text`,
-`entities`, each with character offsets); question answering the answer, or predictions.json
-(`{question id: answer}`) for a SQuAD file.
+fine-tuned with, which flags given here override; `model.predict` and `decode_predictions` do the rest. A TAB
+separates a sentence pair, or a context and its endings. Classifiers print `index<TAB>prediction<TAB>probability
+<TAB>text` lines (a header row with `--output-file`, which `keras-bert evaluate` reads); token classifiers one
+JSON object per text with its entities; question answering the answer, or predictions.json for `--squad-file`.
 """
 
 import json
@@ -59,9 +54,6 @@ def check_arguments(args):
         raise UsageError("--context is empty: give the text the answer is taken from (or --context-file)")
     if answer and not args.squad_file and not (args.question and (args.context or args.context_file)):
         raise UsageError("--question needs --context or --context-file (or use --squad-file)")
-
-
-TEXT_TASKS = ("BertClassifier", "BertTokenClassifier", "BertMultipleChoice")
 
 
 def _texts(args):
@@ -150,7 +142,8 @@ def answer(model, question_ids, questions, contexts, batch_size, squad_file):
 
 
 def _check_task(path, class_name, asked_to_classify):
-    if (class_name in TEXT_TASKS) != asked_to_classify or class_name not in TEXT_TASKS + ("BertQuestionAnswerer",):
+    takes_texts = class_name in TEXT_PREDICTIONS
+    if takes_texts != asked_to_classify or not (takes_texts or class_name == "BertQuestionAnswerer"):
         wanted = "texts to classify" if asked_to_classify else "questions"
         raise ValueError(f"{path} holds a {class_name}, which does not take {wanted}; predict takes a "
                          f"BertClassifier, BertTokenClassifier or BertMultipleChoice (texts) or a "

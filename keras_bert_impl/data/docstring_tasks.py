@@ -287,3 +287,13 @@ def first_of_each_question_kind(squad):
                 kind = " ".join(question["question"].split()[:2])
                 first.setdefault(kind, (question["question"], paragraph["context"], question["answers"][0]["text"]))
     return list(first.values())
+
+
+def most_frequent_token_share(tokenizer, path):
+    """`(the most frequent token of path's text, its share of the tokens)`: the masked-LM accuracy of always
+    guessing it (masked positions are a uniform sample of the non-special tokens)."""
+    with open(path, encoding="utf-8") as handle:
+        sentences = [line.strip() for line in handle if line.strip()]
+    counts = collections.Counter(token for ids in tokenizer.tokenize(sentences) for token in ids)
+    token_id, count = counts.most_common(1)[0]
+    return tokenizer.id_to_token(token_id), count / sum(counts.values())

@@ -15,6 +15,7 @@ from keras_bert_impl.data.docstring_tasks import (
     first_of_each_question_kind,
     first_of_each_topic,
     first_sentence_baseline,
+    most_frequent_token_share,
     question_count,
     routine_facts,
     routine_squad,
@@ -135,3 +136,12 @@ def test_shown_examples_are_the_first_held_out_ones_of_each_kind():
     # six tokens once "the" is dropped), 0 on the others; no exact match.
     baseline = first_sentence_baseline(squad)
     assert baseline["exact_match"] == 0.0 and baseline["f1"] == pytest.approx(100 * (2 / 7) / 3)
+
+
+def test_most_frequent_token_share_is_the_mlm_accuracy_of_always_guessing_it(tmp_path):
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    path = tmp_path / "eval.txt"
+    path.write_text("the cat sat\n\nthe dog\n")
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog"])
+    assert most_frequent_token_share(tokenizer, str(path)) == ("the", 2 / 5)
