@@ -1,9 +1,11 @@
-"""Pieces the subcommand modules share: the usage error and argument types.
+"""Pieces the subcommand modules share: the usage error, argument types and the flags of several commands.
 
 Kept free of TensorFlow and Keras imports at module level.
 """
 
 import argparse
+import dataclasses
+import math
 
 from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS
 
@@ -12,62 +14,38 @@ class UsageError(ValueError):
     """Flags that do not fit together (e.g. neither of two required alternatives); exits 2 with the usage."""
 
 
-def positive_int(text):
-    """argparse type: an integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def non_negative_int(text):
-    """argparse type: an integer >= 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
 def _finite_float(text):
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):  # NaN or inf would train steps before failing
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     return value
 
 
-def positive_float(text):
-    """argparse type: a finite float > 0 (learning rates): NaN or inf would train steps before failing."""
-    value = _finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
+def _bounded(name, convert, accepts, requirement):
+    """An argparse type called `name` (argparse names it in "invalid <name> value"): `convert(text)`, refused
+    with "must be <requirement>" unless `accepts` it."""
+
+    def parse(text):
+        value = convert(text)
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text}")
+        return value
+
+    parse.__name__ = name
+    return parse
 
 
-def non_negative_float(text):
-    """argparse type: a finite float >= 0 (weight decay)."""
-    value = _finite_float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
-def fraction(text):
-    """argparse type: a float in [0, 1]."""
-    value = _finite_float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return value
-
-
-def tune_fraction(text):
-    """argparse type: a float in (0, 1), the share of the training data held out (`--tune-fraction`)."""
-    value = _finite_float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
-    return value
+positive_int = _bounded("positive_int", int, lambda value: value >= 1, "a positive integer")
+non_negative_int = _bounded("non_negative_int", int, lambda value: value >= 0, ">= 0")
+positive_float = _bounded("positive_float", _finite_float, lambda value: value > 0, "a positive number")
+non_negative_float = _bounded("non_negative_float", _finite_float, lambda value: value >= 0, ">= 0")
+fraction = _bounded("fraction", _finite_float, lambda value: 0 <= value <= 1, "between 0 and 1")
+# The share of the training data held out (`--tune-fraction`).
+fraction_held_out = _bounded("tune_fraction", _finite_float, lambda value: 0 < value < 1,
+                         "between 0 and 1 (exclusive)")
 
 
 def add_verbose_argument(parser, default=1):
@@ -85,17 +63,9 @@ MASKING_FLAGS = {dest: name for dest, name in PREPROCESSOR_SETTINGS.items() if d
 
 
 def add_masking_arguments(group, masking_default=None):
-    """The masked-LM flags `create-data` and `pretrain` share: one definition of each setting.
-
-    Every masking setting defaults to None ("not given"): `masking_settings(args)` returns the given ones and
-    `BertPretrainingPreprocessor` supplies the rest, so `pretrain` can tell a flag given explicitly (which
-    must agree with the settings `create-data` recorded) from a default.
-
-    Args:
-        group: an `argparse` parser or argument group.
-        masking_default: str or None. The default of `--masking` ("static" / "dynamic"); None to resolve it
-            later. Defaults to None.
-    """
+    """The masked-LM flags of `create-data` and `pretrain` on `group`. The others default to None ("not given":
+    `masking_settings` returns the given ones), so `pretrain` tells a flag given explicitly, which must agree
+    with the settings `create-data` recorded, from a default."""
     group.add_argument("--masking", default=masking_default, choices=("dynamic", "static"),
                        help="static: one mask per instance, written with the data; dynamic: new masks every "
                             "pass (RoBERTa) (default: " + (masking_default or "dynamic; the recorded one for TFRecords")
@@ -125,62 +95,69 @@ def masking_settings(args):
     return {name: getattr(args, dest) for dest, name in MASKING_FLAGS.items() if getattr(args, dest, None) is not None}
 
 
-def add_finetuning_model_arguments(parser):
-    """The `model` flags both fine-tuning commands take; returns the group for a command's own model flags."""
+def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_help="", test_help="",
+                             tune_fraction=False, classifier_dropout=False, **defaults):
+    """The flags every `finetune-*` command takes on `parser`; returns the `(data, model, training)` argument
+    groups for the command's own flags.
+
+    `data_files` says what the train, dev and test files hold (e.g. "CoNLL file with tags"), `dev_help` /
+    `test_help` are appended to their help; `tune_fraction` adds `--tune-fraction` (True: held-out rows that pick
+    best/; a str: its help), `classifier_dropout`
+    adds `--classifier-dropout`; `defaults` are the `FinetuningSettings` fields (and `sequence_length`) whose
+    default the command changes.
+    """
+    from keras_bert_impl.training.finetuning import FinetuningSettings
+
+    defaults = {field.name: field.default for field in dataclasses.fields(FinetuningSettings)} | defaults
+    data = parser.add_argument_group("data")
+    data.add_argument("--train-file", help=f"{data_files} to train on (omit with --epochs 0)")
+    data.add_argument("--dev-file", help=f"{data_files}: scored after every epoch, picks best/{dev_help}")
+    data.add_argument("--test-file", help=f"{data_files} to predict; scored when it has labels, never picks a "
+                      f"model{test_help}")
+    if tune_fraction:
+        data.add_argument("--tune-fraction", type=fraction_held_out, help=tune_fraction if tune_fraction is not True
+                          else "without --dev-file: hold out this share of the training rows (seeded) to pick best/")
+    data.add_argument("--sequence-length", "--max-seq-length", type=positive_int,
+                      default=defaults.get("sequence_length", 128),
+                      help=f"{sequence_length_help} (default: %(default)s)")
     model = parser.add_argument_group("model")
     model.add_argument("--init-checkpoint",
                        help="any checkpoint from_pretrained reads (ours, Hugging Face, original TF)")
     model.add_argument("--preset", help="train from scratch: a BertBackbone preset (tiny, mini, small, ...)")
     model.add_argument("--vocab", help="vocab.txt or its directory (default: the checkpoint's directory)")
     model.add_argument("--cased", action="store_true", help="keep case (default: the tokenizer config's)")
-    return model
+    if classifier_dropout:
+        model.add_argument("--classifier-dropout", type=float,
+                           help="dropout before the head (default: the checkpoint's, else 0.1)")
+    return data, model, _add_finetuning_training_arguments(parser.add_argument_group("training"), defaults)
 
 
-def add_finetuning_training_arguments(parser, *, epochs, batch_size, eval_batch_size, learning_rate,
-                                      warmup_fraction, weight_decay, bucket_width, seed):
-    """The `training` flags every fine-tuning command takes, with each command's defaults.
-
-    `--epochs 0` means the same in every command: train nothing, score `--init-checkpoint` on the dev and
-    test files (`check_finetuning_arguments`).
-
-    Args:
-        parser: `argparse.ArgumentParser`.
-        epochs, batch_size, eval_batch_size, learning_rate, warmup_fraction, weight_decay, bucket_width, seed:
-            the defaults of the flags of the same names.
-
-    Returns:
-        The argument group, for a command's own training flags.
-    """
-    train = parser.add_argument_group("training")
+def _add_finetuning_training_arguments(train, defaults):
     train.add_argument("--output-dir", required=True, help="last/ (best/ with a --dev-file or --tune-fraction), "
                        "predictions and results files")
-    train.add_argument("--epochs", type=non_negative_int, default=epochs,
+    train.add_argument("--epochs", type=non_negative_int, default=defaults["epochs"],
                        help="passes over the training data; 0 trains nothing and scores --init-checkpoint on "
                             "--dev-file / --test-file (default: %(default)s)")
-    train.add_argument("--batch-size", type=positive_int, default=batch_size, help="(default: %(default)s)")
-    train.add_argument("--eval-batch-size", type=positive_int, default=eval_batch_size, help="(default: %(default)s)")
-    train.add_argument("--learning-rate", type=positive_float, default=learning_rate, help="peak learning rate "
-                       "(default: %(default)s)")
-    train.add_argument("--warmup-fraction", type=fraction, default=warmup_fraction,
-                       help="share of the updates with linear warmup (default: %(default)s)")
-    train.add_argument("--weight-decay", type=non_negative_float, default=weight_decay, help="(default: %(default)s)")
+    for flag, kind, help_text in (("batch-size", positive_int, ""), ("eval-batch-size", positive_int, ""),
+                                  ("learning-rate", positive_float, "peak learning rate "),
+                                  ("warmup-fraction", fraction, "share of the updates with linear warmup "),
+                                  ("weight-decay", non_negative_float, "")):
+        train.add_argument(f"--{flag}", type=kind, default=defaults[flag.replace("-", "_")],
+                           help=help_text + "(default: %(default)s)")
     train.add_argument("--no-length-bucketing", action="store_true", help="pad every batch to --sequence-length")
-    train.add_argument("--bucket-width", type=positive_int, default=bucket_width,
+    train.add_argument("--bucket-width", type=positive_int, default=defaults["bucket_width"],
                        help="length-bucket granularity in tokens (default: %(default)s)")
     train.add_argument("--no-jit", action="store_true", help="run the step without XLA")
-    train.add_argument("--seed", type=int, default=seed, help="seed of shuffling, dropout and the head")
+    train.add_argument("--seed", type=int, default=defaults["seed"], help="seed of shuffling, dropout and the head")
     add_verbose_argument(train)
     return train
 
 
-def check_finetuning_arguments(args):
-    """Raise `UsageError` for fine-tuning flags that do not fit together; the one rule of every command.
-
-    A model comes from `--init-checkpoint` or `--preset`. `--epochs N > 0` trains on `--train-file`;
-    `--epochs 0` trains nothing: it scores `--init-checkpoint` (a fine-tuned model) on `--dev-file` and / or
-    `--test-file`, so it needs one of them and a checkpoint (a preset's weights are random).
-    `--tune-fraction`, where a command has it, holds out training data, so it needs training.
-    """
+def check_finetuning_arguments(args, tune_fraction_picks_best=True):
+    """Raise `UsageError` for fine-tuning flags that do not fit together: a model from `--init-checkpoint` or
+    `--preset`; `--epochs N > 0` trains on `--train-file`, `--epochs 0` scores `--init-checkpoint` on the dev /
+    test files; `--tune-fraction` needs training and, where it only picks best/, no `--dev-file`."""
+    tune = getattr(args, "tune_fraction", None)
     if not args.init_checkpoint and not args.preset:
         raise UsageError("give --init-checkpoint (fine-tune) or --preset (from scratch)")
     if args.epochs > 0 and not args.train_file:
@@ -192,27 +169,34 @@ def check_finetuning_arguments(args):
                              "weights)")
         if not (args.dev_file or args.test_file):
             raise UsageError("--epochs 0 trains nothing and scores --init-checkpoint: give --dev-file or --test-file")
-        if getattr(args, "tune_fraction", None):
+        if tune:
             raise UsageError("--tune-fraction holds out part of the training data, which --epochs 0 does not read; "
                              "leave it out")
+    if tune and args.dev_file and tune_fraction_picks_best:
+        raise UsageError("--dev-file picks best/, so --tune-fraction would only take rows from training: give one")
+
+
+def settings_from(settings_class, args, **values):
+    """The `settings_class` dataclass (e.g. `SquadSettings`) of the flags named as its fields; `values` give the
+    fields that no flag holds as is (e.g. `has_header=not args.no_header`)."""
+    named = {field.name: getattr(args, field.name) for field in dataclasses.fields(settings_class)
+             if hasattr(args, field.name)}
+    return settings_class(**named | values)
 
 
 def model_source(args):
-    """The `training.finetuning.ModelSource` of the `add_finetuning_model_arguments` flags."""
+    """The `training.finetuning.ModelSource` of the `add_finetuning_arguments` model flags."""
     from keras_bert_impl.training.finetuning import ModelSource
 
-    return ModelSource(init_checkpoint=args.init_checkpoint, preset=args.preset, vocab=args.vocab, cased=args.cased)
+    return settings_from(ModelSource, args)
 
 
 def finetuning_run_settings(args):
-    """The `training.finetuning.FinetuningSettings` of the `add_finetuning_training_arguments` flags."""
+    """The `training.finetuning.FinetuningSettings` of the `add_finetuning_arguments` training flags."""
     from keras_bert_impl.training.finetuning import FinetuningSettings
 
-    return FinetuningSettings(
-        output_dir=args.output_dir, epochs=args.epochs, batch_size=args.batch_size,
-        eval_batch_size=args.eval_batch_size, learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction,
-        weight_decay=args.weight_decay, length_bucketing=not args.no_length_bucketing, bucket_width=args.bucket_width,
-        jit_compile=not args.no_jit, seed=args.seed, verbose=args.verbose)
+    return settings_from(FinetuningSettings, args, length_bucketing=not args.no_length_bucketing,
+                         jit_compile=not args.no_jit)
 
 
 def column(text):
@@ -221,40 +205,52 @@ def column(text):
 
 
 def expand_input_files(spec):
-    """Comma-separated paths and glob patterns -> the list of files, in order; a pattern matching nothing or
-    a missing file raises `FileNotFoundError` naming it.
-
-    Example:
-    >>> expand_input_files("/etc/hostname")  # doctest: +SKIP
-    ['/etc/hostname']
-    """
-    import glob
+    """Comma-separated paths and glob patterns -> the files, in order (`data.file_patterns.expand_paths`); a
+    pattern that matches nothing or a missing file raises `FileNotFoundError` naming it."""
     import os
 
-    files = []
-    for part in (piece.strip() for piece in spec.split(",")):
-        if not part:
-            continue
-        matches = sorted(glob.glob(part)) if glob.has_magic(part) else [part]
-        missing = [path for path in matches if not os.path.isfile(path)]
-        if not matches or missing:
-            raise FileNotFoundError(f"No input file {part!r}" + (" matches." if not matches else " exists."))
-        files.extend(matches)
-    if not files:
-        raise ValueError("No input files given.")
+    from keras_bert_impl.data.file_patterns import expand_paths
+
+    files = expand_paths([part.strip() for part in spec.split(",") if part.strip()])
+    missing = [path for path in files if not os.path.isfile(path)]
+    if missing:
+        raise FileNotFoundError(f"No input file {missing[0]!r} exists.")
     return files
 
 
+# The question-answering flags of `predict` and `export` (dests): `BertQuestionAnsweringPreprocessor` settings.
+QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
+                               "null_score_diff_threshold")
+
+
+def add_question_answering_arguments(group):
+    """The SQuAD window and decoding flags of `predict` and `export`, each defaulting to the setting the model
+    was fine-tuned with (its `preprocessor.json`), else to the value shown."""
+    for flag, default, what in (("doc-stride", 128, "distance between context windows"),
+                                ("max-query-length", 64, "question tokens kept"),
+                                ("n-best-size", 20, "start/end candidates per window"),
+                                ("max-answer-length", 30, "longest answer in tokens")):
+        group.add_argument(f"--{flag}", type=positive_int, help=f"{what} (default: the model's, else {default})")
+    group.add_argument("--version-2", action="store_true", help="SQuAD v2.0: answer \"\" when the null score wins "
+                       "(default: on for a model fine-tuned with --version-2)")
+    group.add_argument("--null-score-diff-threshold", type=float,
+                       help="v2.0: answer \"\" when null score - best span score exceeds this (default: the "
+                            "threshold the fine-tuning run tuned and saved with the model, else 0.0)")
+
+
+def question_answering_settings(args):
+    """`{BertQuestionAnsweringPreprocessor setting: value}` of the `add_question_answering_arguments` flags
+    given; the ones left out are not in it."""
+    settings = {name: getattr(args, name) for name in QUESTION_ANSWERING_SETTINGS if getattr(args, name) is not None}
+    return settings | ({"version_2_with_negative": True} if args.version_2 else {})
+
+
 def add_model_class_argument(parser, what):
-    """Define `--model-class` on `parser`: "auto" (the checkpoint's own task, `models.load_task`) or a kind."""
+    """Define `--model-class` on `parser`: "auto" (the checkpoint's own task, `models.load_task` with
+    `task=None`) or a kind."""
     from keras_bert_impl.models.registry import TASK_KINDS
 
     choices = ("auto",) + tuple(kind.replace("_", "-") for kind in TASK_KINDS.values())
     parser.add_argument("--model-class", default="auto", choices=choices,
                         help=f"{what} (default: auto, the checkpoint's own)")
-
-
-def model_class(flag):
-    """`--model-class` as `models.load_task` takes it: None for "auto", else the kind."""
-    return None if flag == "auto" else flag
 

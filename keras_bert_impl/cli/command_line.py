@@ -1,21 +1,10 @@
-"""`keras-bert`: the command line of keras_bert_impl, one subcommand per job.
+"""`keras-bert`: the command line of keras_bert_impl, one subcommand per job (`keras-bert COMMAND --help`).
 
     keras-bert quickstart                     # the whole pipeline on a built-in corpus, minutes on a CPU
-    keras-bert vocab --input-files 'corpus/*.txt' --vocab-size 8000 --output-dir my_vocab
-    keras-bert create-data --input-files corpus/train.txt --vocab my_vocab --output-prefix data/train
     keras-bert pretrain --input-files corpus/train.txt --vocab-file my_vocab/vocab.txt --output-dir runs/bert
     keras-bert finetune-classifier --task mrpc --train-file MRPC/train.tsv --dev-file MRPC/dev.tsv \\
         --init-checkpoint runs/bert/final --output-dir runs/mrpc
-    keras-bert finetune-squad --train-file train-v1.1.json --dev-file dev-v1.1.json \\
-        --init-checkpoint runs/bert/final --output-dir runs/squad
-    keras-bert finetune-ner --train-file conll2003/train.txt --dev-file conll2003/dev.txt \\
-        --init-checkpoint runs/bert/final --output-dir runs/ner
-    keras-bert finetune-multiple-choice --train-file swag/train.csv --dev-file swag/val.csv \\
-        --init-checkpoint runs/bert/final --output-dir runs/swag
-    keras-bert evaluate --squad-file dev-v1.1.json --predictions runs/squad/predictions.json
     keras-bert predict --model runs/mrpc/best --text $'The cat sat.\\tA cat was sitting.'
-    keras-bert export --model runs/squad/best --output saved_models/squad
-    keras-bert convert --input path/to/hf_bert --output bert_ours --format native
 
 Every subcommand takes `--config FILE` (JSON, or YAML with PyYAML: keys are the flag names; flags on the
 command line win), `--debug` (show the traceback on failure) and `--log-level`. On failure the command
@@ -32,30 +21,16 @@ from keras_bert_impl.cli.arguments import UsageError
 from keras_bert_impl.cli.config_files import apply_config_file
 from keras_bert_impl.utils.tensorflow_startup_logs import LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL, quiet_tensorflow_startup
 
-# Subcommand -> module defining `add_arguments(parser)` and `run(args)`; imported only when used.
-SUBCOMMANDS = {
-    "quickstart": "keras_bert_impl.cli.quickstart",
-    "vocab": "keras_bert_impl.cli.vocab",
-    "create-data": "keras_bert_impl.cli.create_data",
-    "pretrain": "keras_bert_impl.cli.pretrain",
-    "finetune-classifier": "keras_bert_impl.cli.finetune_classifier",
-    "finetune-squad": "keras_bert_impl.cli.finetune_squad",
-    "finetune-ner": "keras_bert_impl.cli.finetune_ner",
-    "finetune-multiple-choice": "keras_bert_impl.cli.finetune_multiple_choice",
-    "evaluate": "keras_bert_impl.cli.evaluate",
-    "predict": "keras_bert_impl.cli.predict",
-    "export": "keras_bert_impl.cli.export",
-    "convert": "keras_bert_impl.cli.convert",
-}
+# Subcommand -> its module (`keras_bert_impl.cli.<name with "_">`), defining `add_arguments(parser)`, `run(args)`
+# and optionally `check_arguments(args)`; the module docstring is the subcommand's help.
+SUBCOMMANDS = {name: "keras_bert_impl.cli." + name.replace("-", "_") for name in (
+    "quickstart", "vocab", "create-data", "pretrain", "finetune-classifier", "finetune-squad", "finetune-ner",
+    "finetune-multiple-choice", "evaluate", "predict", "export", "convert")}
 PROGRAM = "keras-bert"
 # Flags (by dest) that name a checkpoint: a local path or a Hugging Face Hub model id. An id is resolved to its
 # local snapshot before the command runs, so the files beside the weights (vocab.txt) are found there too.
 CHECKPOINT_FLAGS = ("init_checkpoint", "model", "input")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-def _summary(module):
-    return (module.__doc__ or "").strip().splitlines()[0]
 
 
 def _common_flags():
@@ -71,11 +46,7 @@ def _common_flags():
 
 
 def build_parser():
-    """The `keras-bert` parser and `{subcommand: its parser}`.
-
-    Returns:
-        `(parser, subparsers)`.
-    """
+    """`(the keras-bert parser, {subcommand: its parser})`."""
     from keras_bert_impl import __version__
 
     parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__,
@@ -88,7 +59,7 @@ def build_parser():
         # A fresh parent per subcommand: `parents` shares its action objects, so one subcommand's
         # `set_defaults(log_level=...)` (quickstart's) would change every subcommand's default.
         subparser = subcommands.add_parser(
-            name, parents=[_common_flags()], help=_summary(module), description=module.__doc__,
+            name, parents=[_common_flags()], help=module.__doc__.splitlines()[0], description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(subparser)
@@ -161,14 +132,8 @@ def parse_arguments(argv):
 
 
 def main(argv=None):
-    """Run `keras-bert` with `argv` (default: `sys.argv[1:]`); return the exit status.
-
-    Args:
-        argv: list of str or None. The arguments after the program name. Defaults to None.
-
-    Returns:
-        int: 0 on success, 1 on a failure (one line on stderr; `--debug` shows the traceback), 130 when
-        interrupted. Flags that do not parse exit 2 (argparse's convention) by raising `SystemExit`.
+    """Run `keras-bert` with `argv` (default: `sys.argv[1:]`); return 0, 1 on a failure (one line on stderr;
+    `--debug` shows the traceback) or 130 when interrupted; flags that do not parse raise `SystemExit(2)`.
 
     Example:
     >>> main(["convert", "--input", "missing_checkpoint", "--output", "out"])  # doctest: +SKIP

@@ -1,19 +1,15 @@
 """Config files for the `keras-bert` subcommands: a JSON or YAML mapping of flag names to values.
 
     # pretrain.yaml                         # pretrain.json
-    input-files: corpus/train.txt           {"input-files": "corpus/train.txt", "steps": 2000,
-    steps: 2000                              "whole-word-masking": true}
-    whole-word-masking: true
-
+    input-files: corpus/train.txt           {"input-files": "corpus/train.txt", "steps": 2000}
+    steps: 2000
     keras-bert pretrain --config pretrain.yaml --steps 500    # flags on the command line win: 500 steps
 
-Keys are the long flag names, with or without the leading "--", with "-" or "_" ("input-files",
-"--input-files" and "input_files" are the same key). Values are what the flag takes: a string, a number, true
-/ false for on/off flags, a list for flags that take several values (a list for a comma-separated flag such as
-`--input-files` is joined with commas). A key that is no flag of the subcommand, or a value outside a flag's
-choices, is an error naming the key. The config values become the flags' defaults, so a flag given on the
-command line overrides them, and a flag marked required is satisfied by the file. JSON is always read;
-YAML (`.yaml` / `.yml`) needs PyYAML.
+Keys are the long flag names, with or without "--", with "-" or "_". Values are what the flag takes: a string,
+a number, true / false for on/off flags, a list for flags that take several values (joined with commas for a
+comma-separated flag such as `--input-files`). A key that is no flag of the subcommand, or a bad value, is an
+error naming the key. The values become the flags' defaults (a required flag is satisfied by the file). YAML
+(`.yaml` / `.yml`) needs PyYAML.
 """
 
 import argparse
@@ -26,14 +22,7 @@ class ConfigFileError(ValueError):
 
 
 def read_config_file(path):
-    """The mapping in a JSON or YAML config file.
-
-    Args:
-        path: str. A `.json`, `.yaml` or `.yml` file (other extensions are read as JSON, then YAML).
-
-    Returns:
-        dict.
-    """
+    """The dict in a `.json`, `.yaml` or `.yml` config file (other extensions are read as JSON, then YAML)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Config file {path!r} does not exist.")
     with open(path, encoding="utf-8") as handle:
@@ -70,19 +59,15 @@ def _parse_yaml(text, path):
         raise ConfigFileError(f"{path}: malformed YAML: {' '.join(str(error).split())}") from error
 
 
-def _flag_actions(parser):
-    """`{dest: action}` for the parser's optional flags (help and the config flag itself left out)."""
-    return {action.dest: action for action in parser._actions  # noqa: SLF001 - argparse has no public list
-            if action.option_strings and action.dest not in (argparse.SUPPRESS, "help", "config")}
-
-
-def _key_actions(actions):
-    """`{key: action}`: each flag under its dest and under every one of its names (a flag with an alias,
-    e.g. `--max-predictions` / `--max-predictions-per-seq`, is one key either way)."""
-    keys = dict(actions)
-    for action in actions.values():
-        for option in action.option_strings:
-            keys.setdefault(option.lstrip("-").replace("-", "_"), action)
+def _key_actions(parser):
+    """`{key: action}` for the parser's optional flags (help and --config left out), each under its dest and
+    under every one of its names (`--max-predictions` / `--max-predictions-per-seq` are one key either way)."""
+    keys = {}
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public list
+        if action.option_strings and action.dest not in (argparse.SUPPRESS, "help", "config"):
+            keys[action.dest] = action
+            for option in action.option_strings:
+                keys.setdefault(option.lstrip("-").replace("-", "_"), action)
     return keys
 
 
@@ -120,14 +105,8 @@ def _converted_scalar(action, key, value, path):
 
 
 def apply_config_file(parser, path):
-    """Make the values of config file `path` the defaults of `parser`'s flags (command-line flags still win).
-
-    Args:
-        parser: `argparse.ArgumentParser`. One subcommand's parser.
-        path: str. The JSON or YAML file.
-
-    Returns:
-        dict dest -> value that was applied.
+    """Make the values of config file `path` the defaults of `parser`'s flags (command-line flags still win);
+    return `{dest: value}` of what was applied.
 
     Example:
     >>> import tempfile
@@ -141,13 +120,12 @@ def apply_config_file(parser, path):
     >>> parser.parse_args(["--steps", "5"]).steps, parser.parse_args([]).steps
     (5, 200)
     """
-    actions = _flag_actions(parser)
-    keys = _key_actions(actions)
+    keys = _key_actions(parser)
     applied = {}
     for key, value in read_config_file(path).items():
         name = str(key).lstrip("-").replace("-", "_")
         if name not in keys:
-            known = ", ".join(sorted(action.option_strings[-1].lstrip("-") for action in actions.values()))
+            known = ", ".join(sorted({action.option_strings[-1].lstrip("-") for action in keys.values()}))
             raise ConfigFileError(f"{path}: unknown key {key!r}; the keys are the flag names: {known}.")
         action = keys[name]
         if action.dest in applied:

@@ -1,17 +1,14 @@
 """Convert a checkpoint (Hugging Face, original TF or ours) to our format or Hugging Face's.
 
     keras-bert convert --input path/to/hf_bert_dir --output bert_ours                    # -> ours
-    keras-bert convert --input uncased_L-2_H-128_A-2/bert_model.ckpt --output bert_hf --format huggingface
     keras-bert convert --input runs/mrpc/best --output mrpc_hf --format huggingface     # task heads too
 
-The model class (backbone, pretrainer, classifier, question answerer) is read from the checkpoint
-(`models.load_task`); `--model-class` picks another, e.g. `backbone` to keep only the encoder of a
-task model. Every weight is carried over, names and layouts mapped by `checkpoints.name_map` (fused QKV
-split or joined, kernels transposed). The tokenizer files (`vocab.txt`, `tokenizer_config.json`) beside the
-input are written beside the output. The output directory is replaced only when complete.
+The model class is read from the checkpoint (`models.load_task`); `--model-class` picks another, e.g.
+`backbone` to keep only the encoder. Every weight is carried over; the tokenizer files beside the input are
+written beside the output, which is replaced only when complete.
 """
 
-from keras_bert_impl.cli.arguments import add_model_class_argument, model_class
+from keras_bert_impl.cli.arguments import add_model_class_argument
 
 FORMATS = ("native", "huggingface")
 
@@ -38,7 +35,7 @@ def run(args):
     replace = dict(markers=("config.json",), overwrite=args.overwrite, what="model directory",
                    force_hint="pass --overwrite to replace it")
     check_replaceable(args.output, **replace)
-    model = load_task(args.input, task=model_class(args.model_class))
+    model = load_task(args.input, task=None if args.model_class == "auto" else args.model_class)
     tokenizer = checkpoint_tokenizer(args.input)
     # Weights and tokenizer land together: a failure in either leaves any previous output untouched.
     with atomic_directory(args.output, **replace) as staging:

@@ -3,14 +3,9 @@
     keras-bert create-data --input-files 'corpus/*.txt' --vocab my_vocab --output-prefix data/train \\
         --sequence-length 128 --max-predictions-per-seq 20 --dupe-factor 10
 
-The `create_pretraining_data.py` equivalent (keras_bert_impl.data.pretraining_tfrecords): documents are shuffled,
-split into sentence pairs (half of them with a random second segment), truncated, shuffled again and dealt
-over `--num-shards` files `<prefix>-00000-of-0000N.tfrecord` with the original's feature names, so
-`run_pretraining.py` reads them too. `--masking static` writes one mask per instance and pass
-(`--dupe-factor` passes); `dynamic` writes unmasked instances that `keras-bert pretrain --input-tfrecords`
-masks anew every epoch. The packing and masking settings (`--sequence-length` and every masking flag) are
-written beside the shards in `<prefix>.settings.json`; `keras-bert pretrain --input-tfrecords` reads them
-back, so pretraining masks (or reads the masks) exactly as asked here.
+`create_pretraining_data.py`'s algorithm and feature names (`data.pretraining_tfrecords`). `--masking static`
+writes one mask per instance and pass (`--dupe-factor` passes); `dynamic` leaves the masking to `keras-bert
+pretrain --input-tfrecords`, which reads the settings written beside the shards (`<prefix>.settings.json`).
 """
 
 from keras_bert_impl.cli.arguments import (
@@ -44,22 +39,17 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=12345, help="(default: %(default)s)")
 
 
-def build_preprocessor(args, tokenizer):
-    """The `BertPretrainingPreprocessor` the flags describe: the record length and every masking setting."""
-    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
-
-    return BertPretrainingPreprocessor(tokenizer, sequence_length=args.sequence_length, seed=args.seed,
-                                       **masking_settings(args))
-
-
 def run(args):
     """Write the shards and, beside them, their settings; print their paths."""
     from keras_bert_impl.data.pretraining_tfrecord_settings import write_pretraining_settings
     from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
+    from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
     from keras_bert_impl.training.finetuning import load_tokenizer
 
     tokenizer = load_tokenizer(args.vocab, lowercase=False if args.cased else None)
-    preprocessor = build_preprocessor(args, tokenizer)
+    # The record length and every masking setting.
+    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=args.sequence_length, seed=args.seed,
+                                               **masking_settings(args))
     paths = write_pretraining_tfrecords(
         expand_input_files(args.input_files), args.output_prefix, preprocessor, num_shards=args.num_shards,
         masking=args.masking, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,

@@ -1,20 +1,11 @@
 """Score a predictions file: SQuAD (the official v1.1 / v2.0 evaluation) or classification (GLUE metrics).
 
-    # SQuAD: predictions.json ({question id: answer text}) against the dataset file with the gold answers
-    keras-bert evaluate --squad-file dev-v1.1.json --predictions runs/squad/predictions.json
     keras-bert evaluate --squad-file dev-v2.0.json --predictions predictions.json --null-odds null_odds.json
-    # classification: a predictions TSV (`index<TAB>prediction`, as finetune-classifier writes) against the
-    # labeled file, row i of the gold file being index i
     keras-bert evaluate --gold-file MRPC/dev.tsv --task mrpc --predictions runs/mrpc/dev_predictions.tsv
-    keras-bert evaluate --gold-file dev.jsonl --label-column label --predictions dev_predictions.tsv
 
-SQuAD scores are the official scripts': answers normalised (lowercase, no punctuation or articles a/an/the,
-single spaces), exact match and token F1 taking the best gold answer, in percent. v2.0 (picked from the
-file's `version`, or any `is_impossible` question; `--version` forces it) adds HasAns_* / NoAns_* and, with
-`--null-odds`, the best thresholds. Classification reports GLUE's metrics for `--task` (accuracy; F1 for
-MRPC and QQP; Matthews correlation for CoLA; Pearson and Spearman for STS-B), else accuracy (and F1 of the
-second label for two labels), or Pearson and Spearman with `--regression`. The scores print as JSON and go
-to `--output-file` when given.
+SQuAD scores are the official scripts' (v2.0 from the file, or `--version`; `--null-odds` adds the best
+thresholds). A classification predictions TSV (`index<TAB>prediction`) is scored against row `index` of the
+gold file with GLUE's metrics for `--task`, else accuracy and F1, or Pearson / Spearman with `--regression`.
 """
 
 import json

@@ -1,38 +1,23 @@
-"""Export a saved model directory as a TensorFlow SavedModel that serves raw text.
+"""Export a saved model directory as a TensorFlow SavedModel that serves raw text, or as ONNX.
 
-    keras-bert export --model runs/mrpc/best --output saved_models/mrpc
     keras-bert export --model runs/squad/best --output saved_models/squad --sequence-length 384
-
-The model class comes from the directory (`models.load_task`) and the tokenizer from the `vocab.txt`
-beside it. The SavedModel (`keras_bert_impl.export.export_saved_model`) has the signatures `serve_text`
-(classifier: `text` -> `label`, `probabilities`; question answerer: `question`, `context` -> `answer`,
-`start_char`, `end_char`, `score`; backbone: `text` -> `sequence_output`, `pooled_output`),
-`serve_text_pair` (classifier and backbone) and `serve_token_ids` (numeric inputs), and needs only
-`tensorflow` and `tensorflow_text` to serve:
-
-    import tensorflow as tf, tensorflow_text  # noqa: the ops the graph uses
-    served = tf.saved_model.load("saved_models/squad")
-    served.signatures["serve_text"](question=tf.constant(["..."]), context=tf.constant(["..."]))["answer"]
-
-`--format onnx` writes one ONNX file instead (`keras_bert_impl.export.export_onnx`; needs
-`pip install "keras-bert-impl[onnx]"`): numeric inputs `token_ids`, `segment_ids`, `padding_mask` of any
-batch size and length, the task's outputs (a classifier's `logits`). The tokenizer stays outside it:
-
     keras-bert export --model runs/mrpc/best --format onnx --output onnx_models/mrpc.onnx
 
-    import onnxruntime
-    from keras_bert_impl.preprocessing import BertPreprocessor
-    preprocessor = BertPreprocessor.from_pretrained("runs/mrpc/best", sequence_length=128)
-    session = onnxruntime.InferenceSession("onnx_models/mrpc.onnx")
-    logits, = session.run(["logits"], preprocessor(["a sentence", "another"]))
+The model comes from the directory (`models.load_task`), the tokenizer from the `vocab.txt` beside it. The
+SavedModel (`export.export_saved_model`) needs only `tensorflow` and `tensorflow_text` to serve:
+`tf.saved_model.load(path).signatures["serve_text"](question=..., context=...)["answer"]`. `--format onnx`
+(`export.export_onnx`; `pip install "keras-bert-impl[onnx]"`) takes `token_ids`, `segment_ids`,
+`padding_mask` from the model's preprocessor (`BertPreprocessor.from_pretrained(model directory)`).
 """
 
 import os
 
-from keras_bert_impl.cli.arguments import add_model_class_argument, model_class, positive_int
-
-QUESTION_ANSWERING_OPTIONS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size",
-                              "null_score_diff_threshold")
+from keras_bert_impl.cli.arguments import (
+    add_model_class_argument,
+    add_question_answering_arguments,
+    positive_int,
+    question_answering_settings,
+)
 
 
 def add_arguments(parser):
@@ -53,64 +38,40 @@ def add_arguments(parser):
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --output even if it is a file or a folder that is not a SavedModel (with "
                              "--format onnx: replace an existing file)")
-    qa = parser.add_argument_group("question answering", "each defaults to the fine-tuning run's, saved in the "
-                                   "model's preprocessor.json, else to the value shown")
-    qa.add_argument("--doc-stride", type=positive_int, help="distance between context windows (default: 128)")
-    qa.add_argument("--max-query-length", type=positive_int, help="question tokens kept (default: 64)")
-    qa.add_argument("--max-answer-length", type=positive_int, help="longest answer in tokens (default: 30)")
-    qa.add_argument("--n-best-size", type=positive_int, help="start/end candidates per window (default: 20)")
-    qa.add_argument("--version-2", action="store_true", help="SQuAD v2.0: answer \"\" when the null score wins "
-                    "(default: on for a model fine-tuned with --version-2)")
-    qa.add_argument("--null-score-diff-threshold", type=float, help="v2.0 threshold (default: the tuned one the "
-                    "run saved, else 0.0)")
+    add_question_answering_arguments(parser.add_argument_group("question answering"))
 
 
 def run(args):
-    """Load the model and tokenizer, export, print the SavedModel path and its signatures."""
-    from keras_bert_impl.export import export_saved_model
+    """Load the model (`models.load_task`) and its tokenizer, export, print the path."""
+    from keras_bert_impl.export import export_onnx, export_saved_model
+    from keras_bert_impl.export.onnx_export import check_output
     from keras_bert_impl.export.saved_model_export import SAVED_MODEL_MARKERS
+    from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
     from keras_bert_impl.utils.atomic_io import check_replaceable
 
-    if args.format == "onnx":
-        return _run_onnx(args)
-    output = args.output or os.path.join("saved_models", os.path.basename(os.path.normpath(args.model)))
-    # Refuse an output that is not a previous export before loading anything.
-    check_replaceable(os.path.abspath(output), SAVED_MODEL_MARKERS, args.overwrite, "SavedModel",
-                      "pass --overwrite to replace it")
-    model, tokenizer = _load(args.model, args.model_class, require_tokenizer=True)
-    options = {name: getattr(args, name) for name in QUESTION_ANSWERING_OPTIONS if getattr(args, name) is not None}
-    if args.version_2:
-        options["version_2_with_negative"] = True
+    options = question_answering_settings(args)
+    onnx = args.format == "onnx"
+    output = args.output or os.path.join("onnx_models" if onnx else "saved_models",
+                                         os.path.basename(os.path.normpath(args.model)) + (".onnx" if onnx else ""))
+    if onnx:
+        flags = ["--sequence-length"] * (args.sequence_length is not None) + [
+            "--" + name.replace("_with_negative", "").replace("_", "-") for name in options]
+        if flags:
+            raise ValueError(f"{', '.join(flags)} apply to SavedModel exports, which serve text; an ONNX export "
+                             "takes token ids of any length: drop them, or leave out --format onnx.")
+        check_output(os.path.abspath(output), args.overwrite)  # before loading anything
+    else:
+        check_replaceable(os.path.abspath(output), SAVED_MODEL_MARKERS, args.overwrite, "SavedModel",
+                          "pass --overwrite to replace it")  # before loading anything
+    model = load_task(args.model, task=None if args.model_class == "auto" else args.model_class)
     if options and type(model).__name__ != "BertQuestionAnswerer":
         raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "
                          f"({', '.join(sorted(options))}) apply only to question answerers.")
-    path = export_saved_model(model, output, tokenizer, sequence_length=args.sequence_length,
-                              overwrite=args.overwrite, **options)
-    print(f"Exported {type(model).__name__} to {path}")
+    if onnx:
+        path = export_onnx(model, output, overwrite=args.overwrite)
+        print(f"Exported {type(model).__name__} to {path} (ONNX; inputs token_ids, segment_ids, padding_mask)")
+    else:
+        path = export_saved_model(model, output, checkpoint_tokenizer(args.model, required=True),
+                                  sequence_length=args.sequence_length, overwrite=args.overwrite, **options)
+        print(f"Exported {type(model).__name__} to {path}")
     return 0
-
-
-def _run_onnx(args):
-    """`--format onnx`: refuse the SavedModel-only flags, then export the model's numeric graph."""
-    from keras_bert_impl.export import export_onnx
-    from keras_bert_impl.export.onnx_export import check_output
-
-    text_flags = [f"--{name.replace('_', '-')}" for name in ("sequence_length",) + QUESTION_ANSWERING_OPTIONS
-                  if getattr(args, name) is not None] + (["--version-2"] if args.version_2 else [])
-    if text_flags:
-        raise ValueError(f"{', '.join(text_flags)} apply to SavedModel exports, which serve text; an ONNX export "
-                         "takes token ids of any length: drop them, or leave out --format onnx.")
-    output = args.output or os.path.join("onnx_models", os.path.basename(os.path.normpath(args.model)) + ".onnx")
-    check_output(os.path.abspath(output), args.overwrite)  # before loading anything
-    model, _ = _load(args.model, args.model_class)
-    path = export_onnx(model, output, overwrite=args.overwrite)
-    print(f"Exported {type(model).__name__} to {path} (ONNX; inputs token_ids, segment_ids, padding_mask)")
-    return 0
-
-
-def _load(path, model_class_flag, require_tokenizer=False):
-    from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
-
-    model = load_task(path, task=model_class(model_class_flag))
-    return model, checkpoint_tokenizer(path, required=require_tokenizer)
-

@@ -1,34 +1,26 @@
-"""Predict with a fine-tuned model directory: classify texts, or answer questions about a context.
+"""Predict with a fine-tuned model directory: classify, tag or choose for texts, or answer questions.
 
-    # classifier (a finetune-classifier run's best/): one text per --text, or one per line of --input-file;
-    # a TAB inside a text separates a sentence pair
-    keras-bert predict --model runs/topics/best --text "Open a socket and send the bytes."
     keras-bert predict --model runs/mrpc/best --input-file pairs.tsv --output-file predictions.tsv
-    # question answerer (a finetune-squad run's best/)
     keras-bert predict --model runs/squad/best --question "What does math.sqrt return?" \\
         --context "math.sqrt returns the square root of x. math.floor returns the floor of x."
-    keras-bert predict --model runs/squad/best --squad-file dev.json --output-file predictions.json
-    # token classifier (a finetune-ner run's best/): the entities of each --text / --input-file line
-    keras-bert predict --model runs/ner/best --text "Peter Blackburn spoke in Brussels."
-    # multiple choice (a finetune-multiple-choice run's best/): context<TAB>ending0<TAB>ending1... per text
     keras-bert predict --model runs/swag/best --text $'He sat at the piano.\\tHe played.\\tHe swam away.'
 
-The model, its task and its preprocessor come from the directory (`models.load_task`), and so do the settings
-the model was fine-tuned with (its `preprocessor.json`: packing length; SQuAD windows, decoding and the tuned
-v2.0 null threshold), which flags given here override. Classifier output:
-`index<TAB>prediction<TAB>probability<TAB>text` lines (the score for regression models), to stdout or
-`--output-file` (with a header row; `keras-bert evaluate` reads it), from `BertClassifier.decode_predictions`.
-Question answering prints the answer, or writes predictions.json (`{question id: answer}`) for a SQuAD file,
-decoded as `run_squad.py` does (`BertQuestionAnswerer.predict`).
-Token classifiers write one JSON object per text: `{"index", "text", "entities"}`, each entity
-`{"text", "type", "start", "end", "score"}` with character offsets into the text (long texts are windowed
-with the model's `--sequence-length` and stride).
+The model, its task and its preprocessor come from the directory (`models.load_task`), with the settings it was
+fine-tuned with, which flags given here override; `model.predict` and `decode_predictions` do the rest. A TAB
+separates a sentence pair, or a context and its endings. Classifiers print `index<TAB>prediction<TAB>probability
+<TAB>text` lines (a header row with `--output-file`, which `keras-bert evaluate` reads); token classifiers one
+JSON object per text with its entities; question answering the answer, or predictions.json for `--squad-file`.
 """
 
 import json
 import sys
 
-from keras_bert_impl.cli.arguments import UsageError, positive_int
+from keras_bert_impl.cli.arguments import (
+    UsageError,
+    add_question_answering_arguments,
+    positive_int,
+    question_answering_settings,
+)
 
 
 def add_arguments(parser):
@@ -48,15 +40,7 @@ def add_arguments(parser):
     answer.add_argument("--context", help="the text to find the answer in")
     answer.add_argument("--context-file", help="read the context from this file")
     answer.add_argument("--squad-file", help="a SQuAD JSON file: answer all of its questions")
-    answer.add_argument("--doc-stride", type=positive_int, help="(default: the model's, else 128)")
-    answer.add_argument("--max-query-length", type=positive_int, help="(default: the model's, else 64)")
-    answer.add_argument("--n-best-size", type=positive_int, help="(default: the model's, else 20)")
-    answer.add_argument("--max-answer-length", type=positive_int, help="(default: the model's, else 30)")
-    answer.add_argument("--version-2", action="store_true", help="allow \"\" (no answer), SQuAD v2.0 style "
-                        "(default: on for a model fine-tuned with --version-2)")
-    answer.add_argument("--null-score-diff-threshold", type=float,
-                        help="v2.0: answer \"\" when null score - best span score exceeds this (default: the "
-                             "threshold the fine-tuning run tuned and saved with the model, else 0.0)")
+    add_question_answering_arguments(answer)
 
 
 def check_arguments(args):
@@ -70,12 +54,6 @@ def check_arguments(args):
         raise UsageError("--context is empty: give the text the answer is taken from (or --context-file)")
     if answer and not args.squad_file and not (args.question and (args.context or args.context_file)):
         raise UsageError("--question needs --context or --context-file (or use --squad-file)")
-
-
-# The question-answering flags: the settings of the model's `BertQuestionAnsweringPreprocessor` they replace.
-QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
-                               "null_score_diff_threshold")
-TEXT_TASKS = ("BertClassifier", "BertTokenClassifier", "BertMultipleChoice")
 
 
 def _texts(args):
@@ -111,12 +89,7 @@ def _questions(args):
 def _preprocessor_settings(args):
     """The saved preprocessor settings the flags replace."""
     settings = {"sequence_length": args.sequence_length} if args.sequence_length else {}
-    if args.question or args.squad_file:
-        settings.update({name: getattr(args, name) for name in QUESTION_ANSWERING_SETTINGS
-                         if getattr(args, name) is not None})
-        if args.version_2:
-            settings["version_2_with_negative"] = True
-    return settings
+    return settings | (question_answering_settings(args) if args.question or args.squad_file else {})
 
 
 def _table(rows, texts, header):
@@ -133,23 +106,20 @@ def _table(rows, texts, header):
 
 
 def classify(model, texts, batch_size, header):
-    """Lines of `BertClassifier` predictions for `texts` (a TAB inside a text separates a pair)."""
-    pairs = [text.split("\t", 1) for text in texts]
-    if len({len(pair) for pair in pairs}) != 1:
-        raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
-    x = texts if len(pairs[0]) == 1 else tuple(list(side) for side in zip(*pairs))
-    logits = model.predict(x, batch_size=batch_size, verbose=0)
-    return _table(model.decode_predictions(logits), texts, header)
-
-
-def choose_endings(model, texts, batch_size, header):
-    """Lines of `BertMultipleChoice` choices for texts of the form `context<TAB>ending0<TAB>ending1...`."""
-    rows = [text.split("\t") for text in texts]
-    if min(len(row) for row in rows) < 3 or len({len(row) for row in rows}) != 1:
-        raise ValueError("A multiple-choice model takes texts of the form context<TAB>ending0<TAB>ending1..., two "
-                         "or more endings and the same number on every text.")
-    logits = model.predict(([row[0] for row in rows], [row[1:] for row in rows]), batch_size=batch_size, verbose=0)
-    return _table(model.decode_predictions(logits), texts, header)
+    """Lines of `BertClassifier` predictions for `texts` (a TAB inside a text separates a pair), or of
+    `BertMultipleChoice` choices for texts of the form `context<TAB>ending0<TAB>ending1...`."""
+    if type(model).__name__ == "BertMultipleChoice":
+        rows = [text.split("\t") for text in texts]
+        if min(len(row) for row in rows) < 3 or len({len(row) for row in rows}) != 1:
+            raise ValueError("A multiple-choice model takes texts of the form context<TAB>ending0<TAB>ending1..., "
+                             "two or more endings and the same number on every text.")
+        x = ([row[0] for row in rows], [row[1:] for row in rows])
+    else:
+        pairs = [text.split("\t", 1) for text in texts]
+        if len({len(pair) for pair in pairs}) != 1:
+            raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
+        x = texts if len(pairs[0]) == 1 else tuple(list(side) for side in zip(*pairs))
+    return _table(model.decode_predictions(model.predict(x, batch_size=batch_size, verbose=0)), texts, header)
 
 
 def tag_entities(model, texts, batch_size, header):
@@ -159,8 +129,7 @@ def tag_entities(model, texts, batch_size, header):
             for index, (text, result) in enumerate(zip(texts, tagged))]
 
 
-TEXT_PREDICTIONS = {"BertClassifier": classify, "BertMultipleChoice": choose_endings,
-                    "BertTokenClassifier": tag_entities}
+TEXT_PREDICTIONS = {"BertClassifier": classify, "BertMultipleChoice": classify, "BertTokenClassifier": tag_entities}
 
 
 def answer(model, question_ids, questions, contexts, batch_size, squad_file):
@@ -173,7 +142,8 @@ def answer(model, question_ids, questions, contexts, batch_size, squad_file):
 
 
 def _check_task(path, class_name, asked_to_classify):
-    if (class_name in TEXT_TASKS) != asked_to_classify or class_name not in TEXT_TASKS + ("BertQuestionAnswerer",):
+    takes_texts = class_name in TEXT_PREDICTIONS
+    if takes_texts != asked_to_classify or not (takes_texts or class_name == "BertQuestionAnswerer"):
         wanted = "texts to classify" if asked_to_classify else "questions"
         raise ValueError(f"{path} holds a {class_name}, which does not take {wanted}; predict takes a "
                          f"BertClassifier, BertTokenClassifier or BertMultipleChoice (texts) or a "

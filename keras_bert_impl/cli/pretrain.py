@@ -1,32 +1,18 @@
 """Pretrain BERT (masked LM + next sentence prediction) with `model.fit`, from text files or TFRecord shards.
 
-    # from scratch, a tiny model on a text corpus (one sentence per line, blank line between documents)
     keras-bert pretrain --input-files 'corpus/train/*.txt' --vocab-file corpus/vocab.txt \\
         --preset tiny --steps 2000 --output-dir runs/tiny
-    # continued pretraining of a converted checkpoint (Hugging Face, original TF or ours)
-    keras-bert pretrain --input-files 'corpus/*.txt' --init-checkpoint path/to/bert --steps 1000
-    # the paper's two phases: 90% of the steps at length 128, then 10% at 512, keeping the weights
-    keras-bert pretrain ... --steps 900000 --phase2-steps 100000
+    keras-bert pretrain ... --steps 900000 --phase2-steps 100000    # the paper's two phases: 128, then 512 tokens
 
-Interrupt it and run the same command again: it resumes from the newest checkpoint in `--output-dir` at the
-same step, learning rate and data position. Outputs in `--output-dir`: `checkpoints/phase<i>/step_*`
-(weights + optimizer + RNG state, every `--checkpoint-every` steps), `tensorboard/`, `metrics.jsonl`,
-`training_curves.png`, and `final/` (a `BertPretrainer.save_pretrained` directory with the vocabulary, which
-`--init-checkpoint`, `BertBackbone.from_pretrained` and the fine-tuning models read).
-
-Packing and masking: with `--input-tfrecords` the settings come from `<prefix>.settings.json`, which
-`keras-bert create-data` writes beside its shards; a flag that disagrees with them is an error naming both
-values, not an override.
-
-The recipe is `keras_bert_impl.training.pretraining.pretrain` (its docstring says how the pieces fit); each
-flag is the `PretrainingSettings` field of the same name. `--distribution`: `mirrored` (all local GPUs),
-`multi_worker` (`TF_CONFIG` set per worker, the same command on each; the chief writes), `tpu` (`--tpu` names
-it) need `KERAS_BACKEND=tensorflow`; `jax_data_parallel` (every JAX device) needs `KERAS_BACKEND=jax`, and on
-several hosts `KERAS_DISTRIBUTION_JOB_ADDRESSES` (the coordinator's host:port), `KERAS_DISTRIBUTION_NUM_PROCESSES`
-and `KERAS_DISTRIBUTION_PROCESS_ID` set for the same command on each. `--batch-size` is always the global batch.
+The recipe is `training.pretraining.pretrain`; each flag is the `PretrainingSettings` field of the same name.
+Run the same command again after an interruption: it resumes from the newest checkpoint in `--output-dir`.
+Outputs: `checkpoints/`, `tensorboard/`, `metrics.jsonl`, `training_curves.png` and `final/` (a
+`BertPretrainer.save_pretrained` directory with the vocabulary). `--distribution`: `mirrored`, `multi_worker`
+(`TF_CONFIG` per worker) and `tpu` need `KERAS_BACKEND=tensorflow`, `jax_data_parallel` needs
+`KERAS_BACKEND=jax` (on several hosts also `KERAS_DISTRIBUTION_JOB_ADDRESSES`, `_NUM_PROCESSES`,
+`_PROCESS_ID`). `--batch-size` is the global batch.
 """
 
-import dataclasses
 import json
 
 from keras_bert_impl.cli.arguments import (
@@ -38,6 +24,7 @@ from keras_bert_impl.cli.arguments import (
     non_negative_int,
     positive_float,
     positive_int,
+    settings_from,
 )
 from keras_bert_impl.training.pretraining import SEQUENCE_LENGTH, PretrainingSettings
 
@@ -95,29 +82,22 @@ def add_arguments(parser):
 
 
 def _add_training_arguments(train):
-    train.add_argument("--batch-size", type=positive_int, default=DEFAULTS.batch_size, help="global batch size "
-                       "(default: %(default)s)")
-    train.add_argument("--steps", type=positive_int, default=DEFAULTS.steps, help="phase-1 optimizer steps "
-                       "(default: %(default)s)")
-    train.add_argument("--learning-rate", type=positive_float, default=DEFAULTS.learning_rate,
-                       help="peak learning rate (default: %(default)s)")
-    train.add_argument("--warmup-fraction", type=fraction, default=DEFAULTS.warmup_fraction,
-                       help="share of the steps with linear warmup (default: %(default)s)")
-    train.add_argument("--optimizer", default=DEFAULTS.optimizer, help="adamw_original (the paper's), lamb (large "
-                       "batches) or keras_adamw (default: %(default)s)")
-    train.add_argument("--weight-decay", type=non_negative_float, default=DEFAULTS.weight_decay,
-                       help="decoupled weight decay (default: %(default)s)")
-    train.add_argument("--gradient-accumulation-steps", type=positive_int,
-                       default=DEFAULTS.gradient_accumulation_steps,
-                       help="batches summed per optimizer update (default: %(default)s)")
+    for flag, kind, what in (("batch-size", positive_int, "global batch size"), ("steps", positive_int, "phase-1 "
+                             "optimizer steps"), ("learning-rate", positive_float, "peak learning rate"),
+                             ("warmup-fraction", fraction, "share of the steps with linear warmup"),
+                             ("optimizer", None, "adamw_original (the paper's), lamb (large batches) or keras_adamw"),
+                             ("weight-decay", non_negative_float, "decoupled weight decay"),
+                             ("gradient-accumulation-steps", positive_int, "batches summed per optimizer update")):
+        train.add_argument(f"--{flag}", type=kind, default=getattr(DEFAULTS, flag.replace("-", "_")),
+                           help=f"{what} (default: %(default)s)")
     train.add_argument("--phase2-steps", type=non_negative_int, default=DEFAULTS.phase2_steps,
                        help="steps at --phase2-sequence-length after phase 1 (default: 0, no phase 2)")
     train.add_argument("--phase2-sequence-length", "--phase2-seq-length", type=positive_int,
-                       default=DEFAULTS.phase2_sequence_length,
-                       help="instance length of phase 2 (default: %(default)s)")
+                       default=DEFAULTS.phase2_sequence_length, help="instance length of phase 2 (default: "
+                       "%(default)s)")
     train.add_argument("--phase2-max-predictions-per-seq", type=positive_int,
-                       default=DEFAULTS.phase2_max_predictions_per_seq,
-                       help="masked-LM slots in phase 2 (default: %(default)s)")
+                       default=DEFAULTS.phase2_max_predictions_per_seq, help="masked-LM slots in phase 2 (default: "
+                       "%(default)s)")
     train.add_argument("--phase2-batch-size", type=positive_int, default=None, help="defaults to --batch-size")
     train.add_argument("--phase2-learning-rate", type=positive_float, default=None, help="defaults to --learning-rate")
     train.add_argument("--jit-compile", default="auto", choices=("auto", "true", "false"),
@@ -131,11 +111,9 @@ def _add_training_arguments(train):
 
 def settings_from_arguments(args):
     """The `PretrainingSettings` the flags describe (each flag is the field of the same name)."""
-    values = {field.name: getattr(args, field.name) for field in dataclasses.fields(PretrainingSettings)}
-    for name in FILE_LISTS:
-        values[name] = values[name].split(",") if values[name] is not None else None
-    values["jit_compile"] = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
-    return PretrainingSettings(**values)
+    lists = {name: getattr(args, name).split(",") for name in FILE_LISTS if getattr(args, name) is not None}
+    jit_compile = {"auto": "auto", "true": True, "false": False}[args.jit_compile]
+    return settings_from(PretrainingSettings, args, jit_compile=jit_compile, **lists)
 
 
 def check_arguments(args):

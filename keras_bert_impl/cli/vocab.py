@@ -2,10 +2,8 @@
 
     keras-bert vocab --input-files 'corpus/*.txt' --vocab-size 8000 --output-dir my_vocab
 
-Writes `vocab.txt` (the five special tokens first, [PAD] = id 0, as the released BERT vocabularies) and
-`tokenizer_config.json` (the casing) to `--output-dir`; pass that directory (or its vocab.txt) to the other
-subcommands. Words are split and normalised exactly as `BertTokenizer` does, so every learned piece is one
-the tokenizer looks up. A corpus smaller than the requested size gives fewer tokens.
+Writes `vocab.txt` (the special tokens first, [PAD] = 0) and `tokenizer_config.json` (the casing) to
+`--output-dir`; words are split and normalised exactly as `BertTokenizer` does.
 """
 
 import os

@@ -251,3 +251,49 @@ def subsample_squad(squad, max_questions, seed=0):
         count += len(paragraph["qas"])
     return {"version": squad.get("version", "1.1"),
             "data": [{"title": title, "paragraphs": kept_paragraphs} for title, kept_paragraphs in kept.items()]}
+
+
+def question_count(squad):
+    """The number of questions in a SQuAD dict."""
+    return sum(len(paragraph["qas"]) for article in squad["data"] for paragraph in article["paragraphs"])
+
+
+def first_sentence_baseline(squad):
+    """Official SQuAD v1.1 scores of answering every question with its context's first sentence."""
+    from keras_bert_impl.data.sentence_splitting import split_sentences
+    from keras_bert_impl.squad import evaluate_v1
+
+    predictions = {question["id"]: split_sentences(paragraph["context"])[0]
+                   for article in squad["data"] for paragraph in article["paragraphs"] for question in paragraph["qas"]}
+    return evaluate_v1(squad, predictions)
+
+
+def first_of_each_topic(topic_examples):
+    """The first `(sentence, topic)` of each topic, in the examples' order (held-out examples to show)."""
+    first = {}
+    for sentence, topic in topic_examples:
+        first.setdefault(topic, sentence)
+    return [(sentence, topic) for topic, sentence in first.items()]
+
+
+def first_of_each_question_kind(squad):
+    """The first `(question, context, gold answer)` of each kind of question ("Which module ...", "What does
+    ...": its first two words), in the SQuAD dict's order (held-out questions to show, chosen before any
+    answer is seen)."""
+    first = {}
+    for article in squad["data"]:
+        for paragraph in article["paragraphs"]:
+            for question in paragraph["qas"]:
+                kind = " ".join(question["question"].split()[:2])
+                first.setdefault(kind, (question["question"], paragraph["context"], question["answers"][0]["text"]))
+    return list(first.values())
+
+
+def most_frequent_token_share(tokenizer, path):
+    """`(the most frequent token of path's text, its share of the tokens)`: the masked-LM accuracy of always
+    guessing it (masked positions are a uniform sample of the non-special tokens)."""
+    with open(path, encoding="utf-8") as handle:
+        sentences = [line.strip() for line in handle if line.strip()]
+    counts = collections.Counter(token for ids in tokenizer.tokenize(sentences) for token in ids)
+    token_id, count = counts.most_common(1)[0]
+    return tokenizer.id_to_token(token_id), count / sum(counts.values())

@@ -85,18 +85,6 @@ def test_quickstart_without_the_checkpoint_says_how_to_install_it_before_any_wor
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
-def test_shown_examples_are_the_first_held_out_ones_of_each_kind():
-    from keras_bert_impl.cli.quickstart import shown_questions, shown_topic_examples
-
-    topics = [("Open a socket.", "networking"), ("Copy a file.", "files"), ("Bind the port.", "networking")]
-    assert shown_topic_examples(topics) == topics[:2]
-    context = "f is defined in the m module. f returns x. g returns y."
-    questions = [{"question": question, "answers": [{"text": answer}]} for question, answer in (
-        ("Which module defines f?", "m"), ("What does f return?", "x"), ("What does g return?", "y"))]
-    squad = {"data": [{"paragraphs": [{"context": context, "qas": questions}]}]}
-    assert shown_questions(squad) == [("Which module defines f?", context, "m"), ("What does f return?", context, "x")]
-
-
 def test_saved_models_serve_raw_text(quickstart):
     import tensorflow as tf
 
@@ -129,16 +117,19 @@ def test_predict_with_the_fine_tuned_models(capsys, quickstart, tmp_path):
 
 
 def test_evaluate_reproduces_the_fine_tuning_scores(capsys, quickstart):
-    qa_dir = quickstart / "question_answerer"
+    """The quickstart's dev files are the recipes' test files: scored once, their results in test*/."""
+    qa_dir = quickstart / "question_answerer" / "test"
     status, out, _ = run_cli(capsys, "evaluate", "--squad-file", quickstart / "data" / "squad_dev.json",
                              "--predictions", qa_dir / "predictions.json")
     expected = json.loads((qa_dir / "eval_results.json").read_text())
+    summary = json.loads((quickstart / "summary.json").read_text())["question_answering"]
+    assert summary["dev_f1"] == pytest.approx(expected["f1"])
     assert status == 0 and json.loads(out) == pytest.approx({key: expected[key] for key in ("exact_match", "f1")})
 
     status, out, _ = run_cli(capsys, "evaluate", "--gold-file", quickstart / "data" / "topics_dev.tsv",
                              "--label-column", "topic",
-                             "--predictions", quickstart / "classifier" / "dev_predictions.tsv")
-    expected = json.loads((quickstart / "classifier" / "eval_results.json").read_text())
+                             "--predictions", quickstart / "classifier" / "test_predictions.tsv")
+    expected = json.loads((quickstart / "classifier" / "test_results.json").read_text())
     assert status == 0 and json.loads(out)["accuracy"] == pytest.approx(expected["accuracy"])
 
 

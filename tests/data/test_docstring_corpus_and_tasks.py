@@ -12,6 +12,11 @@ from keras_bert_impl.data.default_corpus import (
 )
 from keras_bert_impl.data.docstring_tasks import (
     TOPIC_MODULES,
+    first_of_each_question_kind,
+    first_of_each_topic,
+    first_sentence_baseline,
+    most_frequent_token_share,
+    question_count,
     routine_facts,
     routine_squad,
     subsample_squad,
@@ -114,3 +119,29 @@ def test_subsample_squad_keeps_whole_paragraphs_and_is_seeded(documented):
     with pytest.raises(ValueError, match="max_questions"):
         subsample_squad(train, 0)
 
+
+
+def test_shown_examples_are_the_first_held_out_ones_of_each_kind():
+    topics = [("Open a socket.", "networking"), ("Copy a file.", "files"), ("Bind the port.", "networking")]
+    assert first_of_each_topic(topics) == topics[:2]
+    context = "Fun is defined in the m module. Fun returns x. Gun returns y."
+    questions = [{"question": question, "answers": [{"text": answer}], "id": str(index)} for index, (question, answer)
+                 in enumerate((("Which module defines Fun?", "m"), ("What does Fun return?", "x"),
+                               ("What does Gun return?", "y")))]
+    squad = {"data": [{"paragraphs": [{"context": context, "qas": questions}]}]}
+    assert first_of_each_question_kind(squad) == [("Which module defines Fun?", context, "m"),
+                                                  ("What does Fun return?", context, "x")]
+    assert question_count(squad) == 3
+    # Every question answered with "Fun is defined in the m module.": F1 2/7 on the module question ("m" among
+    # six tokens once "the" is dropped), 0 on the others; no exact match.
+    baseline = first_sentence_baseline(squad)
+    assert baseline["exact_match"] == 0.0 and baseline["f1"] == pytest.approx(100 * (2 / 7) / 3)
+
+
+def test_most_frequent_token_share_is_the_mlm_accuracy_of_always_guessing_it(tmp_path):
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    path = tmp_path / "eval.txt"
+    path.write_text("the cat sat\n\nthe dog\n")
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog"])
+    assert most_frequent_token_share(tokenizer, str(path)) == ("the", 2 / 5)
