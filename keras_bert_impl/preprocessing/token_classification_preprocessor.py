@@ -34,7 +34,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.preprocessing import entity_span_graph
 from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, repair_utf8
 from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
@@ -231,8 +230,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             raise ValueError(f"stride must be an int in [1, sequence_length - 2 = {room}] (tokens between window "
                              f"starts), got {stride!r}.")
         self.stride = int(stride)
-        self.packer = SegmentPacker(self.sequence_length, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id,
-                                    self.tokenizer.pad_token_id, name="packer")
+        self.packer = self.segment_packer()
         self._first_pieces = None
 
     def _features(self, x, y=None):
