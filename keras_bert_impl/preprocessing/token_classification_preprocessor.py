@@ -34,13 +34,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.preprocessing import entity_span_graph
 from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, repair_utf8
 from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX
 
-# Hugging Face's ignore index: the label of positions the loss skips.
-IGNORED_LABEL = -100
 WORD_SEPARATOR = " "
 
 
