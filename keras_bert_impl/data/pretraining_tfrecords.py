@@ -100,9 +100,9 @@ def write_pretraining_tfrecords(
         input_files: str or list of str. Text files (glob patterns allowed), in a format of
             `documents.read_documents`.
         output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
-        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its packer lays
-            out the instances at its `sequence_length` (the record length), and with static masking its masker (`mask_rate`,
-            `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks.
+        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its packer
+            lays out the instances at its `sequence_length` (the record length), and with static masking its
+            masker (`mask_rate`, `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks.
         num_shards: int. Number of output files. Defaults to 1.
         masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
             unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.

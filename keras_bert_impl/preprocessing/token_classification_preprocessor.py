@@ -327,7 +327,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
         for example, num_words in enumerate(graph_features["word_starts"].row_lengths().numpy()):
             results.append({
                 "words": [{"text": text.decode("utf-8"), "start": int(start), "end": int(end), "tag": labels[tag],
-                           "score": float(score)} for text, start, end, tag, score in itertools.islice(words, num_words)],
+                           "score": float(score)}
+                          for text, start, end, tag, score in itertools.islice(words, num_words)],
                 "entities": [{"text": entities["entity_text"][example, i].decode("utf-8"),
                               "type": entities["entity_type"][example, i].decode("utf-8"),
                               "start": int(entities["entity_start"][example, i]),
