@@ -11,12 +11,13 @@ import tensorflow as tf
 
 from keras_bert_impl.data.documents import as_sentence_documents, read_documents, tokenize_documents
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed
+from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 
 
-_INSTANCE_SIGNATURE = {
-    "token_ids": tf.TensorSpec([None], tf.int32),
-    "segment_ids": tf.TensorSpec([None], tf.int32),
+_PAIR_SIGNATURE = {
+    "first": tf.TensorSpec([None], tf.int32),
+    "second": tf.TensorSpec([None], tf.int32),
     "next_sentence_labels": tf.TensorSpec([], tf.int32),
 }
 
@@ -24,27 +25,30 @@ _INSTANCE_SIGNATURE = {
 def pretraining_instances_dataset(
     documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
 ):
-    """A streaming `tf.data.Dataset` of unmasked NSP instances (see `iterate_pretraining_instances`, whose
-    arguments it takes).
+    """A streaming `tf.data.Dataset` of unmasked NSP instances: the segment pairs of
+    `iterate_pretraining_instances` (which takes the other arguments), packed unpadded by `SegmentPacker`.
 
     The id documents stay in memory (random-next segments are drawn from any document); the instances are
     made lazily, the same ones on every pass over the dataset.
 
     Returns:
-        tf.data.Dataset of dicts: `"token_ids"` int32 `(None,)`, `"segment_ids"` int32 `(None,)`,
-        `"next_sentence_labels"` int32 `()`.
+        tf.data.Dataset of dicts: `"token_ids"` int32 `(None,)` (`[CLS] A [SEP] B [SEP]`), `"segment_ids"` int32
+        `(None,)`, `"padding_mask"` bool `(None,)` (all True), `"next_sentence_labels"` int32 `()`.
     """
     check_instance_settings(sequence_length, short_seq_prob, dupe_factor)
     documents = [document for document in documents if document]
     if not documents:
         raise ValueError("No documents with tokens: the input is empty after dropping empty lines and documents.")
+    packer = SegmentPacker(sequence_length, cls_token_id, sep_token_id, padding="dynamic")
 
     def generate():
-        yield from iterate_pretraining_instances(
-            documents, cls_token_id, sep_token_id, sequence_length, short_seq_prob, dupe_factor, seed
-        )
+        yield from iterate_pretraining_instances(documents, sequence_length, short_seq_prob, dupe_factor, seed)
 
-    return tf.data.Dataset.from_generator(generate, output_signature=_INSTANCE_SIGNATURE)
+    def pack(pair):
+        return {**packer(pair["first"], pair["second"]), "next_sentence_labels": pair["next_sentence_labels"]}
+
+    pairs = tf.data.Dataset.from_generator(generate, output_signature=_PAIR_SIGNATURE)
+    return pairs.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def to_inputs_and_targets(features):
@@ -66,17 +70,13 @@ def to_inputs_and_targets(features):
 def check_pretraining_preprocessor(preprocessor, caller):
     """Raise a one-line `TypeError` unless `preprocessor` is a `BertPretrainingPreprocessor` (or anything with its
     tokenizer, settings and masking methods)."""
-    needed = ("tokenizer", "sequence_length", "max_predictions_per_seq", "mask", "mask_dataset")
+    needed = ("tokenizer", "sequence_length", "packer", "max_predictions_per_seq", "mask", "mask_dataset")
     if not all(hasattr(preprocessor, name) for name in needed):
         raise TypeError(
             f"{caller} takes a BertPretrainingPreprocessor (it owns the tokenizer and every packing and masking "
             f"setting), got {type(preprocessor).__name__}; build one: BertPretrainingPreprocessor(tokenizer, "
             "sequence_length=128, max_predictions_per_seq=20)."
         )
-
-
-def _with_padding_mask(instance):
-    return {**instance, "padding_mask": tf.ones_like(instance["token_ids"], tf.bool)}
 
 
 def pretraining_dataset(
@@ -166,7 +166,7 @@ def pretraining_dataset(
         short_seq_prob,
         dupe_factor,
         seed,
-    ).map(_with_padding_mask)
+    )
     if masking == "static":
         # Masked one instance at a time, before shuffling: instance i always gets the same seed.
         dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)

@@ -10,7 +10,8 @@ appendix A.2), draw for draw with one `random.Random(seed)`:
   another document (up to 10 tries to draw a different one; a one-document corpus reuses itself, as the
   original does) until the target is filled, and the chunk's unused sentences are put back; otherwise B is
   the rest of the chunk;
-- the pair is truncated by `truncate_pair(..., "random_front_back", rng)`; layout `[CLS] A [SEP] B [SEP]`;
+- the pair is truncated by `truncate_pair(..., "random_front_back", rng)`; `data.packing.SegmentPacker` lays it
+  out as `[CLS] A [SEP] B [SEP]` (`pretraining_batches`, `pretraining_tfrecords`);
 - `dupe_factor` passes over the documents; the writer (`pretraining_tfrecords`) shuffles all instances at the
   end, as the original.
 One deviation: the original draws its masks from the same `rng` while it builds instances; here masking is
@@ -19,7 +20,7 @@ instances truncate pairs with the original's `rng`, "random_front_back", whateve
 `truncation`, which applies to the text pairs it packs itself.)
 
 Plain Python: `pretraining_batches` streams these instances through `tf.data`, `pretraining_tfrecords`
-writes them to files.
+writes them to files; both pack them with the one packer.
 """
 
 import random
@@ -92,24 +93,24 @@ def instances_from_document(documents, document_index, sequence_length, short_se
     return instances
 
 
-def iterate_pretraining_instances(
-    documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
-):
-    """Yield packed NSP instances in creation order (documents shuffled, `dupe_factor` passes).
+def iterate_pretraining_instances(documents, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345):
+    """Yield NSP segment pairs in creation order (documents shuffled, `dupe_factor` passes), truncated to fit
+    `sequence_length` once packed as `[CLS] A [SEP] B [SEP]` (by `SegmentPacker`).
 
     Args:
         documents: list of documents of id sentences (see `tokenize_documents`).
-        cls_token_id: int. Id of `[CLS]`.
-        sep_token_id: int. Id of `[SEP]`.
-        sequence_length: int. Longest packed instance (`max_seq_length`, its old name, still works, deprecated).
-            Defaults to 128.
+        sequence_length: int. Longest packed instance. Defaults to 128.
         short_seq_prob: float. Probability of a short target length per document. Defaults to 0.1.
         dupe_factor: int. Passes over the documents. Defaults to 1.
         seed: int. Seed of the `random.Random` that makes every choice. Defaults to 12345 (the original's).
 
     Yields:
-        dicts of `"token_ids"` (list of int, at most `sequence_length`), `"segment_ids"` (list of int) and
-        `"next_sentence_labels"` (int, 0 = IsNext, 1 = random next).
+        dicts of `"first"`, `"second"` (lists of int: segments A and B, together at most `sequence_length - 3`)
+        and `"next_sentence_labels"` (int, 0 = IsNext, 1 = random next).
+
+    Example:
+    >>> list(iterate_pretraining_instances([[[5, 6]]], sequence_length=8))
+    [{'first': [5, 6], 'second': [5, 6], 'next_sentence_labels': 1}]
     """
     check_instance_settings(sequence_length, short_seq_prob, dupe_factor)
     documents = [document for document in documents if document]
@@ -117,11 +118,7 @@ def iterate_pretraining_instances(
     rng.shuffle(documents)
     for _ in range(dupe_factor):
         for document_index in range(len(documents)):
-            for tokens_a, tokens_b, is_random_next in instances_from_document(
+            for first, second, is_random_next in instances_from_document(
                 documents, document_index, sequence_length, short_seq_prob, rng
             ):
-                yield {
-                    "token_ids": [cls_token_id, *tokens_a, sep_token_id, *tokens_b, sep_token_id],
-                    "segment_ids": [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1),
-                    "next_sentence_labels": int(is_random_next),
-                }
+                yield {"first": first, "second": second, "next_sentence_labels": int(is_random_next)}

@@ -31,13 +31,6 @@ logger = logging.getLogger(__name__)
 _MASKING_BATCH = 256  # instances masked together when writing static masks
 
 
-def _pad_rows(rows, width, dtype=np.int64):
-    padded = np.zeros((len(rows), width), dtype)
-    for index, row in enumerate(rows):
-        padded[index, : len(row)] = row
-    return padded
-
-
 def _int64_feature(values):
     return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
 
@@ -46,26 +39,24 @@ def _float_feature(values):
     return tf.train.Feature(float_list=tf.train.FloatList(value=values))
 
 
-def _serialized_records(instances, sequence_length, preprocessor, seed):
-    """Serialize instances, masking them (with `preprocessor`, unless None) in fixed-size groups (each group's
-    stateless seed: `[seed, group]`)."""
+def _serialized_records(instances, preprocessor, static, seed):
+    """Serialize segment pairs packed by `preprocessor.packer` (to `sequence_length`) and, when `static`, masked
+    by its masker, in fixed-size groups (each group's stateless seed: `[seed, group]`)."""
     for group_index, group_start in enumerate(range(0, len(instances), _MASKING_BATCH)):
         group = instances[group_start : group_start + _MASKING_BATCH]
-        token_ids = _pad_rows([instance["token_ids"] for instance in group], sequence_length)
-        segment_ids = _pad_rows([instance["segment_ids"] for instance in group], sequence_length)
-        input_mask = _pad_rows([[1] * len(instance["token_ids"]) for instance in group], sequence_length)
+        packed = preprocessor.packer.pack([instance["first"] for instance in group],
+                                          [instance["second"] for instance in group])
+        token_ids, segment_ids, input_mask = packed["token_ids"], packed["segment_ids"], packed["padding_mask"]
         masked = None
-        if preprocessor is not None:
-            masked = preprocessor.mask(
-                {"token_ids": tf.constant(token_ids, tf.int32), "padding_mask": tf.constant(input_mask, tf.bool)},
-                seed=tf.constant([seed, group_index], tf.int64),
-            )
-            masked = {key: value.numpy() for key, value in masked.items()}
+        if static:
+            masked = {key: np.asarray(value) for key, value in preprocessor.mask(
+                {"token_ids": token_ids, "padding_mask": input_mask}, seed=tf.constant([seed, group_index], tf.int64)
+            ).items()}
             token_ids = masked["token_ids"]
         for row, instance in enumerate(group):
             features = {
                 "input_ids": _int64_feature(token_ids[row]),
-                "input_mask": _int64_feature(input_mask[row]),
+                "input_mask": _int64_feature(input_mask[row].astype(np.int64)),
                 "segment_ids": _int64_feature(segment_ids[row]),
                 "next_sentence_labels": _int64_feature([instance["next_sentence_labels"]]),
             }
@@ -108,9 +99,9 @@ def write_pretraining_tfrecords(
         input_files: str or list of str. Text files (glob patterns allowed), in a format of
             `documents.read_documents`.
         output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
-        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its
-            `sequence_length` is the record length, and with static masking its masker (`mask_rate`,
-            `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks.
+        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its packer
+            lays out the instances at its `sequence_length` (the record length), and with static masking its
+            masker (`mask_rate`, `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks.
         num_shards: int. Number of output files. Defaults to 1.
         masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
             unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
@@ -133,17 +124,7 @@ def write_pretraining_tfrecords(
     documents = tokenize_documents(read_documents(input_files, input_format, errors), tokenizer)
     if not documents:
         raise ValueError(f"No documents with tokens in {input_files!r}.")
-    instances = list(
-        iterate_pretraining_instances(
-            documents,
-            tokenizer.cls_token_id,
-            tokenizer.sep_token_id,
-            sequence_length,
-            short_seq_prob,
-            dupe_factor,
-            seed,
-        )
-    )
+    instances = list(iterate_pretraining_instances(documents, sequence_length, short_seq_prob, dupe_factor, seed))
     random.Random(seed + 1).shuffle(instances)
     paths = [f"{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord" for index in range(num_shards)]
     for shard_index, path in enumerate(paths):
@@ -151,9 +132,7 @@ def write_pretraining_tfrecords(
         # Each shard masks with its own seed stream, so a shard's masks do not depend on the shard count.
         _write_shard_atomically(
             path,
-            _serialized_records(
-                shard, sequence_length, preprocessor if masking == "static" else None, seed + shard_index
-            ),
+            _serialized_records(shard, preprocessor, masking == "static", seed + shard_index),
         )
         logger.info("Wrote %d instances to %s.", len(shard), path)
     return paths

@@ -18,6 +18,9 @@ from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag, to_io
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
 DOCUMENT_START = "-DOCSTART-"
+# Hugging Face's ignore index: the label of the positions the token classifier's loss and accuracy skip
+# (sub-tokens after a word's first, [CLS], [SEP], padding).
+IGNORED_LABEL = -100
 
 
 @dataclasses.dataclass(frozen=True)

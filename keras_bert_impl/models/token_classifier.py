@@ -8,6 +8,7 @@ from keras import ops
 
 from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
+from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.models.task import (
     DEFAULT_DROPOUT,
     BertTask,
@@ -16,10 +17,6 @@ from keras_bert_impl.models.task import (
     classification_head_arguments,
     labelled_huggingface_config,
 )
-
-# Hugging Face's ignore index: targets with this value (sub-tokens after a word's first, [CLS], [SEP],
-# padding) add nothing to the loss or the accuracy.
-IGNORED_LABEL = -100
 
 
 def _targets_and_weights(y, y_pred, sample_weight):

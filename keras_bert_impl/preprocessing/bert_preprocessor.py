@@ -5,7 +5,6 @@ Shape legend: B batch, T tokens (`sequence_length`).
 
 import keras
 
-from keras_bert_impl.data.packing import TRUNCATION_RULES, SegmentPacker
 from keras_bert_impl.preprocessing.preprocessor import Preprocessor
 
 
@@ -56,17 +55,8 @@ class BertPreprocessor(Preprocessor):
 
     def __init__(self, tokenizer, sequence_length=128, truncation="longest_first", **kwargs):
         super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
-        if truncation not in TRUNCATION_RULES:
-            raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
         self.truncation = truncation
-        self.packer = SegmentPacker(
-            self.sequence_length,
-            self.tokenizer.cls_token_id,
-            self.tokenizer.sep_token_id,
-            self.tokenizer.pad_token_id,
-            truncation=truncation,
-            name="packer",
-        )
+        self.packer = self.segment_packer(truncation=truncation)  # checks `truncation`
 
     def call(self, x, y=None, sample_weight=None):
         first, second = as_segments(x)

@@ -1,19 +1,17 @@
-"""Token-classification logits -> entities with character offsets, as TensorFlow graph ops, for a token
-classifier's `serve_text` (`export.serving_signatures` imports it from here).
-
-TensorFlow at the preprocessing edge: the in-graph counterpart of `BertTokenClassificationPreprocessor.decode`,
-taking the features of `preprocessing.token_classification_preprocessor.window_features` (the one
-featurization, shared with training and `predict`):
+"""Token-classification logits -> tagged words and entities with character offsets, as TensorFlow ops: the one
+entity decoder. `BertTokenClassificationPreprocessor.decode` runs it eagerly (`BertTokenClassifier.predict`,
+the NER recipe's conlleval scores) and a token classifier's exported `serve_text` runs it in the graph
+(`export.serving_signatures`), on the features of `token_classification_preprocessor.window_features`:
 
 - each word's prediction is its first sub-token's, in the one window that owns it (`word_index`); a word
   without any token (made only of characters the tokenizer deletes) is tagged "O";
-- its tag is the argmax of the logits, its score the softmax probability of that tag;
+- its tag is the argmax of the logits (the first on a tie), its score the softmax probability of that tag;
 - entities are read from the tags as conlleval reads them (`metrics.entity_chunks`): a chunk starts at a `B-`
   tag or at an `I-` tag not continuing the previous word's type, and continues over `I-` tags of its type;
   an entity's score is the mean score of its words.
 
 So a served model returns the entities `BertTokenClassifier.predict(texts)` returns (pinned by
-`tests/preprocessing/test_entity_span_graph.py`).
+`tests/preprocessing/test_entity_span_graph.py`), and the entities are the metric's chunks of the tags.
 
 Shape legend: B texts, W windows, T tokens per window, C tags, N words of all texts, E entities per text
 (the most any text of the batch has).
@@ -27,6 +25,8 @@ from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag
 
 def _tag_tables(labels):
     """Per class id: whether it is a `B-` tag, an `I-` tag, and its entity type's index (-1 for "O")."""
+    if OUTSIDE_TAG not in labels:
+        raise ValueError(f"Decoding entities needs IOB tags with 'O' among the labels; got {list(labels)}.")
     parts = [split_tag(label) for label in labels]
     types = sorted({entity_type for _, entity_type in parts if entity_type})
     type_index = [types.index(entity_type) if entity_type else -1 for _, entity_type in parts]
@@ -34,11 +34,38 @@ def _tag_tables(labels):
             tf.constant(type_index, tf.int64), tf.constant(types or [""], tf.string))
 
 
+def word_tags(features, logits, labels):
+    """Each word's tag id and score: the argmax of its first token's logits and that tag's softmax probability;
+    "O" and 0 for a word without any token.
+
+    Args:
+        features: dict from `window_features`.
+        logits: float `(W, T, C)`.
+        labels: sequence of str. The IOB2 tag of each class id, "O" among them.
+
+    Returns:
+        (int64 `(N,)`, float32 `(N,)`): the tag ids and scores of all words of all texts, in order.
+    """
+    _tag_tables(labels)  # the labels' check
+    word_starts = features["word_starts"]
+    num_words = tf.shape(word_starts.flat_values, out_type=tf.int64)[0]
+    scored = tf.where(features["word_index"] >= 0)  # (K, 2) window, position of each word's first token
+    word = tf.gather(word_starts.row_starts(), tf.gather(features["example_index"], scored[:, 0])) + tf.cast(
+        tf.gather_nd(features["word_index"], scored), tf.int64)  # (K,) flat word id
+    word_logits = tf.cast(tf.gather_nd(logits, scored), tf.float32)  # (K, C)
+    outside = list(labels).index(OUTSIDE_TAG)
+    word_tag = tf.tensor_scatter_nd_update(tf.fill([num_words], tf.constant(outside, tf.int64)), word[:, None],
+                                           tf.argmax(word_logits, axis=-1))  # (N,)
+    word_score = tf.tensor_scatter_nd_update(tf.zeros([num_words]), word[:, None],
+                                             tf.reduce_max(tf.nn.softmax(word_logits, axis=-1), axis=-1))  # (N,)
+    return word_tag, word_score
+
+
 def decode_entities(features, logits, labels):
     """The entities of each text of `features` given the model's `logits` on `features["inputs"]`.
 
     Args:
-        features: dict from `window_features(..., texts=...)`.
+        features: dict from `window_features`.
         logits: float `(W, T, C)`.
         labels: sequence of str. The IOB2 tag of each class id, "O" among them.
 
@@ -47,21 +74,10 @@ def decode_entities(features, logits, labels):
         `entity_end` int64 `(B, E)` (code point offsets into the text, end exclusive; -1 past its entities),
         `entity_score` float32 `(B, E)` (0 past its entities) and `num_entities` int32 `(B,)`.
     """
+    word_tag, word_score = word_tags(features, logits, labels)
     is_begin_tag, is_inside_tag, tag_type, type_names = _tag_tables(labels)
     word_starts, word_ends = features["word_starts"], features["word_ends"]
     num_texts = word_starts.nrows()
-    num_words = tf.shape(word_starts.flat_values, out_type=tf.int64)[0]
-
-    scored = tf.where(features["word_index"] >= 0)  # (K, 2) window, position of each word's first token
-    window = scored[:, 0]
-    word = tf.gather(word_starts.row_starts(), tf.gather(features["example_index"], window)) + tf.cast(
-        tf.gather_nd(features["word_index"], scored), tf.int64)  # (K,) flat word id
-    probabilities = tf.nn.softmax(tf.cast(tf.gather_nd(logits, scored), tf.float32), axis=-1)  # (K, C)
-    outside = labels.index(OUTSIDE_TAG)
-    word_tag = tf.tensor_scatter_nd_update(tf.fill([num_words], tf.constant(outside, tf.int64)), word[:, None],
-                                           tf.argmax(probabilities, axis=-1))  # (N,)
-    word_score = tf.tensor_scatter_nd_update(tf.zeros([num_words]), word[:, None],
-                                             tf.reduce_max(probabilities, axis=-1))  # (N,)
 
     # conlleval chunks, word by word (module docstring).
     word_text = word_starts.value_rowids()  # (N,)
@@ -95,3 +111,4 @@ def decode_entities(features, logits, labels):
         "num_entities": tf.math.bincount(tf.cast(entity_text_index, tf.int32), minlength=tf.cast(num_texts, tf.int32),
                                          maxlength=tf.cast(num_texts, tf.int32)),
     }
+

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.tokenization.bert_tokenizer import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
@@ -112,6 +113,12 @@ class Preprocessor(keras.layers.Layer):
         self.tokenizer = _as_tokenizer(tokenizer)
         self.sequence_length = int(sequence_length)
         self.built = True  # no weights
+
+    def segment_packer(self, **settings):
+        """The `data.packing.SegmentPacker` named "packer" for this tokenizer's `[CLS]`, `[SEP]`, `[PAD]` and
+        `sequence_length`; `settings`: its `truncation`, `padding`, `seed`."""
+        return SegmentPacker(self.sequence_length, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id,
+                             self.tokenizer.pad_token_id, name="packer", **settings)
 
     def __call__(self, *args, **kwargs):
         # No weights and no backend tensors: skip Keras' input conversion (TensorFlow tensors in tf.data).

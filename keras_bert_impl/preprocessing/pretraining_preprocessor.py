@@ -13,8 +13,7 @@ import keras
 import keras.utils
 import tensorflow as tf
 
-from keras_bert_impl.data.masking import COUNTING_RULES, REPLACEMENT_UNITS, MaskedLMMasker, mask_dataset
-from keras_bert_impl.data.packing import TRUNCATION_RULES, SegmentPacker
+from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
 from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
 
@@ -118,12 +117,6 @@ class BertPretrainingPreprocessor(Preprocessor):
         **kwargs,
     ):
         super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
-        if truncation not in TRUNCATION_RULES:
-            raise ValueError(f"truncation must be one of {TRUNCATION_RULES}, got {truncation!r}.")
-        if counting not in COUNTING_RULES:
-            raise ValueError(f"counting must be one of {COUNTING_RULES}, got {counting!r}.")
-        if replacement_unit not in REPLACEMENT_UNITS:
-            raise ValueError(f"replacement_unit must be one of {REPLACEMENT_UNITS}, got {replacement_unit!r}.")
         self.truncation = truncation
         self.mask_rate = float(mask_rate)
         self.max_predictions_per_seq = int(max_predictions_per_seq)
@@ -133,27 +126,10 @@ class BertPretrainingPreprocessor(Preprocessor):
         self.mask_token_rate = float(mask_token_rate)
         self.random_token_rate = float(random_token_rate)
         self.seed = int(seed)
-        self.packer = SegmentPacker(
-            self.sequence_length,
-            self.tokenizer.cls_token_id,
-            self.tokenizer.sep_token_id,
-            self.tokenizer.pad_token_id,
-            truncation=truncation,
-            seed=self.seed,
-            name="packer",
-        )
-        # Checks the masking settings (rates in range, P >= 1) with the masker's own messages.
+        # The packer and the masker check their settings (truncation; counting, rates, P >= 1) themselves.
+        self.packer = self.segment_packer(truncation=truncation, seed=self.seed)
         self.masker = MaskedLMMasker.from_tokenizer(
-            self.tokenizer,
-            max_predictions_per_seq=self.max_predictions_per_seq,
-            mask_rate=self.mask_rate,
-            mask_token_rate=self.mask_token_rate,
-            random_token_rate=self.random_token_rate,
-            counting=self.counting,
-            whole_word_masking=self.whole_word_masking,
-            replacement_unit=self.replacement_unit,
-            seed=self.seed,
-            name="masker",
+            self.tokenizer, seed=self.seed, name="masker", **{name: getattr(self, name) for name in MASKING_SETTINGS}
         )
 
     # -- masking packed instances (the pretraining data pipeline) -------------------------------------------

@@ -21,25 +21,25 @@ each word is labelled and predicted once, with at least `(window - stride) // 2`
 sides when the sentence allows.
 
 The featurization is TensorFlow ops (`window_features`), the one implementation that `tf.data` training,
-eager `predict` and the exported SavedModel's `serve_text` (`preprocessing.entity_span_graph`) run. Decoding back to
-words and entities (`decode`) reads chunks with the conlleval convention (`metrics.entity_chunks`).
+eager `predict` and the exported SavedModel's `serve_text` run; so is the decoding back to words and entities
+(`preprocessing.entity_span_graph`, which reads chunks with the conlleval convention of `metrics.entity_chunks`).
 
 Shape legend: B examples, W windows (feature rows, all examples together), T `sequence_length`,
 C tags (`num_classes`).
 """
 
+import itertools
+
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.data.packing import SegmentPacker
-from keras_bert_impl.preprocessing.squad_span_graph import repair_utf8
-from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, entity_chunks
+from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
+from keras_bert_impl.preprocessing import entity_span_graph
+from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, repair_utf8
 from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX
 
-# Hugging Face's ignore index: the label of positions the loss skips.
-IGNORED_LABEL = -100
 WORD_SEPARATOR = " "
 
 
@@ -181,13 +181,6 @@ def _as_texts(texts):
     return tf.convert_to_tensor(texts, dtype=tf.string)
 
 
-def _byte_to_char_offsets(text):
-    """int array: character index of every byte offset of `text` (a UTF-8 str), one past the end included."""
-    encoded_lengths = [len(character.encode("utf-8")) for character in text]
-    char_of_byte = np.repeat(np.arange(len(text)), encoded_lengths)
-    return np.concatenate([char_of_byte, [len(text)]]).astype(np.int64)
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassificationPreprocessor(Preprocessor):
     """Words or raw text to windowed BERT features for token classification (NER), and logits back to
@@ -236,8 +229,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             raise ValueError(f"stride must be an int in [1, sequence_length - 2 = {room}] (tokens between window "
                              f"starts), got {stride!r}.")
         self.stride = int(stride)
-        self.packer = SegmentPacker(self.sequence_length, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id,
-                                    self.tokenizer.pad_token_id, name="packer")
+        self.packer = self.segment_packer()
         self._first_pieces = None
 
     def _features(self, x, y=None):
@@ -305,22 +297,9 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             numpy[key] = [np.asarray(row, dtype=np.int64) for row in features[key].to_list()]
         return numpy
 
-    def word_logits(self, features, logits):
-        """Per example, `(logits (words, C), has_token (words,))`: each word's logits at its first token, and
-        whether it has one (a word made only of characters the tokenizer deletes has none; its logits are 0)."""
-        logits = np.asarray(logits)
-        per_example = [(np.zeros((len(starts), logits.shape[-1]), logits.dtype), np.zeros(len(starts), bool))
-                       for starts in features["word_starts"]]
-        rows, columns = np.nonzero(features["word_index"] >= 0)
-        examples = features["example_index"][rows]
-        words = features["word_index"][rows, columns]
-        for example, word, row, column in zip(examples, words, rows, columns):
-            per_example[example][0][word] = logits[row, column]
-            per_example[example][1][word] = True
-        return per_example
-
     def decode(self, features, logits, labels):
-        """Tagged words and entities of each example from the model's `logits` `(W, T, C)` on `features`.
+        """Tagged words and entities of each example from the model's `logits` `(W, T, C)` on `features`: the
+        graph decoding of `entity_span_graph` (the one a SavedModel's `serve_text` runs), run eagerly.
 
         Args:
             features: dict from `featurize`.
@@ -332,25 +311,30 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             offsets are character offsets into the text (the words joined by spaces for pre-split words).
         """
         labels = list(labels)
-        if OUTSIDE_TAG not in labels:
-            raise ValueError(f"Decoding entities needs IOB tags with 'O' among the labels; got {labels}.")
+        graph_features = dict(features, text=tf.constant(features["text"], tf.string))
+        for key in ("word_starts", "word_ends"):
+            rows = features[key]
+            graph_features[key] = tf.RaggedTensor.from_row_lengths(
+                np.concatenate([np.zeros(0, np.int64), *rows]), [len(row) for row in rows])
+        word_tag, word_score = entity_span_graph.word_tags(graph_features, logits, labels)
+        word_text, word_start, word_end = byte_span_to_answer(
+            tf.gather(graph_features["text"], graph_features["word_starts"].value_rowids()),
+            graph_features["word_starts"].flat_values, graph_features["word_ends"].flat_values)
+        entities = {key: value.numpy() for key, value in entity_span_graph.decode_entities(
+            graph_features, logits, labels).items()}
+        words = zip(word_text.numpy(), word_start.numpy(), word_end.numpy(), word_tag.numpy(), word_score.numpy())
         results = []
-        for example, (word_logits, has_token) in enumerate(self.word_logits(features, logits)):
-            text = features["text"][example]
-            char_of_byte = _byte_to_char_offsets(text)
-            starts = char_of_byte[features["word_starts"][example]]
-            ends = char_of_byte[features["word_ends"][example]]
-            shifted = word_logits - word_logits.max(axis=-1, keepdims=True) if len(word_logits) else word_logits
-            probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
-            tag_ids = np.where(has_token, np.argmax(word_logits, axis=-1), labels.index(OUTSIDE_TAG))
-            scores = np.where(has_token, probabilities.max(axis=-1) if len(word_logits) else 0.0, 0.0)
-            tags = [labels[int(tag_id)] for tag_id in tag_ids]
-            words = [{"text": text[start:end], "start": int(start), "end": int(end), "tag": tag, "score": float(score)}
-                     for start, end, tag, score in zip(starts, ends, tags, scores)]
-            entities = [{"text": text[starts[chunk.start]:ends[chunk.end - 1]], "type": chunk.type,
-                         "start": int(starts[chunk.start]), "end": int(ends[chunk.end - 1]),
-                         "score": float(np.mean(scores[chunk.start:chunk.end]))} for chunk in entity_chunks(tags)]
-            results.append({"words": words, "entities": entities})
+        for example, num_words in enumerate(graph_features["word_starts"].row_lengths().numpy()):
+            results.append({
+                "words": [{"text": text.decode("utf-8"), "start": int(start), "end": int(end), "tag": labels[tag],
+                           "score": float(score)}
+                          for text, start, end, tag, score in itertools.islice(words, num_words)],
+                "entities": [{"text": entities["entity_text"][example, i].decode("utf-8"),
+                              "type": entities["entity_type"][example, i].decode("utf-8"),
+                              "start": int(entities["entity_start"][example, i]),
+                              "end": int(entities["entity_end"][example, i]),
+                              "score": float(entities["entity_score"][example, i])}
+                             for i in range(entities["num_entities"][example])]})
         return results
 
     # -- config -------------------------------------------------------------------------------------------

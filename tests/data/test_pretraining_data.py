@@ -43,9 +43,7 @@ def _id_corpus(num_documents, sentences_per_document, sentence_length, seed=0):
 
 
 def _split_instance(instance):
-    tokens, segments = instance["token_ids"], instance["segment_ids"]
-    first_sep = tokens.index(SEP)
-    return tokens[1:first_sep], tokens[first_sep + 1 : -1], segments, first_sep
+    return instance["first"], instance["second"]
 
 
 def _text_documents(num_documents, seed=0):
@@ -108,13 +106,11 @@ def test_tokenize_documents_drops_sentences_and_documents_without_tokens():
 
 def test_instances_follow_the_layout_and_length_limits():
     documents, origin = _id_corpus(40, (1, 12), (1, 30))
-    instances = list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=32, dupe_factor=2, seed=1))
+    instances = list(iterate_pretraining_instances(documents, sequence_length=32, dupe_factor=2, seed=1))
     assert instances
     for instance in instances:
-        tokens_a, tokens_b, segments, first_sep = _split_instance(instance)
-        assert len(instance["token_ids"]) <= 32
-        assert tokens_a and tokens_b and instance["token_ids"][0] == CLS and instance["token_ids"][-1] == SEP
-        assert segments == [0] * (first_sep + 1) + [1] * (len(tokens_b) + 1)
+        tokens_a, tokens_b = _split_instance(instance)
+        assert tokens_a and tokens_b and len(tokens_a) + len(tokens_b) + 3 <= 32  # room for [CLS] A [SEP] B [SEP]
         # Each segment is a contiguous run of its document (ids count up through a document).
         for segment in (tokens_a, tokens_b):
             assert segment == list(range(segment[0], segment[0] + len(segment)))
@@ -123,16 +119,31 @@ def test_instances_follow_the_layout_and_length_limits():
             assert origin[tokens_a[0]][0] == origin[tokens_b[-1]][0] and tokens_a[-1] < tokens_b[0]
 
 
+def test_instances_dataset_packs_each_pair_with_the_segment_packer_layout():
+    from keras_bert_impl.data.pretraining_batches import pretraining_instances_dataset
+
+    documents, _ = _id_corpus(20, (1, 8), (1, 20))
+    pairs = list(iterate_pretraining_instances(documents, sequence_length=24, dupe_factor=2, seed=5))
+    packed = list(pretraining_instances_dataset(documents, CLS, SEP, sequence_length=24, dupe_factor=2,
+                                                seed=5).as_numpy_iterator())
+    assert len(packed) == len(pairs) > 10
+    for pair, instance in zip(pairs, packed):
+        a, b = pair["first"], pair["second"]
+        assert instance["token_ids"].tolist() == [CLS, *a, SEP, *b, SEP]
+        assert instance["segment_ids"].tolist() == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+        assert instance["padding_mask"].all() and instance["next_sentence_labels"] == pair["next_sentence_labels"]
+
+
 def test_random_next_comes_from_another_document_and_labels_are_balanced():
     documents, origin = _id_corpus(300, (20, 40), (5, 15))
-    instances = list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=64, seed=2))
+    instances = list(iterate_pretraining_instances(documents, sequence_length=64, seed=2))
     labels = np.array([instance["next_sentence_labels"] for instance in instances])
     assert len(labels) > 2000
     # Random next with probability 0.5, and always for one-sentence chunks (a document's last sentence left
     # over after put-backs), so a little above one half, as in the original.
     assert 0.5 < labels.mean() < 0.6
     for instance in instances:
-        tokens_a, tokens_b, _, _ = _split_instance(instance)
+        tokens_a, tokens_b = _split_instance(instance)
         same_document = origin[tokens_a[0]][0] == origin[tokens_b[-1]][0]
         assert same_document != bool(instance["next_sentence_labels"])
 
@@ -155,22 +166,22 @@ def test_short_seq_prob_picks_short_targets_per_document():
 
 def test_same_seed_same_instances():
     documents, _ = _id_corpus(30, (1, 8), (1, 20))
-    first = list(iterate_pretraining_instances(documents, CLS, SEP, 40, seed=3))
-    again = list(iterate_pretraining_instances(documents, CLS, SEP, 40, seed=3))
-    other = list(iterate_pretraining_instances(documents, CLS, SEP, 40, seed=4))
+    first = list(iterate_pretraining_instances(documents, 40, seed=3))
+    again = list(iterate_pretraining_instances(documents, 40, seed=3))
+    other = list(iterate_pretraining_instances(documents, 40, seed=4))
     assert first == again and first != other
 
 
 def test_one_sentence_documents_long_sentences_and_a_single_document():
     long_sentence = list(range(10, 5010))
     documents = [[long_sentence], [[7, 8]], [[9]]]
-    instances = list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=16, seed=0))
-    assert instances and all(len(instance["token_ids"]) <= 16 for instance in instances)
+    instances = list(iterate_pretraining_instances(documents, sequence_length=16, seed=0))
+    assert instances and all(len(instance["first"]) + len(instance["second"]) + 3 <= 16 for instance in instances)
     assert all(instance["next_sentence_labels"] == 1 for instance in instances)  # one-sentence chunks
-    alone = list(iterate_pretraining_instances([[[5, 6]]], CLS, SEP, sequence_length=8, seed=0))
-    assert len(alone) == 1 and alone[0]["token_ids"] == [CLS, 5, 6, SEP, 5, 6, SEP]
+    alone = list(iterate_pretraining_instances([[[5, 6]]], sequence_length=8, seed=0))
+    assert len(alone) == 1 and (alone[0]["first"], alone[0]["second"]) == ([5, 6], [5, 6])
     with pytest.raises(ValueError, match="sequence_length"):
-        list(iterate_pretraining_instances(documents, CLS, SEP, sequence_length=4))
+        list(iterate_pretraining_instances(documents, sequence_length=4))
 
 
 @tensorflow_only

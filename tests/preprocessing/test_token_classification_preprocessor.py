@@ -75,6 +75,28 @@ def test_raw_text_words_offsets_and_entities(tokenizer):
         assert text[entity["start"]:entity["end"]] == entity["text"] and 0.9 < entity["score"] <= 1.0
 
 
+def test_decoded_entities_are_the_metrics_chunks_of_the_decoded_tags(tokenizer):
+    """The graph decoder reads entities as `metrics.entity_chunks` (conlleval) reads them, I- tags that break
+    IOB2 and words split over windows included; tags are the argmax, the first of tied logits."""
+    from keras_bert_impl.metrics import entity_chunks
+
+    preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=6, stride=2)
+    features = preprocessor.featurize(["Peter lives in U.S. and the EU, Paris.", "", "koln koln koln peter"])
+    rng = np.random.default_rng(3)
+    for logits in (rng.normal(0.0, 2.0, features["word_index"].shape + (len(TAGS),)).astype("float32"),
+                   np.round(rng.normal(0.0, 0.5, features["word_index"].shape + (len(TAGS),))).astype("float32")):
+        for example, decoded in enumerate(preprocessor.decode(features, logits, TAGS)):
+            tags = [word["tag"] for word in decoded["words"]]
+            rows, columns = np.nonzero((features["word_index"] >= 0) & (features["example_index"][:, None] == example))
+            order = np.argsort(features["word_index"][rows, columns])
+            assert tags == [TAGS[np.argmax(logits[row, column])] for row, column in zip(rows[order], columns[order])]
+            assert [(e["type"], e["start"], e["end"]) for e in decoded["entities"]] == [
+                (chunk.type, decoded["words"][chunk.start]["start"], decoded["words"][chunk.end - 1]["end"])
+                for chunk in entity_chunks(tags)]
+    with pytest.raises(ValueError, match="needs IOB tags with 'O' among the labels"):
+        preprocessor.decode(features, logits, ["B-PER", "I-PER", "B-LOC", "I-LOC", "I-ORG"])
+
+
 def test_tiny_model_fits_word_lists_and_tags_raw_text(tokenizer):
     preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=8)
     model = BertTokenClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), num_classes=len(TAGS),

@@ -18,8 +18,8 @@ TEN_MB_LINE = textwrap.dedent("""
     from keras_bert_impl.data.pretraining_instances import iterate_pretraining_instances
     documents = [[[10 + index % 1000 for index in range(2_000_000)]], [[7, 8, 9], [11, 12]]]
     started = time.perf_counter()
-    instances = list(iterate_pretraining_instances(documents, 2, 3, sequence_length=128))
-    assert instances and all(len(instance["token_ids"]) <= 128 for instance in instances)
+    instances = list(iterate_pretraining_instances(documents, sequence_length=128))
+    assert instances and all(len(instance["first"]) + len(instance["second"]) + 3 <= 128 for instance in instances)
     print(f"{time.perf_counter() - started:.3f}")
 """)
 
