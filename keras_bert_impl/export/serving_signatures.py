@@ -260,8 +260,8 @@ def build_serving_module(model, kind, tokenizer, settings):
 
 
 def _question_answering_function(run_model, tokenizer, settings):
-    """`serve_text(question, context)`: the windowing and decoding of `preprocessing.squad_span_graph`, which give
-    the answers `squad.decode_squad_predictions` gives (same n-best, length, null-threshold and tie rules)."""
+    """`serve_text(question, context)`: the windowing of `preprocessing.squad_span_graph` and the span decoder of
+    `squad.decode_squad_predictions` (`squad.span_ranking`), so it answers what that function answers."""
     sequence_length = settings["sequence_length"]
     packer = squad_span_graph.window_packer(tokenizer, sequence_length)
 
@@ -274,20 +274,13 @@ def _question_answering_function(run_model, tokenizer, settings):
             settings["max_query_length"],
         )
         outputs = run_model(features["inputs"])
+        version_2_with_negative = settings.get("version_2_with_negative", False)
         best = squad_span_graph.decode_best_spans(
-            outputs["start_logits"],
-            outputs["end_logits"],
-            features["windows"],
-            features["context_starts"],
-            features["context_ends"],
-            settings["n_best_size"],
-            settings["max_answer_length"],
+            outputs["start_logits"], outputs["end_logits"], features["windows"], features["context_starts"],
+            features["context_ends"], settings["n_best_size"], settings["max_answer_length"], version_2_with_negative,
         )
         return squad_span_graph.select_answers(
-            features["context"],
-            best,
-            settings["n_best_size"],
-            version_2_with_negative=settings.get("version_2_with_negative", False),
+            features["context"], best, version_2_with_negative,
             null_score_diff_threshold=settings.get("null_score_diff_threshold", 0.0),
         )
 

@@ -13,25 +13,17 @@ exported SavedModel (`export.serving_signatures` imports it from here); it is th
   `sequence_length` like the original's features.
 - A context token is "at max context" in the first window with the largest
   `min(left, right) + 0.01 * window length`.
-- Per feature, only the `n_best_size` highest start and end logits are candidates (ties: lower index
-  first); a span is valid when both ends are context tokens of the window, the start is at max context,
-  `start <= end` and it holds at most `max_answer_length` tokens. The answer is the valid span with the
-  largest `start_logit + end_logit` over all windows of the example.
-- Exact ties of the summed logits are broken as `squad.decode_squad_predictions` breaks them (its stable
-  sort of candidates listed window by window, start rank then end rank): the earlier window, then the
-  higher start logit, then the lower start position, then the lower end position. SQuAD v2.0 null odds are
-  computed as there, `(null score - start logit) - end logit`, and with `n_best_size=1` a null answer that
-  outranks every span hides the span (odds +inf), as the one-entry n-best list does there. So the served
-  answer is the offline one (pinned on the SQuAD sample by `tests/preprocessing/test_squad_span_graph.py`); only
-  the n-best list (and its softmax probabilities) is not built: `score` is the summed logit.
+- Decoding is `squad.span_ranking`, the decoder of `squad.decode_squad_predictions`, on the windows' token
+  offsets: the served answer is the offline one (only the n-best list and its probabilities are not built).
 
 Shape legend: B examples, F features (windows, all examples together), T `sequence_length`,
-A `max_answer_length`, N context tokens of all examples together.
+N context tokens of all examples together.
 """
 
 import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
+from keras_bert_impl.squad import span_ranking
 
 
 def repair_utf8(text):
@@ -160,16 +152,10 @@ def _place_in_sequence(values, offset, length, sequence_length, fill):
     return tf.where(inside, gathered, fill), inside
 
 
-def decode_best_spans(
-    start_logits,
-    end_logits,
-    windows,
-    context_starts,
-    context_ends,
-    n_best_size,
-    max_answer_length,
-):
-    """Best valid answer span of every example over all its windows (see the module docstring).
+def decode_best_spans(start_logits, end_logits, windows, context_starts, context_ends, n_best_size, max_answer_length,
+                      version_2_with_negative=False):
+    """Best valid answer span of every example over all its windows, by `squad.span_ranking` (the decoder of
+    `squad.decode_squad_predictions`).
 
     Args:
         start_logits: float `(F, T)`. Start logits of the features `squad_windows` describes.
@@ -179,102 +165,33 @@ def decode_best_spans(
         context_ends: int64 RaggedTensor `(B, None)`. Byte offset where each context token ends (exclusive).
         n_best_size: int. Start and end candidates per feature.
         max_answer_length: int. Longest answer in tokens.
+        version_2_with_negative: bool. SQuAD v2.0 (the `n_best_size=1` null rule). Defaults to False.
 
     Returns:
-        dict of `found` bool `(B,)` (a valid span exists), `score` float64 `(B,)` (start + end logit of the
-        best span, -inf when none), `start_logit` and `end_logit` float64 `(B,)` (its two logits, -inf when
-        none), `byte_start` and `byte_end` int64 `(B,)` (its context bytes, 0 when
-        none), and `null_score` float64 `(B,)` (the smallest `start_logits[f, 0] + end_logits[f, 0]` over the
-        example's features, the SQuAD v2.0 no-answer score).
+        dict of `(B,)` tensors: `squad.span_ranking.best_spans`' (`found`, `score`, `start_logit`,
+        `end_logit`, `null_score`, `null_odds`, ...) plus `byte_start` and `byte_end` int64 (the best span's
+        context bytes, 0 when none).
     """
-    start_logits = tf.cast(start_logits, tf.float64)  # Python decoding sums float32 logits in float64
-    end_logits = tf.cast(end_logits, tf.float64)
     sequence_length = start_logits.shape[1]
-    example_index = windows["example_index"]
-    length = windows["window_length"]
     doc_offset = windows["question_ids"].row_lengths() + 2  # [CLS] question [SEP]
+    length = windows["window_length"]
     is_max_context, in_document = _place_in_sequence(
         windows["is_max_context"], doc_offset, length, sequence_length, False
     )  # (F, T) each
-    window_index = windows["window_index"]
-    byte_starts, _ = _place_in_sequence(
-        window_index.with_flat_values(tf.gather(context_starts.flat_values, window_index.flat_values)),
-        doc_offset, length, sequence_length, tf.constant(-1, tf.int64),
-    )
-    byte_ends, _ = _place_in_sequence(
-        window_index.with_flat_values(tf.gather(context_ends.flat_values, window_index.flat_values)),
-        doc_offset, length, sequence_length, tf.constant(-1, tf.int64),
-    )
-
-    k = min(n_best_size, sequence_length)
-
-    def in_top_k(logits):
-        # top_k puts the lower index first among equal values, as the stable argsort of the original.
-        indices = tf.math.top_k(logits, k=k, sorted=True).indices  # (F, k)
-        return tf.reduce_any(tf.one_hot(indices, sequence_length, on_value=True, off_value=False), axis=1)
-
-    valid_start = in_top_k(start_logits) & in_document & is_max_context  # (F, T)
-    valid_end = in_top_k(end_logits) & in_document  # (F, T)
-
-    # Pair (start s, end s + d) for d < A: a band instead of all T x T pairs.
-    end_position = tf.range(sequence_length)[:, tf.newaxis] + tf.range(max_answer_length)[tf.newaxis]  # (T, A)
-    end_inside = end_position < sequence_length
-    end_clipped = tf.minimum(end_position, sequence_length - 1)
-    end_logit_band = tf.gather(end_logits, end_clipped, axis=1)  # (F, T, A)
-    valid_end_band = tf.gather(valid_end, end_clipped, axis=1) & end_inside  # (F, T, A)
-    valid = valid_start[:, :, tf.newaxis] & valid_end_band
-    start_logit_band = tf.broadcast_to(start_logits[:, :, tf.newaxis], tf.shape(end_logit_band))  # (F, T, A)
-    pair_score = tf.where(valid, start_logit_band + end_logit_band, -float("inf"))
-    num_features = tf.shape(pair_score)[0]
-    flat_score = tf.reshape(pair_score, [num_features, -1])  # (F, T * A)
-    feature_score = tf.reduce_max(flat_score, axis=1)  # (F,)
-    # Ties of the summed logit, as decode_squad_predictions: higher start logit, then lower start, lower end.
-    at_best = tf.reshape(valid, [num_features, -1]) & tf.equal(flat_score, feature_score[:, tf.newaxis])
-    flat_start_logit = tf.where(at_best, tf.reshape(start_logit_band, [num_features, -1]), -float("inf"))
-    at_best &= tf.equal(flat_start_logit, tf.reduce_max(flat_start_logit, axis=1, keepdims=True))
-    num_pairs = sequence_length * max_answer_length
-    pair_index = tf.range(num_pairs, dtype=tf.int32)[tf.newaxis]  # row-major (start, length): lowest first
-    best_pair = tf.reduce_min(tf.where(at_best, pair_index, num_pairs), axis=1)  # (F,)
-    best_pair = tf.where(best_pair < num_pairs, best_pair, 0)  # no valid span: (0, 0), never read
-    best_start = best_pair // max_answer_length
-    best_end = best_start + best_pair % max_answer_length
-
-    # Best window of each example: the first one on ties (a stable sort keeps window order).
+    example_index = windows["example_index"]
+    ranked = span_ranking.rank_spans(start_logits, end_logits, example_index, in_document & is_max_context,
+                                     in_document, n_best_size, max_answer_length)
     num_examples = tf.shape(windows["num_windows"], out_type=tf.int64)[0]
-    by_example = tf.RaggedTensor.from_value_rowids(feature_score, example_index, nrows=num_examples)
-    # One -inf column more than the longest row keeps the reductions defined for an empty batch.
-    dense = by_example.to_tensor(default_value=-float("inf"))  # (B, W_max)
-    dense = tf.concat([dense, tf.fill([tf.shape(dense)[0], 1], tf.constant(-float("inf"), dense.dtype))], axis=1)
-    example_score = tf.reduce_max(dense, axis=1)  # (B,)
-    column = tf.range(tf.shape(dense, out_type=tf.int64)[1], dtype=tf.int64)[tf.newaxis]
-    best_window = tf.reduce_min(
-        tf.where(tf.equal(dense, example_score[:, tf.newaxis]), column, tf.shape(dense, out_type=tf.int64)[1]),
-        axis=1,
-    )  # (B,); every example has a window, so column 0 when none has a valid span
-    feature = by_example.row_starts() + best_window  # (B,)
-    found = example_score > -float("inf")
-    safe_feature = tf.where(found, feature, 0)
-    position = tf.stack([safe_feature, tf.cast(tf.gather(best_start, safe_feature), tf.int64)], axis=1)
-    end_pos = tf.stack([safe_feature, tf.cast(tf.gather(best_end, safe_feature), tf.int64)], axis=1)
-    # With B > 0 there is a feature 0; an example without a valid span reads it and is masked.
-    byte_start = tf.where(found, tf.gather_nd(byte_starts, position), 0)
-    byte_end = tf.where(found, tf.gather_nd(byte_ends, end_pos), 0)
-    start_logit = tf.where(found, tf.gather_nd(start_logits, position), -float("inf"))
-    end_logit = tf.where(found, tf.gather_nd(end_logits, end_pos), -float("inf"))
-
-    null_by_example = tf.RaggedTensor.from_value_rowids(
-        start_logits[:, 0] + end_logits[:, 0], example_index, nrows=num_examples
-    )
-    null_score = tf.reduce_min(null_by_example, axis=1)
-    return {
-        "found": found,
-        "score": example_score,
-        "start_logit": start_logit,
-        "end_logit": end_logit,
-        "byte_start": byte_start,
-        "byte_end": byte_end,
-        "null_score": null_score,
-    }
+    best = span_ranking.best_spans(ranked, start_logits, end_logits, example_index, num_examples, n_best_size,
+                                   version_2_with_negative)
+    window_index = windows["window_index"]
+    found = best["found"]
+    for name, position, offsets in (("byte_start", "start", context_starts), ("byte_end", "end", context_ends)):
+        window_offsets = window_index.with_flat_values(tf.gather(offsets.flat_values, window_index.flat_values))
+        dense, _ = _place_in_sequence(window_offsets, doc_offset, length, sequence_length, tf.constant(-1, tf.int64))
+        # With B > 0 there is a feature 0; an example without a valid span reads (0, 0) and is masked.
+        best[name] = tf.where(found, tf.gather_nd(dense, tf.stack([best["feature"], best[position]], axis=1)), 0)
+    return best
 
 
 def byte_span_to_answer(context, byte_start, byte_end):
@@ -295,20 +212,13 @@ def byte_span_to_answer(context, byte_start, byte_end):
     return answer, start_char, end_char
 
 
-def select_answers(
-    context, best, n_best_size, version_2_with_negative=False, null_score_diff_threshold=0.0
-):
-    """The answers `decode_squad_predictions` predicts, from `decode_best_spans`' best spans.
-
-    v1.1: the best span ("" when there is none). v2.0: "" iff the null odds
-    `(null score - start logit) - end logit` exceed `null_score_diff_threshold` (+inf without a span, and
-    with `n_best_size=1` when the null score outranks the span: the one-entry n-best list then holds only
-    the null answer).
+def select_answers(context, best, version_2_with_negative=False, null_score_diff_threshold=0.0):
+    """The answers `decode_squad_predictions` predicts, from `decode_best_spans`' best spans: v1.1 the best
+    span ("" when there is none); v2.0 "" iff the null odds exceed `null_score_diff_threshold`.
 
     Args:
         context: tf.string `(B,)`, the repaired contexts (`windowed_features(...)["context"]`).
         best: dict from `decode_best_spans`.
-        n_best_size: int.
         version_2_with_negative: bool. Defaults to False.
         null_score_diff_threshold: float. Defaults to 0.0.
 
@@ -318,13 +228,8 @@ def select_answers(
         v2.0 `null_odds` float32 `(B,)`.
     """
     found = best["found"]
-    null_odds = None
     if version_2_with_negative:
-        infinity = tf.constant(float("inf"), best["null_score"].dtype)
-        null_odds = tf.where(found, (best["null_score"] - best["start_logit"]) - best["end_logit"], infinity)
-        if n_best_size == 1:
-            null_odds = tf.where(best["null_score"] > best["score"], infinity, null_odds)
-        found &= ~(null_odds > null_score_diff_threshold)
+        found &= ~(best["null_odds"] > null_score_diff_threshold)
     answer, start_char, end_char = byte_span_to_answer(context, best["byte_start"], best["byte_end"])
     outputs = {
         "answer": tf.where(found, answer, ""),
@@ -332,6 +237,6 @@ def select_answers(
         "end_char": tf.where(found, end_char, -1),
         "score": tf.cast(best["score"], tf.float32),
     }
-    if null_odds is not None:
-        outputs["null_odds"] = tf.cast(null_odds, tf.float32)
+    if version_2_with_negative:
+        outputs["null_odds"] = tf.cast(best["null_odds"], tf.float32)
     return outputs

@@ -1,17 +1,11 @@
 """Start/end logits -> answer texts, n-best lists and null odds, after `run_squad.py`'s `write_predictions`.
 
-Per example, over all its features (document windows):
-
-1. Take the `n_best_size` highest start logits and end logits of each feature (ties: lower index first).
-2. Keep pairs whose start and end are document tokens of the window, whose start token is at its max
-   context, with end >= start and at most `max_answer_length` tokens.
-3. SQuAD v2.0: the null score is the smallest `start_logits[0] + end_logits[0]` ([CLS]) over the features;
-   the null answer joins the candidates with that score.
-4. Sort by start + end logit (stable: earlier features, higher start logits first on ties), map each span
-   to the context by the tokens' character offsets, drop repeated texts, keep `n_best_size`, and softmax
-   the summed logits over the n-best list.
-5. v1.1: the answer is the top n-best text. v2.0: the null odds are `null score - best non-null score`, and
-   the answer is "" iff the odds exceed `null_score_diff_threshold`.
+Per example, over all its features (document windows): `squad.span_ranking` (the one span decoder, which an
+exported model's `serve_text` runs in-graph) ranks the valid spans by start + end logit and gives the v2.0 null
+score and odds; here each span is mapped to the context by its tokens' character offsets, repeated texts are
+dropped, the null answer joins the list with its score (after the spans it ties), `n_best_size` entries are kept
+and their summed logits softmaxed. v1.1: the answer is the top n-best text. v2.0: the answer is "" iff the null
+odds (`null score - best non-null score`) exceed `null_score_diff_threshold`.
 
 Differences from the original, all in corner cases: answer text is the exact context slice (the original
 re-joins whitespace-split words with single spaces); an example with no valid span (e.g. an empty context)
@@ -20,6 +14,7 @@ as `Infinity` in null_odds.json, which Python's `json` reads) instead of a crash
 """
 
 import dataclasses
+import functools
 import math
 import os
 
@@ -50,11 +45,6 @@ def softmax_probabilities(scores):
     exps = [math.exp(score - max_score) for score in scores]
     total = sum(exps)
     return [value / total for value in exps]
-
-
-def top_indices(logits, n_best_size):
-    """Indices of the `n_best_size` largest logits, largest first; equal logits keep index order."""
-    return np.argsort(-np.asarray(logits, dtype=np.float64), kind="stable")[:n_best_size]
 
 
 @dataclasses.dataclass
@@ -121,23 +111,6 @@ class SquadPredictions:
         )
 
 
-def _feature_candidates(feature, start_logits, end_logits, n_best_size, max_answer_length, char_starts,
-                        is_max_context):
-    """Valid (start, end) pairs of one feature in the original's loop order: start rank, then end rank."""
-    starts = top_indices(start_logits, n_best_size)
-    ends = top_indices(end_logits, n_best_size)
-    start_grid, end_grid = np.meshgrid(starts, ends, indexing="ij")
-    start_grid, end_grid = start_grid.ravel(), end_grid.ravel()
-    in_document = (char_starts[start_grid] >= 0) & (char_starts[end_grid] >= 0)
-    valid = (
-        in_document
-        & is_max_context[start_grid]
-        & (end_grid >= start_grid)
-        & (end_grid - start_grid + 1 <= max_answer_length)
-    )
-    return [(feature, int(s), int(e)) for s, e in zip(start_grid[valid], end_grid[valid])]
-
-
 def decode_squad_predictions(
     examples,
     features,
@@ -196,74 +169,53 @@ def decode_squad_predictions(
             f"The features refer to example {int(features.example_index.max())}, but only {len(examples)} "
             f"examples were given; pass the examples the features were built from."
         )
-    features_of_example = [[] for _ in examples]
-    for feature, example_index in enumerate(features.example_index.tolist()):
-        features_of_example[example_index].append(feature)
+    # TensorFlow: the one span decoder, which exported models run in-graph.
+    from keras_bert_impl.squad import span_ranking
+
+    ranked = span_ranking.rank_spans(
+        start_logits, end_logits, features.example_index,
+        (features.token_char_starts >= 0) & features.token_is_max_context, features.token_char_starts >= 0,
+        n_best_size, max_answer_length,
+    )
+    best = span_ranking.best_spans(ranked, start_logits, end_logits, features.example_index, len(examples),
+                                   n_best_size, version_2_with_negative)
+    ranked = {name: values.numpy() for name, values in ranked.items()}
+    best = {name: values.numpy() for name, values in best.items()}
+    bounds = np.searchsorted(ranked["example"], np.arange(len(examples) + 1))
 
     predictions, nbest_json, null_odds, best_non_null, best_spans = {}, {}, {}, {}, {}
     for example_index, example in enumerate(examples):
-        candidates = []
-        null_score, null_logits = math.inf, (0.0, 0.0)
-        for feature in features_of_example[example_index]:
-            if version_2_with_negative:
-                feature_null = start_logits[feature, 0] + end_logits[feature, 0]
-                if feature_null < null_score:
-                    null_score = feature_null
-                    null_logits = (float(start_logits[feature, 0]), float(end_logits[feature, 0]))
-            candidates += _feature_candidates(
-                feature,
-                start_logits[feature],
-                end_logits[feature],
-                n_best_size,
-                max_answer_length,
-                features.token_char_starts[feature],
-                features.token_is_max_context[feature],
-            )
-        scored = [
-            (start_logits[f, s] + end_logits[f, e], float(start_logits[f, s]), float(end_logits[f, e]), f, s, e)
-            for f, s, e in candidates
-        ]
+        span = functools.partial(_span_in_context, example.context_text, features, ranked)
+        null_score = best["null_score"][example_index]
         has_null = version_2_with_negative and math.isfinite(null_score)
-        if has_null:
-            scored.append((null_score, null_logits[0], null_logits[1], None, 0, 0))
-        scored.sort(key=lambda candidate: candidate[0], reverse=True)
-
-        # Entries: (text, start_logit, end_logit, (char_start, char_end, score) or None for the null answer).
+        null_entry = ("", float(best["null_start_logit"][example_index]), float(best["null_end_logit"][example_index]))
         nbest, seen = [], set()
-        for score, start_logit, end_logit, feature, start, end in scored:
+        for row in _with_null(range(*bounds[example_index : example_index + 2]), ranked["score"], null_score, has_null):
             if len(nbest) >= n_best_size:
                 break
-            span = None
-            if feature is None:
-                text = ""
-            else:
-                char_start = int(features.token_char_starts[feature, start])
-                char_end = int(features.token_char_ends[feature, end])
-                text = example.context_text[char_start:char_end]
-                if text in seen:
-                    continue
-                span = (char_start, char_end, float(score))
+            text = "" if row is None else span(row)[0]
+            if row is None:
+                nbest.append(null_entry)
+            elif text not in seen:
+                nbest.append((text, float(ranked["start_logit"][row]), float(ranked["end_logit"][row])))
             seen.add(text)
-            nbest.append((text, start_logit, end_logit, span))
         if has_null and "" not in seen:
-            nbest.append(("", null_logits[0], null_logits[1], None))
+            nbest.append(null_entry)
         if not nbest:
-            nbest.append(("", 0.0, 0.0, None))
-        probabilities = softmax_probabilities([start + end for _, start, end, _ in nbest])
+            nbest.append(("", 0.0, 0.0))
+        probabilities = softmax_probabilities([start + end for _, start, end in nbest])
         nbest_json[example.qas_id] = [
             {"text": text, "probability": probability, "start_logit": start, "end_logit": end}
-            for (text, start, end, _), probability in zip(nbest, probabilities)
+            for (text, start, end), probability in zip(nbest, probabilities)
         ]
-        best = next((entry for entry in nbest if entry[0]), None)
-        best_spans[example.qas_id] = NO_SPAN if best is None else best[3]
+        best_text, best_spans[example.qas_id] = "", NO_SPAN
+        if best["found"][example_index]:
+            best_text, char_start, char_end = span(bounds[example_index])
+            best_spans[example.qas_id] = (char_start, char_end, float(best["score"][example_index]))
         if not version_2_with_negative:
             predictions[example.qas_id] = nbest[0][0]
             continue
-        if best is None:
-            odds, best_text = math.inf, ""
-        else:
-            odds, best_text = float(null_score - best[1] - best[2]), best[0]
-        null_odds[example.qas_id] = odds
+        null_odds[example.qas_id] = odds = float(best["null_odds"][example_index])
         best_non_null[example.qas_id] = best_text
         predictions[example.qas_id] = "" if odds > null_score_diff_threshold else best_text
     return SquadPredictions(
@@ -275,6 +227,25 @@ def decode_squad_predictions(
         version_2_with_negative=version_2_with_negative,
         best_spans=best_spans,
     )
+
+
+def _span_in_context(context, features, ranked, row):
+    """(text, char start, char end) of the ranked candidate `row`."""
+    feature = ranked["feature"][row]
+    char_start = int(features.token_char_starts[feature, ranked["start"][row]])
+    char_end = int(features.token_char_ends[feature, ranked["end"][row]])
+    return context[char_start:char_end], char_start, char_end
+
+
+def _with_null(rows, scores, null_score, has_null):
+    """The candidate rows with None (the null answer) inserted after every candidate scoring at least as much."""
+    for row in rows:
+        if has_null and scores[row] < null_score:
+            has_null = False
+            yield None
+        yield row
+    if has_null:
+        yield None
 
 
 def write_squad_predictions(decoded, output_dir):

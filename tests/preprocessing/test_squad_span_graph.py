@@ -129,7 +129,7 @@ def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
                                   tf.constant([context]), 16, 128, 4)
         best = decode_best_spans(start, end, chunk["windows"], chunk["context_starts"], chunk["context_ends"],
                                  n_best_size, 3)
-        served = select_answers(chunk["context"], best, n_best_size)["answer"].numpy()[0].decode()
+        served = select_answers(chunk["context"], best)["answer"].numpy()[0].decode()
         assert served == decoded.predictions["q"] == "on"
 
 
@@ -228,9 +228,9 @@ def test_served_answers_equal_the_offline_answers_on_the_squad_sample(squad_samp
     @tf.function(reduce_retracing=True)
     def serve(start, end, chunk):
         best = squad_span_graph.decode_best_spans(start, end, chunk["windows"], chunk["context_starts"],
-                                                  chunk["context_ends"], n_best_size, max_answer_length)
-        return squad_span_graph.select_answers(chunk["context"], best, n_best_size,
-                                               version_2_with_negative=version_2,
+                                                  chunk["context_ends"], n_best_size, max_answer_length,
+                                                  version_2_with_negative=version_2)
+        return squad_span_graph.select_answers(chunk["context"], best, version_2_with_negative=version_2,
                                                null_score_diff_threshold=threshold)
 
     served_text, served_span = [], []
