@@ -169,6 +169,8 @@ def add_finetuning_training_arguments(parser, *, epochs, batch_size, eval_batch_
                        help="length-bucket granularity in tokens (default: %(default)s)")
     train.add_argument("--no-jit", action="store_true", help="run the step without XLA")
     train.add_argument("--seed", type=int, default=seed, help="seed of shuffling, dropout and the head")
+    train.add_argument("--keep-training-state", action="store_true",
+                       help="keep training_state/ after the run finishes (removed by default)")
     add_verbose_argument(train)
     return train
 
@@ -212,7 +214,8 @@ def finetuning_run_settings(args):
         output_dir=args.output_dir, epochs=args.epochs, batch_size=args.batch_size,
         eval_batch_size=args.eval_batch_size, learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction,
         weight_decay=args.weight_decay, length_bucketing=not args.no_length_bucketing, bucket_width=args.bucket_width,
-        jit_compile=not args.no_jit, seed=args.seed, verbose=args.verbose)
+        jit_compile=not args.no_jit, seed=args.seed, verbose=args.verbose,
+        keep_training_state=args.keep_training_state)
 
 
 def column(text):
