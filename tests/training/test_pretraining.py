@@ -66,7 +66,7 @@ def test_pretrain_stopped_and_called_again_equals_an_uninterrupted_run_and_refus
     assert again.finished and again.final_step == 4 and again.evaluation == pytest.approx(straight.evaluation)
     with pytest.raises(ValueError, match="the run finished with steps=4, this run asks for steps=6, and its training "
                                          "state was removed"):
-        pretrain(tiny_settings(tmp_path, tmp_path / "straight", steps=6, allow_changed_settings=True))
+        pretrain(tiny_settings(tmp_path, tmp_path / "straight", dropout=dropout, steps=6, allow_changed_settings=True))
 
     stopped = pretrain(tiny_settings(tmp_path, tmp_path / "resumed", dropout=dropout, max_steps_this_run=2))
     assert (stopped.finished, stopped.final_step, stopped.final_directory) == (False, 2, None)
