@@ -9,7 +9,8 @@ The text is in the original BERT format: one sentence per line, a blank line bet
 `--input-files` the corpus is the docstrings of Python's standard library (`data.default_corpus`, every
 tenth module held out for evaluation); without `--vocab-file` a WordPiece vocabulary is learned from it.
 Writes into `--output-dir`: `corpus/` (the default corpus), `vocab.txt` (a learned vocabulary),
-`checkpoints/step_*` (weights + optimizer state, for resuming) and `final/`, a pretrained model that
+`checkpoints/step_*` (weights + optimizer state, for resuming; removed once `final/` is written) and `final/`,
+a pretrained model that
 `BertBackbone.from_pretrained` and the fine-tuning examples (`--init-checkpoint`) read.
 `keras-bert pretrain` is the full-featured version (two phases, TFRecords, several devices, logs).
 """
@@ -30,7 +31,6 @@ from keras_bert_impl import (
 )
 from keras_bert_impl.data.default_corpus import write_docstring_corpus
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
-from keras_bert_impl.training.callbacks import latest_training_checkpoint, restore_training_checkpoint
 
 
 def parse_arguments(argv):
@@ -101,19 +101,17 @@ def main(argv=None):
 
     # 4. Resume: a checkpoint holds weights, optimizer state (hence the learning rate) and the step; the
     # stream is deterministic, so skipping the batches already seen continues where the last run stopped.
-    checkpoints = os.path.join(args.output_dir, "checkpoints")
-    start_step = 0
-    found = latest_training_checkpoint(checkpoints)
-    if found is not None:
-        path, state = found
-        restore_training_checkpoint(model, path)
-        start_step = state["step"]
-        print(f"Resuming at step {start_step} from {path}")
+    # A finished run's checkpoints are removed (as keras.callbacks.BackupAndRestore does); restoring it loads final/.
+    every, final = args.checkpoint_every, os.path.join(args.output_dir, "final")
+    checkpoint = TrainingCheckpoint(os.path.join(args.output_dir, "checkpoints"), every, model_dir=final)
+    state = checkpoint.restore(model)
+    start_step = state["step"] if state else 0
+    if state:
+        print(f"Resuming at step {start_step} from {state['restored_from']}")
 
     # 5. Train. One Keras "epoch" is one checkpoint interval, so checkpoints line up with steps.
-    every = args.checkpoint_every
     model.fit(train_data.skip(start_step), steps_per_epoch=every, initial_epoch=start_step // every,
-              epochs=args.steps // every, callbacks=[TrainingCheckpoint(checkpoints, every)], shuffle=False, verbose=2)
+              epochs=args.steps // every, callbacks=[checkpoint], shuffle=False, verbose=2)
 
     # 6. Held-out masked-LM and next-sentence accuracy on 20 batches (guessing gets 0.5 on NSP).
     if eval_files:
@@ -122,9 +120,9 @@ def main(argv=None):
               f"(chance 0.500), MLM loss {results['mlm_loss']:.3f}")
 
     # 7. Save weights + config and the vocabulary in one directory: the fine-tuning examples start from it.
-    final = os.path.join(args.output_dir, "final")
     model.save_pretrained(final)
     tokenizer.save_pretrained(final)
+    checkpoint.finish()  # the run is done: remove its checkpoints
     print(f"Pretrained model: {final} (step {args.steps})")
     return 0
 

@@ -68,7 +68,6 @@ _EXPORTS = {
     "fit_finetuning": "keras_bert_impl.training.finetuning",
     "FinetuningCheckpoint": "keras_bert_impl.training.finetuning",
     "TrainingCheckpoint": "keras_bert_impl.training.callbacks",
-    "NonFiniteLossGuard": "keras_bert_impl.training.callbacks",
     "NonFiniteLossError": "keras_bert_impl.training.callbacks",
     "CorruptCheckpointError": "keras_bert_impl.training.callbacks",
     # Export (TensorFlow edge).

@@ -149,6 +149,8 @@ def _add_finetuning_training_arguments(train, defaults):
                        help="length-bucket granularity in tokens (default: %(default)s)")
     train.add_argument("--no-jit", action="store_true", help="run the step without XLA")
     train.add_argument("--seed", type=int, default=defaults["seed"], help="seed of shuffling, dropout and the head")
+    train.add_argument("--keep-training-state", action="store_true",
+                       help="keep training_state/ after the run finishes (removed by default)")
     add_verbose_argument(train)
     return train
 

@@ -77,6 +77,8 @@ def add_arguments(parser):
     out.add_argument("--allow-changed-settings", action="store_true",
                      help="resume although the step counts differ from the run's (the schedule then ends at the "
                           "new count); every other setting must stay as the run started")
+    out.add_argument("--keep-training-state", action="store_true",
+                     help="keep checkpoints/ after the run finishes (removed by default), so that it can be extended")
     add_verbose_argument(out)
     out.add_argument("--export-huggingface", action="store_true", help="also write final_huggingface/")
 

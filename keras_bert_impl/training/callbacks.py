@@ -1,12 +1,13 @@
-"""`fit` callbacks for long training runs: crash-safe checkpoints and exact resume, a metrics log, a
-non-finite-loss guard, progress lines within an epoch, and the training-curve plot.
+"""`fit` callbacks for long training runs: one checkpoint / resume / model-selection mechanism
+(`TrainingCheckpoint`, and `FinetuningCheckpoint` for fine-tuning), a metrics log, progress lines within an epoch,
+and the training-curve plot.
 
 Resuming at the same step, learning rate and data position rests on three facts:
 - `TrainingCheckpoint` saves the model weights together with the optimizer state (its `iterations` drive the
-  learning-rate schedule) at the end of each `fit` epoch; the pretraining script makes one epoch one
-  checkpoint interval (`steps_per_epoch=N`);
-- the input is a deterministic, endless stream (seeded shuffles and masks), so batch `k` is the same batch in
-  every run, and a resumed run skips the `step` batches already consumed (`dataset.skip(step)`);
+  learning-rate schedule) at the end of each `fit` epoch; pretraining makes one epoch one checkpoint interval
+  (`steps_per_epoch=N`);
+- the input is a deterministic stream (seeded shuffles and masks), so batch `k` is the same batch in every run,
+  and a resumed run skips the batches already consumed (`dataset.skip(step)`, or the epochs already trained);
 - the RNG states of the dropout layers (Keras `SeedGenerator` variables, which `save_weights` leaves out) are
   saved beside the weights and restored with them.
 Every file goes through `utils.atomic_io`: a checkpoint directory appears complete or not at all, and the
@@ -27,8 +28,10 @@ import keras
 import numpy as np
 
 from keras_bert_impl.utils.atomic_io import (
-    atomic_directory, atomic_write, atomic_write_text, remove_stale_temporaries, require_free_space,
+    atomic_directory, atomic_write, atomic_write_json, atomic_write_text, remove_stale_temporaries,
+    require_free_space,
 )
+from keras_bert_impl.training.finetuning_outputs import json_ready, save_finetuned
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +39,7 @@ WEIGHTS_FILE = "training.weights.h5"
 RNG_STATE_FILE = "rng_state.npz"
 STATE_FILE = "training_state.json"
 LATEST_FILE = "latest"
+FINISHED_FILE = "finished.json"  # the record of a finished run, which outlives its removed states
 
 
 def _as_float(value):
@@ -43,40 +47,142 @@ def _as_float(value):
 
 
 class NonFiniteLossError(RuntimeError):
-    """Training produced a NaN or infinite loss; the message names the step and the logged values."""
+    """Training produced a NaN or infinite loss; the message names the step and the last good checkpoint."""
 
 
 class TrainingCheckpoint(keras.callbacks.Callback):
-    """Save weights + optimizer state every `fit` epoch into `directory/step_XXXXXXXX/`, atomically.
+    """Back up the resumable training state at every `fit` epoch end, restore it exactly, and remove it when the
+    run has finished: Keras' `BackupAndRestore` conventions, with an exact resume and a settings check.
+
+    Each epoch end writes `backup_dir/step_XXXXXXXX/` atomically: the weights with the optimizer state, the
+    dropout RNG states and `training_state.json` (step, epoch, logs, `settings`, `extra_state`); then the
+    `latest` pointer. A NaN or infinite loss stops training at that batch (`NonFiniteLossError`) before diverged
+    weights are saved, naming the last good state. `restore(model)` continues from the newest state and refuses,
+    in one line, a state written with other `settings`. `finish()` (the run's last step) writes `finished.json`
+    (the last state's record) and removes the states unless `delete_checkpoint=False`; `restore` of that finished
+    run then loads the weights of `model_dir`, the finished run's model.
 
     Args:
-        directory: str. Folder of this run's checkpoints (created when missing).
-        steps_per_epoch: int. Batches per `fit` epoch, so epoch `e` ends at step `(e + 1) * steps_per_epoch`.
-        keep: int. Number of most recent checkpoints kept; older ones are deleted. Defaults to 2.
-        extra_state: dict. JSON values stored in every checkpoint's state file (e.g. the phase). Defaults to
-            None.
+        backup_dir: str. Folder of this run's states (created when missing).
+        steps_per_epoch: int or None. Batches per `fit` epoch, so epoch `e` ends at step
+            `(e + 1) * steps_per_epoch`; None: `fit`'s. Defaults to None.
+        settings: dict or None. JSON values a resumed run must match (batch size, seed, ...). Defaults to None.
+        changeable: sequence of str. Settings that may change on resume when `allow_changed`. Defaults to ().
+        allow_changed: bool. Let the `changeable` settings change. Defaults to False.
+        model_dir: str or None. The `save_pretrained` directory holding the finished run's weights (`final/`,
+            `last/`). Defaults to None.
+        keep: int. Number of newest states kept. Defaults to 1.
+        delete_checkpoint: bool. Remove the states when the run finishes, as `BackupAndRestore` does; False keeps
+            them (a finished run can then be extended exactly). Defaults to True.
+        extra_state: dict or None. More JSON values stored in every state (e.g. the phase). Defaults to None.
         write: bool. Whether this process writes (False on non-chief workers of a multi-worker run).
             Defaults to True.
 
     Example:
-    >>> checkpoint = TrainingCheckpoint("/tmp/run/checkpoints", steps_per_epoch=100)
-    >>> # model.fit(dataset, epochs=10, steps_per_epoch=100, callbacks=[checkpoint])
+    >>> checkpoint = TrainingCheckpoint("/tmp/run/checkpoints", steps_per_epoch=100, model_dir="/tmp/run/final")
+    >>> # state = checkpoint.restore(model); start = state["step"] if state else 0
+    >>> # model.fit(dataset.skip(start), initial_epoch=start // 100, epochs=10, steps_per_epoch=100,
+    >>> #           callbacks=[checkpoint]); model.save_pretrained("/tmp/run/final"); checkpoint.finish()
     """
 
-    def __init__(self, directory, steps_per_epoch, keep=2, extra_state=None, write=True):
+    def __init__(self, backup_dir, steps_per_epoch=None, settings=None, changeable=(), allow_changed=False,
+                 model_dir=None, keep=1, delete_checkpoint=True, extra_state=None, write=True):
         super().__init__()
         if int(keep) < 1:
             raise ValueError(f"`keep` must be >= 1, got {keep}.")
-        self.directory = os.fspath(directory)
-        self.steps_per_epoch = int(steps_per_epoch)
+        self.backup_dir = os.fspath(backup_dir)
+        self.steps_per_epoch = steps_per_epoch
+        self.settings = dict(settings or {})
+        self.changeable = tuple(changeable)
+        self.allow_changed = allow_changed
+        self.model_dir = model_dir
         self.keep = int(keep)
+        self.delete_checkpoint = delete_checkpoint
         self.extra_state = dict(extra_state or {})
         self.write = write
 
+    def saved_state(self):
+        """`(path, state)` of the newest state; `(None, record)` for a finished run whose states were removed;
+        None when the run has not saved anything."""
+        found = latest_training_checkpoint(self.backup_dir)
+        record = os.path.join(self.backup_dir, FINISHED_FILE)
+        if found is None and os.path.isfile(record):
+            with open(record, encoding="utf-8") as handle:
+                return None, json.load(handle)
+        return found
+
+    def check_settings(self, path, state):
+        """Raise `ValueError` naming the first setting that differs from those `state` was saved with (`path`:
+        its state, None for a finished run's record), both values, and the way out."""
+        saved = state.get("settings")
+        if saved is None:  # saved without settings: nothing to compare
+            return
+        now = json.loads(json.dumps(self.settings))
+        changed = {name: (saved.get(name), value) for name, value in now.items() if saved.get(name) != value}
+        allowed = self.changeable if self.allow_changed and path is not None else ()
+        refused = {name: values for name, values in changed.items() if name not in allowed}
+        if not refused:
+            return
+        name, (old, new) = next(iter(refused.items()))
+        more = f" (and {', '.join(list(refused)[1:])})" if len(refused) > 1 else ""
+        if path is None:
+            raise ValueError(
+                f"Cannot resume {self.backup_dir}: the run finished with {name}={old!r}, this run asks for "
+                f"{name}={new!r}{more}, and its training state was removed. Run with the same settings, or choose "
+                f"a new --output-dir (--keep-training-state keeps a run's state so that it can be extended).")
+        allowed = (" or pass --allow-changed-settings to continue with the new value"
+                   if name in self.changeable else "")
+        raise ValueError(
+            f"Cannot resume {path}: it was trained with {name}={old!r}, this run asks for {name}={new!r}{more}. "
+            f"Run with the same settings to resume, choose a new --output-dir to start over{allowed}.")
+
+    def restore(self, model):
+        """Restore the saved state into the compiled `model`: weights, optimizer variables (step, hence learning
+        rate; moments) and dropout RNG states; for a finished run whose states were removed, the weights of
+        `model_dir`.
+
+        Returns:
+            dict or None: the saved state (`step`, `epoch`, `extra_state`, ...) with `restored_from`, the path
+            read; None when there is nothing to resume.
+
+        Raises:
+            ValueError: the state was saved with other `settings` (see `check_settings`).
+        """
+        found = self.saved_state()
+        if found is None:
+            return None
+        path, state = found
+        self.check_settings(path, state)
+        if path is not None:
+            restore_training_checkpoint(model, path)
+            return {**state, "restored_from": path}
+        from keras_bert_impl.checkpoints.native import assign_native, read_native
+
+        if not (self.model_dir and os.path.isdir(self.model_dir)):
+            raise ValueError(f"{self.backup_dir} records a finished run, but its model {self.model_dir} is missing; "
+                             f"choose a new --output-dir to start over.")
+        assign_native(model, read_native(self.model_dir)[3], self.model_dir)
+        return {**state, "restored_from": self.model_dir}
+
+    def finish(self):
+        """Mark the run finished (`finished.json`: its last state's record) and, with `delete_checkpoint`, remove
+        its states. Call it once the run's final model is saved in `model_dir`."""
+        if not self.write or not os.path.isdir(self.backup_dir):
+            return
+        found = latest_training_checkpoint(self.backup_dir)
+        if found is not None:
+            atomic_write_json(os.path.join(self.backup_dir, FINISHED_FILE), found[1])
+        if self.delete_checkpoint:  # the pointer first: a kill midway leaves the record, not a dangling pointer
+            if found is not None:
+                os.remove(os.path.join(self.backup_dir, LATEST_FILE))
+            for name in os.listdir(self.backup_dir):
+                if name.startswith("step_"):
+                    shutil.rmtree(os.path.join(self.backup_dir, name), ignore_errors=True)
+
     def _remove_stale_temporaries(self):
         """Temp folders of checkpoint writes a kill interrupted (`.step_*.tmp-*`): no later write needs them."""
-        if self.write and os.path.isdir(self.directory):
-            for path in remove_stale_temporaries(self.directory, "step_"):
+        if self.write and os.path.isdir(self.backup_dir):
+            for path in remove_stale_temporaries(self.backup_dir, "step_"):
                 logger.info("Removed %s, left by an interrupted checkpoint write", path)
 
     def on_train_begin(self, logs=None):
@@ -85,6 +191,25 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         self._remove_stale_temporaries()
 
+    def _last_good(self):
+        try:
+            found = latest_training_checkpoint(self.backup_dir)
+        except FileNotFoundError as error:
+            return f"unreadable ({error})"
+        if found is None:
+            return f"none yet in {self.backup_dir} (the run restarts from the beginning)"
+        return f"{found[0]} (step {found[1]['step']})"
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = _as_float(logs["loss"]) if logs and "loss" in logs else 0.0
+        if not math.isfinite(loss):
+            step = _as_float(self.model.optimizer.iterations)
+            raise NonFiniteLossError(
+                f"Loss became {loss} at batch {batch} of this epoch (optimizer step {step:.0f}); logs: "
+                f"{ {name: _as_float(value) for name, value in logs.items()} }. The last good checkpoint is "
+                f"{self._last_good()}; resume from it with a lower learning rate or more warmup."
+            )
+
     def _checkpoint_bytes(self):
         """About what a checkpoint takes: every model and optimizer variable, plus HDF5 overhead."""
         optimizer = getattr(self.model, "optimizer", None)
@@ -92,23 +217,19 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         return int(sum(math.prod(v.shape) * np.dtype(v.dtype).itemsize for v in variables) * 1.05) + 65536
 
     def on_epoch_end(self, epoch, logs=None):
-        step = (epoch + 1) * self.steps_per_epoch
+        step = (epoch + 1) * (self.steps_per_epoch or self.params["steps"])
         logs = {name: _as_float(value) for name, value in (logs or {}).items()}
         non_finite = {name: value for name, value in logs.items() if not math.isfinite(value)}
         if non_finite:
-            found = latest_training_checkpoint(self.directory)
-            last_good = "none yet (the run restarts from the beginning)" if found is None else found[0]
-            raise NonFiniteLossError(
-                f"Not checkpointing step {step}: non-finite values {non_finite}. The last good checkpoint is "
-                f"{last_good}."
-            )
+            raise NonFiniteLossError(f"Not checkpointing step {step}: non-finite values {non_finite}. The last good "
+                                     f"checkpoint is {self._last_good()}.")
         if not self.write:
             return
-        path = os.path.join(self.directory, f"step_{step:08d}")
-        state = {"step": step, "epoch": epoch + 1, "logs": logs, **self.extra_state}
-        found = latest_training_checkpoint(self.directory) if os.path.isdir(self.directory) else None
+        path = os.path.join(self.backup_dir, f"step_{step:08d}")
+        state = {"step": step, "epoch": epoch + 1, "logs": logs, "settings": self.settings, **self.extra_state}
+        found = latest_training_checkpoint(self.backup_dir) if os.path.isdir(self.backup_dir) else None
         keep = f"the last checkpoint {found[0]} is kept" if found else "no checkpoint was written yet"
-        require_free_space(self.directory, self._checkpoint_bytes(),
+        require_free_space(self.backup_dir, self._checkpoint_bytes(),
                            then=f"{keep}; free some space and run the same command again to resume")
         with atomic_directory(path, markers=(WEIGHTS_FILE, STATE_FILE), what="training checkpoint") as tmp:
             self.model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
@@ -116,7 +237,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 keras.ops.convert_to_numpy(v.value) for v in _seed_states(self.model)])
             with open(os.path.join(tmp, STATE_FILE), "w", encoding="utf-8") as handle:
                 json.dump(state, handle, indent=2)
-        atomic_write_text(os.path.join(self.directory, LATEST_FILE), os.path.basename(path) + "\n")
+        atomic_write_text(os.path.join(self.backup_dir, LATEST_FILE), os.path.basename(path) + "\n")
         logger.info("Checkpoint at step %d: %s", step, path)
         self._delete_old_checkpoints(os.path.basename(path))
 
@@ -127,11 +248,77 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         `latest` no longer names it and no resume reads it. Sorting by name alone would keep that one and
         delete `current`, leaving `latest` naming a deleted checkpoint.
         """
-        names = sorted(name for name in os.listdir(self.directory) if name.startswith("step_"))
+        names = sorted(name for name in os.listdir(self.backup_dir) if name.startswith("step_"))
         earlier = [name for name in names if name < current]  # step numbers are zero-padded: names sort by step
         stale = earlier[: max(0, len(earlier) - (self.keep - 1))] + [name for name in names if name > current]
         for name in stale:
-            shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+            shutil.rmtree(os.path.join(self.backup_dir, name), ignore_errors=True)
+
+
+class FinetuningCheckpoint(TrainingCheckpoint):
+    """The `TrainingCheckpoint` of a fine-tuning run, which also selects models (Keras' `ModelCheckpoint` with a
+    `monitor`): at each epoch end it evaluates, saves `directory/last/`, and `directory/best/` when `monitor`
+    improves, then the training state in `directory/training_state/`, whose record of the selection (`history`,
+    `best_score`, `best_epoch`) a resumed run continues. A state for epoch `e` thus promises that `last/` and
+    `best/` reflect epoch `e`; a finished run whose state was removed restores `last/`.
+
+    `last/` and `best/` are each complete or absent (written atomically) and hold the `save_pretrained` files,
+    the tokenizer and `eval_results.json`, so `from_pretrained` and `--init-checkpoint` read them.
+
+    Args:
+        directory: str. Output directory.
+        tokenizer: `BertTokenizer` or None. Saved with the model. Defaults to None.
+        evaluate: callable or None. `evaluate(model) -> dict` of metrics (e.g. dev GLUE / SQuAD scores).
+            Defaults to None (save `last` only).
+        monitor: str or None. Key of `evaluate`'s result that selects `best`. Defaults to None.
+        mode: str. "max" or "min": which direction of `monitor` is better. Defaults to "max".
+        delete_checkpoint: bool. Remove `training_state/` when the run finishes. Defaults to True.
+
+    After `fit`: `history` (a list of each epoch's results), `best_score`, `best_epoch` (0-based).
+    """
+
+    def __init__(self, directory, tokenizer=None, evaluate=None, monitor=None, mode="max", delete_checkpoint=True):
+        if monitor is not None and evaluate is None:
+            raise ValueError("`monitor` needs an `evaluate` function to score each epoch.")
+        if mode not in ("max", "min"):
+            raise ValueError(f"mode must be 'max' or 'min', got {mode!r}.")
+        super().__init__(os.path.join(directory, "training_state"), model_dir=os.path.join(directory, "last"),
+                         delete_checkpoint=delete_checkpoint)
+        self.directory, self.tokenizer, self.evaluate, self.monitor, self.mode = (
+            directory, tokenizer, evaluate, monitor, mode)
+        self.history, self.best_score, self.best_epoch = [], None, None
+
+    def _improved(self, score):
+        if self.best_score is None:
+            return True
+        return score > self.best_score if self.mode == "max" else score < self.best_score
+
+    def on_epoch_end(self, epoch, logs=None):
+        results = {"epoch": epoch + 1, **{key: float(value) for key, value in (logs or {}).items()}}
+        if self.evaluate is not None:
+            results.update(self.evaluate(self.model))
+        self.history.append(json_ready(results))
+        save_finetuned(self.model, os.path.join(self.directory, "last"), self.tokenizer, results)
+        if self.monitor is not None:
+            if self.monitor not in results:
+                raise KeyError(f"monitor {self.monitor!r} is not among the epoch's results {sorted(results)}.")
+            score = float(results[self.monitor])
+            if self._improved(score):
+                self.best_score, self.best_epoch = score, epoch
+                save_finetuned(self.model, os.path.join(self.directory, "best"), self.tokenizer, results)
+                logger.info("Epoch %d: %s %.4f, the best so far; saved %s/best.", epoch + 1, self.monitor, score,
+                            self.directory)
+        self.extra_state["selection"] = {"history": self.history, "best_score": self.best_score,
+                                         "best_epoch": self.best_epoch}
+        super().on_epoch_end(epoch, logs)
+
+    def restore(self, model):
+        """`TrainingCheckpoint.restore`, and the selection's `history`, `best_score` and `best_epoch`."""
+        state = super().restore(model)
+        selection = (state or {}).get("selection", {})
+        self.history = list(selection.get("history", []))
+        self.best_score, self.best_epoch = selection.get("best_score"), selection.get("best_epoch")
+        return state
 
 
 def _seed_generators(model):
@@ -186,16 +373,6 @@ def _seed_states(model):
     ordered = [variable for variable in model.variables if id(variable) in states]
     listed = {id(variable) for variable in ordered}
     return ordered + [state for key, state in states.items() if key not in listed]
-
-
-def changed_settings(saved, settings):
-    """`{name: (saved value, value now)}` for each of `settings` that differs from `saved` (the settings a
-    checkpoint was written with, as read back from its JSON; None for a checkpoint that recorded none, which
-    then differs in nothing). Values are compared as JSON, so a tuple equals the list it was saved as."""
-    if saved is None:
-        return {}
-    settings = json.loads(json.dumps(settings))
-    return {name: (saved.get(name), value) for name, value in settings.items() if saved.get(name) != value}
 
 
 def latest_training_checkpoint(directory):
@@ -261,50 +438,6 @@ def restore_training_checkpoint(model, path):
         )
     for variable, value in zip(states, values):
         variable.assign(value)
-
-
-class NonFiniteLossGuard(keras.callbacks.Callback):
-    """Stop training with `NonFiniteLossError` as soon as a batch's loss is NaN or infinite.
-
-    Raising (rather than `TerminateOnNaN`'s quiet stop) keeps the epoch-end checkpoint from saving the
-    diverged weights: the newest checkpoint stays the last good one, and the message names it (and the
-    optimizer step where the loss broke) so the run can be resumed from there with other settings.
-
-    Args:
-        check_every: int. Check the loss every this many batches (reading it synchronises with the device).
-            Defaults to 1.
-        checkpoint_directory: str or None. The `TrainingCheckpoint` directory whose newest checkpoint the
-            message names. Defaults to None (the message says no checkpoint directory is known).
-    """
-
-    def __init__(self, check_every=1, checkpoint_directory=None):
-        super().__init__()
-        self.check_every = int(check_every)
-        self.checkpoint_directory = None if checkpoint_directory is None else os.fspath(checkpoint_directory)
-
-    def _last_good_checkpoint(self):
-        if self.checkpoint_directory is None:
-            return "unknown (no checkpoint directory given)"
-        try:
-            found = latest_training_checkpoint(self.checkpoint_directory)
-        except FileNotFoundError as error:
-            return f"unreadable ({error})"
-        if found is None:
-            return f"none yet in {self.checkpoint_directory} (the run restarts from the beginning)"
-        path, state = found
-        return f"{path} (step {state['step']})"
-
-    def on_train_batch_end(self, batch, logs=None):
-        if batch % self.check_every or not logs or "loss" not in logs:
-            return
-        loss = _as_float(logs["loss"])
-        if not math.isfinite(loss):
-            step = _as_float(self.model.optimizer.iterations)
-            raise NonFiniteLossError(
-                f"Loss became {loss} at batch {batch} of this epoch (optimizer step {step:.0f}); logs: "
-                f"{ {name: _as_float(value) for name, value in logs.items()} }. The last good checkpoint is "
-                f"{self._last_good_checkpoint()}; resume from it with a lower learning rate or more warmup."
-            )
 
 
 class ProgressLog(keras.callbacks.Callback):

@@ -10,10 +10,8 @@ Each piece lives in the module named for it, and is importable from here too:
   bucketing (`data.length_bucketing`).
 - `finetuning_optimizer.compile_for_finetuning`: `AdamWeightDecay` + `WarmupLinearDecay` (the original
   recipe), `jit_compile`.
-- `model_selection.ModelSelection`: `last/` and `best/`, each a `save_pretrained` directory with the tokenizer
-  beside (what `--init-checkpoint` and `from_pretrained` read).
-- `finetuning_state.FinetuningCheckpoint`: at each epoch end, evaluate, keep `last/` / `best/` and save the
-  resumable training state; `restore_finetuning_state` reads it back.
+- `callbacks.FinetuningCheckpoint`: at each epoch end, evaluate, keep `last/` and `best/` (each a
+  `save_pretrained` directory with the tokenizer beside) and save the resumable training state.
 - `finetuning_metrics.classification_scores` / `classification_monitor` / `evaluate_squad_predictions`: the
   official metrics (GLUE; SQuAD v1.1 / v2.0 with automatic null-threshold tuning).
 - `finetuning_outputs.save_finetuned` / `write_classification_predictions`: model directories and prediction
@@ -23,7 +21,8 @@ Each piece lives in the module named for it, and is importable from here too:
   lines that say what it trains and what it picked).
 - `fit_finetuning` (here): `model.fit` that also saves a resumable training state each epoch
   (`training_state/`: weights, optimizer, RNG, epoch, best-so-far) and, run again on the same output
-  directory, resumes from it on the same batches (epoch `e`'s order is fixed by `(seed, e)`).
+  directory, resumes from it on the same batches (epoch `e`'s order is fixed by `(seed, e)`); the state is
+  removed when the run finishes, unless kept (`keep_training_state`).
 """
 
 import dataclasses
@@ -43,12 +42,7 @@ from keras_bert_impl.training.finetuning_outputs import (
     save_finetuned,
     write_classification_predictions,
 )
-from keras_bert_impl.training.finetuning_state import (
-    TRAINING_STATE_DIRNAME,
-    FinetuningCheckpoint,
-    finetuning_settings,
-    restore_finetuning_state,
-)
+from keras_bert_impl.training.callbacks import FinetuningCheckpoint
 from keras_bert_impl.training.model_input_checks import check_model_inputs
 from keras_bert_impl.training.tokenizer_loading import load_tokenizer
 
@@ -56,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "EVAL_RESULTS_FILENAME",
-    "TRAINING_STATE_DIRNAME",
     "FinetuningCheckpoint",
     "FinetuningSettings",
     "ModelSource",
@@ -86,8 +79,9 @@ def fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length
     the last finished epoch, and continues with the next epoch on the same batches (each epoch's order is
     fixed by `(seed, epoch)`): the final weights equal an uninterrupted run's (bit for bit on TensorFlow and
     JAX on one device; torch draws dropout from its global generator). Work done in the interrupted epoch is
-    redone. A NaN or infinite loss stops training (`callbacks.NonFiniteLossGuard`) naming the step and the
-    state to resume from.
+    redone. A NaN or infinite loss stops training naming the step and the state to resume from. Once the last
+    epoch is saved the state is removed (`FinetuningCheckpoint.finish`) unless the checkpoint keeps it; run
+    again, a finished run trains nothing and restores `last/` (or, kept, the state).
 
     Args:
         model: a compiled task model (`compile_for_finetuning`), its optimizer's schedule sized for
@@ -100,8 +94,8 @@ def fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length
         length_bucketing: bool. See `training_dataset`. Defaults to True.
         bucket_width: int. Defaults to 32.
         seed: int. Data order seed. Defaults to 0.
-        resume: bool. Continue from `checkpoint.training_state_directory` when it holds a state; False starts
-            over (the old state is replaced at the first epoch end). Defaults to True.
+        resume: bool. Continue from `checkpoint.backup_dir` when it holds a state; False starts over (the old
+            state is replaced at the first epoch end). Defaults to True.
         callbacks: sequence of `keras.callbacks.Callback`. More callbacks for `fit`. Defaults to ().
         verbose: "auto", 0, 1 or 2. Passed to `fit`. Defaults to "auto".
 
@@ -113,23 +107,25 @@ def fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length
         ValueError: the saved state comes from a run with other settings (batch size, seed, epochs, data
             size, bucketing); the message names them.
     """
-    from keras_bert_impl.training.callbacks import NonFiniteLossGuard
-
     if getattr(model, "optimizer", None) is None:
         raise ValueError("Compile the model (compile_for_finetuning) before fit_finetuning.")
     check_model_inputs(model, inputs, "training data")
     steps_per_epoch = batches_per_epoch(inputs, batch_size, length_bucketing, bucket_width)
-    settings = finetuning_settings(epochs, steps_per_epoch, batch_size, seed, len(inputs["token_ids"]),
-                                   length_bucketing, bucket_width)
-    initial_epoch = restore_finetuning_state(model, checkpoint, settings) if resume else 0
-    checkpoint.track_training_state(steps_per_epoch, settings)
-    if initial_epoch >= epochs:
-        return initial_epoch
-    dataset, _ = training_dataset(inputs, labels, batch_size, length_bucketing, bucket_width, seed, epochs=epochs,
-                                  initial_epoch=initial_epoch)
-    guard = NonFiniteLossGuard(checkpoint_directory=checkpoint.training_state_directory)
-    model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
-              callbacks=[guard, checkpoint, *callbacks], verbose=verbose, shuffle=False)
+    # What a resumed run must share with the saved one; the ones given first, so the message names those.
+    checkpoint.steps_per_epoch, checkpoint.settings = steps_per_epoch, dict(
+        batch_size=batch_size, seed=seed, epochs=epochs, length_bucketing=length_bucketing,
+        bucket_width=bucket_width, num_examples=len(inputs["token_ids"]), steps_per_epoch=steps_per_epoch)
+    state = checkpoint.restore(model) if resume else None
+    initial_epoch = state["epoch"] if state else 0
+    if state:
+        logger.info("Resuming fine-tuning after epoch %d of %d (step %d) from %s", initial_epoch, epochs,
+                    state["step"], state["restored_from"])
+    if initial_epoch < epochs:
+        dataset, _ = training_dataset(inputs, labels, batch_size, length_bucketing, bucket_width, seed,
+                                      epochs=epochs, initial_epoch=initial_epoch)
+        model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
+                  callbacks=[checkpoint, *callbacks], verbose=verbose, shuffle=False)
+    checkpoint.finish()
     return initial_epoch
 
 
@@ -212,7 +208,8 @@ class FinetuningSettings:
     """How a fine-tuning run trains and where it writes: the settings every `finetune-*` command shares.
 
     Args:
-        output_dir: str. Where `last/`, `best/`, `training_state/` and the results go.
+        output_dir: str. Where `last/`, `best/`, `training_state/` (while the run is unfinished) and the results
+            go.
         epochs: int. Passes over the training data (0: train nothing). Defaults to 3.
         batch_size: int. Training rows per update. Defaults to 32.
         eval_batch_size: int. Rows per prediction batch. Defaults to 64.
@@ -226,6 +223,8 @@ class FinetuningSettings:
         seed: int. Seed of the data order, dropout and the head. Defaults to 12345.
         verbose: int. `fit`'s verbosity; 2 adds progress lines within an epoch (`callbacks.ProgressLog`).
             Defaults to 1.
+        keep_training_state: bool. Keep `training_state/` after the run finishes (it is removed by default).
+            Defaults to False.
 
     Example:
     >>> FinetuningSettings("runs/mrpc", epochs=2).batch_size
@@ -244,6 +243,7 @@ class FinetuningSettings:
     jit_compile: bool = True
     seed: int = 12345
     verbose: int = 1
+    keep_training_state: bool = False
 
 
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
@@ -283,7 +283,8 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
     print(f"{counts}, {steps_per_epoch} steps per epoch, {total_steps} updates{details}")
     if monitor is None:
         print("no dev or held-out data: nothing tells the epochs apart, so only last/ is written")
-    checkpoint = FinetuningCheckpoint(settings.output_dir, tokenizer, evaluate=evaluate, monitor=monitor)
+    checkpoint = FinetuningCheckpoint(settings.output_dir, tokenizer, evaluate=evaluate, monitor=monitor,
+                                      delete_checkpoint=not settings.keep_training_state)
     checkpoint.trained_from = fit_finetuning(
         model, train_x, train_y, checkpoint, settings.epochs, settings.batch_size, settings.length_bucketing,
         settings.bucket_width, seed=settings.seed, verbose=settings.verbose,

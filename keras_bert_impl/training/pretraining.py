@@ -10,8 +10,9 @@ The recipe of the original `run_pretraining.py`, on `model.fit`; `keras-bert pre
 
 Run it again with the same settings after an interruption and it resumes from the newest checkpoint in
 `output_dir` at the same step, learning rate and data position; a resume with other settings is refused
-(`check_resume_settings`). Outputs in `output_dir`: `checkpoints/phase<i>/step_*` (weights + optimizer + RNG
-state, every `checkpoint_every` steps), `tensorboard/`, `metrics.jsonl`, `training_curves.png`, `summary.json`
+(`callbacks.TrainingCheckpoint`). Outputs in `output_dir`: `checkpoints/phase<i>/step_*` (weights + optimizer +
+RNG state, every `checkpoint_every` steps; removed when the run finishes unless `keep_training_state`, leaving
+the record `finished.json`), `tensorboard/`, `metrics.jsonl`, `training_curves.png`, `summary.json`
 and `final/` (a `BertPretrainer.save_pretrained` directory with the vocabulary).
 
 How the pieces fit:
@@ -116,6 +117,8 @@ class PretrainingSettings:
         keep_checkpoints: int. Newest checkpoints kept per phase.
         max_steps_this_run: int or None. Stop after this many updates; the same settings continue later.
         allow_changed_settings: bool. Resume although the step counts differ from the run's.
+        keep_training_state: bool. Keep the checkpoints after the run finishes (removed by default), so that a
+            finished run can be extended (`allow_changed_settings`).
         verbose: int. `fit`'s verbosity; 2 adds progress lines within an epoch (`callbacks.ProgressLog`).
         export_huggingface: bool. Also write `final_huggingface/`.
 
@@ -166,6 +169,7 @@ class PretrainingSettings:
     keep_checkpoints: int = 2
     max_steps_this_run: Optional[int] = None
     allow_changed_settings: bool = False
+    keep_training_state: bool = False
     verbose: int = 1
     export_huggingface: bool = False
 
@@ -281,7 +285,7 @@ def training_phases(settings, tokenizer):
 
 def phase_run_settings(settings, phase):
     """The settings that define `phase` of this run, stored with each of its checkpoints: a resume that
-    changes one would train a different run from the middle, so it is refused (`check_resume_settings`)."""
+    changes one would train a different run from the middle, so it is refused (`TrainingCheckpoint.restore`)."""
     recorded = dict(model=settings.init_checkpoint or f"preset {settings.preset}", seed=settings.seed,
                     optimizer=settings.optimizer, warmup_fraction=settings.warmup_fraction,
                     weight_decay=settings.weight_decay, dropout=settings.dropout, dtype=settings.dtype,
@@ -291,32 +295,6 @@ def phase_run_settings(settings, phase):
                     batch_size=phase.batch_size, steps=phase.steps, learning_rate=phase.learning_rate)
     recorded.update({name: value for name, value in phase.preprocessor.settings().items() if name != "seed"})
     return recorded
-
-
-def check_resume_settings(path, state, settings, allow_changed):
-    """Raise `ValueError` naming the first setting whose value differs from the one checkpoint `path` was
-    written with (`state["run_settings"]`), both values, and the way out.
-
-    Args:
-        path: str. The checkpoint.
-        state: dict. Its training state (`callbacks.latest_training_checkpoint`).
-        settings: dict. This run's `phase_run_settings`.
-        allow_changed: bool. Let the `CHANGEABLE_SETTINGS` change.
-    """
-    from keras_bert_impl.training.callbacks import changed_settings
-
-    changed = changed_settings(state.get("run_settings"), settings)
-    refused = {name: values for name, values in changed.items()
-               if not (allow_changed and name in CHANGEABLE_SETTINGS)}
-    if refused:
-        name, (old, new) = next(iter(refused.items()))
-        more = f" (and {', '.join(list(refused)[1:])})" if len(refused) > 1 else ""
-        allowed = (" or pass --allow-changed-settings to continue with the new step count"
-                   if name in CHANGEABLE_SETTINGS else "")
-        raise ValueError(
-            f"Cannot resume {path}: it was trained with {name}={old!r}, this run asks for {name}={new!r}{more}. "
-            f"Run with the same settings to resume, choose a new --output-dir to start over{allowed}."
-        )
 
 
 def phase_dataset(settings, phase, vocabulary_size=None, files=None, seed=None):
@@ -379,7 +357,6 @@ class _Run:
     def __init__(self, settings):
         import keras
 
-        from keras_bert_impl.training.callbacks import latest_training_checkpoint
         from keras_bert_impl.training.distribution import make_distribution, process_directory
         from keras_bert_impl.utils.atomic_io import ensure_directory
 
@@ -396,16 +373,35 @@ class _Run:
             raise ValueError(f"Sequence length {self.longest} is above {MAX_NEW_MODEL_SEQUENCE_LENGTH}, the longest "
                              f"position table a new model is built with; use a shorter --sequence-length / "
                              f"--phase2-sequence-length.")
-        self.checkpoints = {phase.index: latest_training_checkpoint(self.checkpoint_directory(phase))
-                            for phase in self.phases}
-        self.resume_phase = max([index for index, found in self.checkpoints.items() if found], default=1)
-        self.run_settings = {phase.index: phase_run_settings(settings, phase) for phase in self.phases}
-        if self.checkpoints.get(self.resume_phase):
-            check_resume_settings(*self.checkpoints[self.resume_phase], self.run_settings[self.resume_phase],
-                                  settings.allow_changed_settings)
+        self.checkpoints = {phase.index: self.checkpoint(phase) for phase in self.phases}
+        saved = {index: checkpoint.saved_state() for index, checkpoint in self.checkpoints.items()}
+        self.resume_phase = max([index for index, found in saved.items() if found], default=1)
+        if saved[self.resume_phase]:  # refused before the model is built
+            self.checkpoints[self.resume_phase].check_settings(*saved[self.resume_phase])
 
-    def checkpoint_directory(self, phase):
-        return os.path.join(self.out, "checkpoints", f"phase{phase.index}")
+    def checkpoint(self, phase):
+        """The `TrainingCheckpoint` of `phase` in `checkpoints/phase<i>/`: one per checkpoint interval, with the
+        phase's `phase_run_settings`; a finished run's weights are in `final/`."""
+        from keras_bert_impl.training.callbacks import TrainingCheckpoint
+
+        settings = self.settings
+        return TrainingCheckpoint(
+            os.path.join(self.out, "checkpoints", f"phase{phase.index}"),
+            settings.checkpoint_every * settings.gradient_accumulation_steps, phase_run_settings(settings, phase),
+            changeable=CHANGEABLE_SETTINGS, allow_changed=settings.allow_changed_settings,
+            model_dir=os.path.join(self.out, "final"), keep=settings.keep_checkpoints,
+            delete_checkpoint=not settings.keep_training_state, extra_state={"phase": phase.index},
+            write=self.is_chief)
+
+    def finish(self):
+        """The run is done and `final/` written: keep the last phase's record, remove the checkpoints (unless
+        `keep_training_state`)."""
+        import shutil
+
+        if self.is_chief and not self.settings.keep_training_state:
+            for phase in self.phases[:-1]:  # the last phase's record and final/ hold what they led to
+                shutil.rmtree(self.checkpoints[phase.index].backup_dir, ignore_errors=True)
+        self.checkpoints[self.phases[-1].index].finish()
 
     def distributed(self, dataset):
         from keras_bert_impl.training.distribution import for_tf_distribute
@@ -416,7 +412,6 @@ class _Run:
         """Compile `model` with a fresh optimizer and schedule for `phase`; restore its checkpoint if there is
         one. Returns the batch the phase starts from."""
         from keras_bert_impl.optimization import create_optimizer
-        from keras_bert_impl.training.callbacks import restore_training_checkpoint
 
         settings = self.settings
         with self.scope:
@@ -427,31 +422,24 @@ class _Run:
                 loss_scale=settings.dtype == "mixed_float16",
             )
             model.compile(optimizer=optimizer, jit_compile=settings.jit_compile)
-        if not self.checkpoints.get(phase.index):
-            return 0
-        path, state = self.checkpoints[phase.index]
         with self.scope:  # restoring builds the optimizer's slots, which belong in the strategy's scope
-            restore_training_checkpoint(model, path)
-        logger.info("Resuming phase %d at step %d from %s", phase.index, state["step"], path)
+            state = self.checkpoints[phase.index].restore(model)
+        if state is None:
+            return 0
+        logger.info("Resuming phase %d at step %d from %s", phase.index, state["step"], state["restored_from"])
         return state["step"]
 
     def callbacks(self, phase, every, steps_before):
         import keras
 
-        from keras_bert_impl.training.callbacks import (
-            MetricsLog, NonFiniteLossGuard, TrainingCheckpoint, progress_callbacks,
-        )
+        from keras_bert_impl.training.callbacks import MetricsLog, progress_callbacks
 
-        directory = self.checkpoint_directory(phase)
         callbacks = [
-            NonFiniteLossGuard(checkpoint_directory=directory),
             # The log line first: a kill between the two repeats the interval, whose line is then rewritten
             # (`read_metrics_log` keeps the last line per step); the other order would lose the line.
             MetricsLog(os.path.join(self.out, "metrics.jsonl"), every, extra={"phase": phase.index},
                        step_offset=steps_before, write=self.is_chief),
-            TrainingCheckpoint(directory, every, keep=self.settings.keep_checkpoints,
-                               extra_state={"phase": phase.index, "run_settings": self.run_settings[phase.index]},
-                               write=self.is_chief),
+            self.checkpoints[phase.index],
             *progress_callbacks(self.settings.verbose, phase.batch_size),
         ]
         if self.is_chief:  # the workers of a multi-worker run share the output directory
@@ -558,4 +546,5 @@ def pretrain(settings):
         steps_before += batches
     results = run.evaluate(model)
     final = run.write_final(model, results, steps_before) if run.is_chief else None
+    run.finish()
     return PretrainingResult(model, steps_before, True, results, final)

@@ -78,4 +78,4 @@ def test_finetune_multiple_choice_writes_best_last_scores_and_predictions(tmp_pa
     assert status == 1 and "context<TAB>ending0<TAB>ending1" in err
     # The same output directory with another batch size: the saved state is not resumed with other settings.
     status, out, err = run_cli(capsys, "finetune-multiple-choice", *flags, "--batch-size", 4)
-    assert status == 1 and "batch_size 8 -> 4" in err, err
+    assert status == 1 and "batch_size=8, this run asks for batch_size=4" in err, err

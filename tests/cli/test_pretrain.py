@@ -61,7 +61,9 @@ def test_two_phases_interrupted_and_resumed_equal_an_uninterrupted_run(tmp_path,
     assert [e["step"] for e in resumed_log] == [2, 4, 6]
     for a, b in zip(straight_log, resumed_log):
         assert a["learning_rate"] == pytest.approx(b["learning_rate"]) and a["loss"] == pytest.approx(b["loss"])
-    assert sorted(os.listdir(tmp_path / "straight" / "checkpoints")) == ["phase1", "phase2"]
+    # Finished: every phase's checkpoints are removed; the last phase's record stays.
+    assert os.listdir(tmp_path / "straight" / "checkpoints") == ["phase2"]
+    assert os.listdir(tmp_path / "straight" / "checkpoints" / "phase2") == ["finished.json"]
     png = (tmp_path / "straight" / "training_curves.png").read_bytes()
     assert png.startswith(b"\x89PNG")
     assert os.listdir(tmp_path / "straight" / "tensorboard" / "phase1")

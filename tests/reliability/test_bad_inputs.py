@@ -68,7 +68,7 @@ def test_row01_corrupt_training_checkpoint_says_how_to_fall_back(tmp_path, filen
     from tests.training.test_callbacks import small_pretrainer
 
     x, y = pretraining_batch()
-    small_pretrainer().fit(x, y, batch_size=4, epochs=2, verbose=0, callbacks=[TrainingCheckpoint(tmp_path, 1)])
+    small_pretrainer().fit(x, y, batch_size=4, epochs=2, verbose=0, callbacks=[TrainingCheckpoint(tmp_path, 1, keep=2)])
     damaged = tmp_path / "step_00000002" / filename
     damaged.write_bytes(damaged.read_bytes()[:20])
     expected = (f"step_00000002: {filename} is truncated or corrupt .*delete .*step_00000002 and write "

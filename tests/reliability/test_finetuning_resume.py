@@ -86,25 +86,32 @@ def test_interrupted_fit_finetuning_resumes_to_the_uninterrupted_weights(tmp_pat
         np.testing.assert_allclose(to_numpy(b), to_numpy(a), atol=1e-6, err_msg=a.path)
 
 
-def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_path):
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_path, keep):
     x, y = token_presence_task(12, sequence_length=12)
     steps = finetuning.batches_per_epoch(x, 4, True, 32)
     model = compiled_classifier(2 * steps)
-    checkpoint = finetuning.FinetuningCheckpoint(str(tmp_path), evaluate=lambda m: {"score": 1.0}, monitor="score")
-    assert finetuning.fit_finetuning(model, x, y, checkpoint, epochs=2, batch_size=4, verbose=0) == 0
+
+    def checkpoint():
+        return finetuning.FinetuningCheckpoint(str(tmp_path), evaluate=lambda m: {"score": 1.0}, monitor="score",
+                                               delete_checkpoint=not keep)
+
+    assert finetuning.fit_finetuning(model, x, y, checkpoint(), epochs=2, batch_size=4, verbose=0) == 0
     trained = [to_numpy(w).copy() for w in model.weights]
-    assert (tmp_path / "training_state" / "latest").read_text().strip() == f"step_{2 * steps:08d}"
+    # Finished: the state is removed as BackupAndRestore does (its record stays), unless kept.
+    kept = ["finished.json", "latest", f"step_{2 * steps:08d}"] if keep else ["finished.json"]
+    assert sorted(p.name for p in (tmp_path / "training_state").iterdir()) == kept
 
     again = compiled_classifier(2 * steps)
-    resumed = finetuning.FinetuningCheckpoint(str(tmp_path), evaluate=lambda m: {"score": 1.0}, monitor="score")
+    resumed = checkpoint()
     assert finetuning.fit_finetuning(again, x, y, resumed, epochs=2, batch_size=4, verbose=0) == 2
-    for a, b in zip(trained, again.weights):
+    for a, b in zip(trained, again.weights):  # the finished model: from the kept state, else from last/
         np.testing.assert_array_equal(a, to_numpy(b))
-    assert int(to_numpy(again.optimizer.iterations)) == 2 * steps
+    assert int(to_numpy(again.optimizer.iterations)) == (2 * steps if keep else 0)
     assert (resumed.best_epoch, resumed.best_score, len(resumed.history)) == (0, 1.0, 2)
 
-    with pytest.raises(ValueError, match=r"training_state holds the state of a run with other settings "
-                                         r"\(batch_size 4 -> 8, steps_per_epoch \d+ -> \d+\); rerun"):
+    with pytest.raises(ValueError, match=r"training_state.*with batch_size=4, this run asks for batch_size=8 "
+                                         r"\(and steps_per_epoch\)"):
         finetuning.fit_finetuning(compiled_classifier(4), x, y, finetuning.FinetuningCheckpoint(str(tmp_path)),
                                   epochs=2, batch_size=8, verbose=0)
     fresh = finetuning.FinetuningCheckpoint(str(tmp_path))
@@ -136,7 +143,7 @@ def test_finetune_classifier_command_resumes_and_refuses_other_settings(tmp_path
     status, _, err = run_cli(capsys, *argv)
     assert status == 0, err
     state = tmp_path / "out" / "training_state"
-    assert (state / "latest").is_file()
+    assert [p.name for p in state.iterdir()] == ["finished.json"]  # the state is removed, the record stays
     last = (tmp_path / "out" / "last" / "model.safetensors").read_bytes()
     predictions = (tmp_path / "out" / "dev_predictions.tsv").read_text()
 
@@ -149,4 +156,8 @@ def test_finetune_classifier_command_resumes_and_refuses_other_settings(tmp_path
 
     status, _, err = run_cli(capsys, *argv, "--batch-size", "2")  # the last value of a flag wins
     assert status == 1
-    assert "holds the state of a run with other settings (batch_size 4 -> 2" in err
+    assert "the run finished with batch_size=4, this run asks for batch_size=2" in err
+
+    status, _, err = run_cli(capsys, *argv, "--output-dir", tmp_path / "kept", "--keep-training-state")
+    assert status == 0, err
+    assert sorted(p.name for p in (tmp_path / "kept" / "training_state").iterdir())[:2] == ["finished.json", "latest"]

@@ -110,7 +110,7 @@ def test_finetuning_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_pa
     assert (tmp_path / "resumed" / "last").is_dir() and (tmp_path / "resumed" / "best").is_dir()
     assert not (tmp_path / "resumed" / "final.weights.npz").exists()
     state = json.loads((state_dir / (state_dir / "latest").read_text().strip() / "training_state.json").read_text())
-    assert state["epoch"] == 1 and state["finetuning"]["best_epoch"] == 0
+    assert state["epoch"] == 1 and state["selection"]["best_epoch"] == 0
 
     resumed_out, log = finish(start([*worker, str(tmp_path / "resumed")]))
     straight_out, _ = finish(straight)

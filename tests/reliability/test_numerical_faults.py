@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.training.callbacks import NonFiniteLossError, NonFiniteLossGuard, TrainingCheckpoint
+from keras_bert_impl.training.callbacks import NonFiniteLossError, TrainingCheckpoint
 from tests.helpers import tiny_backbone, to_numpy
 from tests.models.test_pretrainer import pretraining_batch
 from tests.training.test_callbacks import small_pretrainer
@@ -21,7 +21,7 @@ def test_nan_loss_names_the_step_and_the_last_good_checkpoint(tmp_path):
     x, y = pretraining_batch()
     model = small_pretrainer()
     checkpoints = tmp_path / "checkpoints"
-    callbacks = [NonFiniteLossGuard(checkpoint_directory=checkpoints), TrainingCheckpoint(checkpoints, 1)]
+    callbacks = [TrainingCheckpoint(checkpoints, 1, keep=2)]
     model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, callbacks=callbacks)
     poison(model)
     with pytest.raises(NonFiniteLossError) as raised:
@@ -36,9 +36,8 @@ def test_nan_loss_before_any_checkpoint_says_so(tmp_path):
     x, y = pretraining_batch()
     model = small_pretrainer()
     poison(model)
-    guard = NonFiniteLossGuard(checkpoint_directory=tmp_path / "none")
     with pytest.raises(NonFiniteLossError, match="last good checkpoint is none yet"):
-        model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[guard])
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[TrainingCheckpoint(tmp_path / "none", 1)])
 
 
 def test_nan_loss_in_finetuning_stops_before_saving_diverged_weights(tmp_path):

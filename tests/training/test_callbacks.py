@@ -8,7 +8,6 @@ import pytest
 from keras_bert_impl.training.callbacks import (
     MetricsLog,
     NonFiniteLossError,
-    NonFiniteLossGuard,
     TrainingCheckpoint,
     latest_training_checkpoint,
     plot_training_curves,
@@ -62,16 +61,64 @@ def test_missing_or_broken_checkpoints_are_reported(tmp_path):
 
 def test_non_finite_loss_stops_training_without_checkpointing(tmp_path):
     model = small_pretrainer()
-    guard = NonFiniteLossGuard()
-    guard.set_model(model)
-    guard.on_train_batch_end(0, {"loss": 1.5})
-    with pytest.raises(NonFiniteLossError, match="Loss became nan at batch 3"):
-        guard.on_train_batch_end(3, {"loss": float("nan")})
     checkpoint = TrainingCheckpoint(tmp_path, steps_per_epoch=10)
     checkpoint.set_model(model)
+    checkpoint.on_train_batch_end(0, {"loss": 1.5})
+    with pytest.raises(NonFiniteLossError, match="Loss became nan at batch 3"):
+        checkpoint.on_train_batch_end(3, {"loss": float("nan")})
     with pytest.raises(NonFiniteLossError, match="Not checkpointing step 10"):
         checkpoint.on_epoch_end(0, {"loss": float("inf")})
     assert not (tmp_path / "step_00000010").exists()
+
+
+def test_a_finished_run_keeps_its_record_restores_its_model_and_refuses_other_settings(tmp_path):
+    x, y = pretraining_batch()
+    model = small_pretrainer()
+    settings = {"batch_size": 4, "steps": 2}
+
+    def checkpoint(delete_checkpoint=True, **changed):
+        return TrainingCheckpoint(tmp_path / "state", 1, {**settings, **changed}, changeable=("steps",),
+                                  allow_changed=True, model_dir=str(tmp_path / "final"),
+                                  delete_checkpoint=delete_checkpoint)
+
+    kept = checkpoint(delete_checkpoint=False)
+    model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, callbacks=[kept])
+    model.save_pretrained(str(tmp_path / "final"))
+    kept.finish()  # kept: the record beside the states, and a resume extends the run exactly
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == ["finished.json", "latest", "step_00000002"]
+    longer = small_pretrainer()
+    assert checkpoint(steps=4).restore(longer)["restored_from"] == str(tmp_path / "state" / "step_00000002")
+    assert int(to_numpy(longer.optimizer.iterations)) == 2
+
+    checkpoint().finish()  # removed, as BackupAndRestore does: the record stays
+    assert [p.name for p in (tmp_path / "state").iterdir()] == ["finished.json"]
+    assert json.loads((tmp_path / "state" / "finished.json").read_text())["step"] == 2
+    again = small_pretrainer()
+    state = checkpoint().restore(again)
+    assert (state["step"], state["restored_from"]) == (2, str(tmp_path / "final"))
+    for a, b in zip(model.weights, again.weights):
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+    with pytest.raises(ValueError, match=r"the run finished with steps=2, this run asks for steps=4, and its "
+                                         r"training state was removed. Run with the same settings, or choose"):
+        checkpoint(steps=4).restore(small_pretrainer())  # nothing to extend from, even where steps may change
+    with pytest.raises(ValueError, match=r"finished with batch_size=4, this run asks for batch_size=8"):
+        checkpoint(batch_size=8).restore(small_pretrainer())
+
+
+def test_a_resume_with_other_settings_is_refused_in_one_line(tmp_path):
+    x, y = pretraining_batch()
+    model = small_pretrainer()
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0,
+              callbacks=[TrainingCheckpoint(tmp_path, 1, {"seed": 1, "steps": 2}, changeable=("steps",))])
+    with pytest.raises(ValueError) as refused:
+        TrainingCheckpoint(tmp_path, 1, {"seed": 2, "steps": 4}, changeable=("steps",)).restore(small_pretrainer())
+    assert str(refused.value) == (
+        f"Cannot resume {tmp_path / 'step_00000001'}: it was trained with seed=1, this run asks for seed=2 (and "
+        f"steps). Run with the same settings to resume, choose a new --output-dir to start over.")
+    with pytest.raises(ValueError, match=r"steps=2, this run asks for steps=4. .* or pass --allow-changed-settings"):
+        TrainingCheckpoint(tmp_path, 1, {"seed": 1, "steps": 4}, changeable=("steps",)).restore(small_pretrainer())
+    allowed = TrainingCheckpoint(tmp_path, 1, {"seed": 1, "steps": 4}, changeable=("steps",), allow_changed=True)
+    assert allowed.restore(small_pretrainer())["step"] == 1
 
 
 def test_metrics_log_keeps_one_curve_across_resumes_and_plots(tmp_path):

@@ -15,7 +15,7 @@ from keras_bert_impl.training.finetuning_metrics import (
 )
 from keras_bert_impl.training.finetuning_optimizer import compile_for_finetuning
 from keras_bert_impl.training.finetuning_outputs import write_classification_predictions
-from keras_bert_impl.training.finetuning_state import FinetuningCheckpoint
+from keras_bert_impl.training.callbacks import FinetuningCheckpoint
 from keras_bert_impl.training.tokenizer_loading import load_tokenizer
 from tests.helpers import tiny_backbone, to_numpy
 from tests.models.task_test_utils import marker_span_task, token_presence_task

@@ -60,11 +60,18 @@ def test_pretrain_stopped_and_called_again_equals_an_uninterrupted_run_and_refus
     assert straight.final_directory == str(tmp_path / "straight" / "final")
     assert os.path.isfile(os.path.join(straight.final_directory, "vocab.txt"))
     assert 0.0 <= straight.evaluation["mlm_accuracy"] <= 1.0 and 0.0 <= straight.evaluation["nsp_accuracy"] <= 1.0
+    # Finished: the checkpoints are removed, the record stays; the same call again reloads final/ and trains nothing.
+    assert os.listdir(tmp_path / "straight" / "checkpoints" / "phase1") == ["finished.json"]
+    again = pretrain(tiny_settings(tmp_path, tmp_path / "straight", dropout=dropout))
+    assert again.finished and again.final_step == 4 and again.evaluation == pytest.approx(straight.evaluation)
+    with pytest.raises(ValueError, match="the run finished with steps=4, this run asks for steps=6, and its training "
+                                         "state was removed"):
+        pretrain(tiny_settings(tmp_path, tmp_path / "straight", dropout=dropout, steps=6, allow_changed_settings=True))
 
     stopped = pretrain(tiny_settings(tmp_path, tmp_path / "resumed", dropout=dropout, max_steps_this_run=2))
     assert (stopped.finished, stopped.final_step, stopped.final_directory) == (False, 2, None)
     assert not (tmp_path / "resumed" / "final").exists()
-    resumed = pretrain(tiny_settings(tmp_path, tmp_path / "resumed", dropout=dropout))
+    resumed = pretrain(tiny_settings(tmp_path, tmp_path / "resumed", dropout=dropout, keep_training_state=True))
     assert resumed.finished and resumed.final_step == 4
     for mine, theirs in zip(resumed.model.get_weights(), straight.model.get_weights()):
         np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), atol=1e-6)
@@ -73,5 +80,6 @@ def test_pretrain_stopped_and_called_again_equals_an_uninterrupted_run_and_refus
     with pytest.raises(ValueError, match="it was trained with batch_size=4, this run asks for batch_size=8"):
         pretrain(tiny_settings(tmp_path, tmp_path / "resumed", dropout=dropout, batch_size=8))
     longer = pretrain(tiny_settings(tmp_path, tmp_path / "resumed", dropout=dropout, steps=6,
-                                    allow_changed_settings=True))
+                                    allow_changed_settings=True))  # kept state: a finished run is extended
     assert longer.finished and longer.final_step == 6
+    assert os.listdir(tmp_path / "resumed" / "checkpoints" / "phase1") == ["finished.json"]
