@@ -80,10 +80,22 @@ def atomic_write(path, mode="wb", encoding=None):
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write supports modes 'w' and 'wb', got {mode!r}.")
+    parent = _ensure_parent(path)
+    fd, tmp_path = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    os.chmod(tmp_path, _umask_mode(0o666))
     if mode == "w" and encoding is None:
         encoding = "utf-8"
-    with atomic_path(path) as tmp_path, open(tmp_path, mode, encoding=encoding) as handle:
-        yield handle
+    try:
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_path, path)
+        _fsync_directory(parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp_path)
+        raise
 
 
 @contextlib.contextmanager
