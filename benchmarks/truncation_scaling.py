@@ -34,9 +34,9 @@ def time_instances(line_bytes, sequence_length=128):
     """(seconds, number of instances) to create every instance of the single-line corpus."""
     documents = single_line_documents(line_bytes)
     started = time.perf_counter()
-    instances = list(iterate_pretraining_instances(documents, 2, 3, sequence_length=sequence_length))
+    instances = list(iterate_pretraining_instances(documents, sequence_length=sequence_length))
     seconds = time.perf_counter() - started
-    assert all(len(instance["token_ids"]) <= sequence_length for instance in instances)
+    assert all(len(instance["first"]) + len(instance["second"]) + 3 <= sequence_length for instance in instances)
     return seconds, len(instances)
 
 
