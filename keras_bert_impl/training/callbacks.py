@@ -130,11 +130,11 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 f"Cannot resume {self.backup_dir}: the run finished with {name}={old!r}, this run asks for "
                 f"{name}={new!r}{more}, and its training state was removed. Run with the same settings, or choose "
                 f"a new --output-dir (--keep-training-state keeps a run's state so that it can be extended).")
-        allowed = (" or pass --allow-changed-settings to continue with the new value"
-                   if name in self.changeable else "")
+        allow_hint = (" or pass --allow-changed-settings to continue with the new value"
+                      if name in self.changeable else "")
         raise ValueError(
             f"Cannot resume {path}: it was trained with {name}={old!r}, this run asks for {name}={new!r}{more}. "
-            f"Run with the same settings to resume, choose a new --output-dir to start over{allowed}.")
+            f"Run with the same settings to resume, choose a new --output-dir to start over{allow_hint}.")
 
     def restore(self, model):
         """Restore the saved state into the compiled `model`: weights, optimizer variables (step, hence learning
