@@ -114,7 +114,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     def check_settings(self, path, state):
         """Raise `ValueError` naming the first setting that differs from those `state` was saved with (`path`:
         its state, None for a finished run's record), both values, and the way out."""
-        saved = state.get("settings")
+        # "run_settings": the key of pretraining states written before the one mechanism, still resumable.
+        saved = state.get("settings", state.get("run_settings"))
         if saved is None:  # saved without settings: nothing to compare
             return
         now = json.loads(json.dumps(self.settings))
@@ -315,7 +316,8 @@ class FinetuningCheckpoint(TrainingCheckpoint):
     def restore(self, model):
         """`TrainingCheckpoint.restore`, and the selection's `history`, `best_score` and `best_epoch`."""
         state = super().restore(model)
-        selection = (state or {}).get("selection", {})
+        state_or_none = state or {}  # "finetuning": the key of states written before the one mechanism
+        selection = state_or_none.get("selection", state_or_none.get("finetuning", {}))
         self.history = list(selection.get("history", []))
         self.best_score, self.best_epoch = selection.get("best_score"), selection.get("best_epoch")
         return state
