@@ -256,7 +256,7 @@ def finetune_topic_classifier(tokenizer, init_checkpoint, train_file, dev_file, 
                                              learning_rate=CLASSIFIER_LEARNING_RATE, jit_compile=False, seed=seed,
                                              verbose=verbose)
     finetuning.finetune(model, train_x, train_y, settings, tokenizer, counts=f"{len(train)} training examples")
-    logits = finetuning.predict_logits(model, dev_x, EVAL_BATCH_SIZE)
+    logits = model.predict(dev_x, batch_size=EVAL_BATCH_SIZE, verbose=0)
     scores = finetuning.classification_scores(dev_y, logits)
     finetuning.write_classification_predictions(os.path.join(directory, "dev_predictions.tsv"), logits, labels)
     atomic_write_json(os.path.join(directory, finetuning.EVAL_RESULTS_FILENAME),
@@ -293,7 +293,7 @@ def finetune_question_answerer(tokenizer, init_checkpoint, squad_train, squad_de
                                              verbose=verbose)
     finetuning.finetune(model, train_features.inputs(), train_features.labels(), settings, tokenizer,
                         counts=f"{len(train_features)} training windows")
-    logits = finetuning.predict_logits(model, dev_features.inputs(), EVAL_BATCH_SIZE)
+    logits = model.predict(dev_features.inputs(), batch_size=EVAL_BATCH_SIZE, verbose=0)
     results = finetuning.evaluate_squad_predictions(dev_examples, dev_features, logits["start_logits"],
                                                     logits["end_logits"], squad_dev, output_dir=directory)
     return model, results

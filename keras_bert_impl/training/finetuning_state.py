@@ -19,7 +19,7 @@ class FinetuningCheckpoint(keras.callbacks.Callback):
     Each directory is complete or absent (written atomically) and holds the `save_pretrained` files, the
     tokenizer and `eval_results.json`, so it can be passed to `from_pretrained` / `--init-checkpoint`.
 
-    Under `fit_finetuning` it also saves, after `last/` and `best/`, the resumable training state into
+    Under `finetuning.finetune` it also saves, after `last/` and `best/`, the resumable training state into
     `directory/training_state/` (`training.callbacks.TrainingCheckpoint`: weights, optimizer variables,
     dropout RNG states, the epoch, and the selection's `history` / `best_score` / `best_epoch`), from which an
     interrupted run continues.
@@ -66,7 +66,7 @@ class FinetuningCheckpoint(keras.callbacks.Callback):
 
     @property
     def training_state_directory(self):
-        """`directory/training_state`: the resumable state `fit_finetuning` saves and resumes from."""
+        """`directory/training_state`: the resumable state `finetune` saves and resumes from."""
         return os.path.join(self.directory, TRAINING_STATE_DIRNAME)
 
     def track_training_state(self, steps_per_epoch, settings):
