@@ -16,9 +16,8 @@ are refused); at the end `dev_predictions.tsv` (`index<TAB>choice`) and `eval_re
 and with `--test-file` `test_predictions.tsv` (plus `test_results.json` when the file has labels; the test file
 never picks a model). `--epochs 0` trains nothing and scores `--init-checkpoint`.
 
-Batches are padded to `--sequence-length` (length bucketing groups `(N, T)` rows; a multiple-choice example is
-`C` rows that must stay in one batch, so `--no-length-bucketing` and `--bucket-width` change nothing here). The
-optimizer is `finetune-classifier`'s: `AdamWeightDecay`, linear warmup over `--warmup-fraction`, then linear
+Training examples are bucketed by the length of their longest choice (`--bucket-width`; an example's `C` choices
+stay in one batch); `--no-length-bucketing` pads every batch to `--sequence-length`. The optimizer is `finetune-classifier`'s: `AdamWeightDecay`, linear warmup over `--warmup-fraction`, then linear
 decay to 0. The paper's SWAG run: 3 epochs, learning rate 2e-5, batch 16.
 """
 

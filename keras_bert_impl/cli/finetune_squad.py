@@ -31,8 +31,8 @@ answers).
 
 Features follow the original: questions cut to `--max-query-length` tokens, document windows of
 `--sequence-length` moving by `--doc-stride` tokens, answers decoded from the `--n-best-size` best starts and
-ends up to `--max-answer-length` tokens. Windows are bucketed by length (`--bucket-width`) for training and
-prediction; `--no-length-bucketing` pads all to `--sequence-length`. The step runs under `jit_compile=True`.
+ends up to `--max-answer-length` tokens. Training windows are bucketed by length (`--bucket-width`);
+`--no-length-bucketing` pads them all to `--sequence-length`, as prediction does. The step runs under `jit_compile=True`.
 """
 
 from keras_bert_impl.cli.arguments import (
