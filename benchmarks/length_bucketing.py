@@ -15,10 +15,10 @@ Model: a mini backbone (4 layers, H=256, random weights; the cost depends on sha
 task head: `BertClassifier` (2 classes) and `BertQuestionAnswerer`. Compared, interleaved over `--repeats`
 after a warm-up pass that compiles every shape:
 
-- inference: `model.predict(inputs, batch_size)` on fixed `(B, T)` batches vs `predict_with_length_buckets`
-  (bucket width `--bucket-width`, batches padded to their bucket's length);
-- training: one pass of `fit` over `--train-rows` rows, `(B, T)` batches vs `length_bucketed_dataset`
-  (both drop the last partial batch of each bucket, so every step has `B` rows).
+- inference: `model.predict` on fixed `(B, T)` batches vs `packed_batches(..., bucket_width=...)` (bucket width
+  `--bucket-width`, batches padded to their bucket's length; rows come out in bucket order);
+- training: one pass of `fit` over `--train-rows` rows, `(B, T)` batches vs `packed_batches` (each bucket ends
+  with its own partial batch).
 
 Reported: the padded-token fraction (padding / all token slots the model computes on) and real (non-padding)
 tokens per second, medians; the goal is >= 2x real tokens/s with bucketing.
@@ -138,7 +138,7 @@ def fixed_dataset(inputs, labels, batch_size):
     import tensorflow as tf
 
     dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
-    return dataset.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
 def padded_fraction(real_tokens, batch_shapes):
@@ -147,7 +147,7 @@ def padded_fraction(real_tokens, batch_shapes):
 
 
 def run_task(task, inputs, labels, args):
-    from keras_bert_impl.data.length_bucketing import length_bucketed_dataset, predict_with_length_buckets
+    from keras_bert_impl.data.length_bucketing import packed_batches
 
     B, width = args.batch_size, args.bucket_width
     T = inputs["token_ids"].shape[1]
@@ -158,12 +158,11 @@ def run_task(task, inputs, labels, args):
     train_labels = ({key: value[:train_rows] for key, value in labels.items()} if isinstance(labels, dict)
                     else labels[:train_rows])
     fixed_train = fixed_dataset(train_inputs, train_labels, B)
-    bucketed_train = length_bucketed_dataset(train_inputs, train_labels, batch_size=B, bucket_width=width,
-                                             drop_remainder=True)
+    bucketed_train = packed_batches(train_inputs, train_labels, batch_size=B, bucket_width=width)
 
     # What each way computes on: (rows, padded length) per batch.
     bucket_shapes = [tuple(x["token_ids"].shape) for x in
-                     length_bucketed_dataset(inputs, batch_size=B, bucket_width=width).as_numpy_iterator()]
+                     packed_batches(inputs, batch_size=B, bucket_width=width).as_numpy_iterator()]
     fixed_shapes = [(min(B, len(inputs["token_ids"]) - start), T) for start in range(0, len(inputs["token_ids"]), B)]
     train_real = {"fixed": 0, "bucketed": 0}
     train_shapes = {"fixed": [], "bucketed": []}
@@ -173,15 +172,15 @@ def run_task(task, inputs, labels, args):
             train_shapes[name].append(tuple(x["token_ids"].shape))
     print(f"  inference padded fraction: fixed {padded_fraction(real, fixed_shapes):.1%}, bucketed "
           f"{padded_fraction(real, bucket_shapes):.1%} ({len(set(s[1] for s in bucket_shapes))} lengths)")
-    print(f"  training padded fraction (full batches of {B} from {train_rows} rows): fixed "
+    print(f"  training padded fraction (batches of {B} from {train_rows} rows): fixed "
           f"{padded_fraction(train_real['fixed'], train_shapes['fixed']):.1%} ({len(train_shapes['fixed'])} steps), "
           f"bucketed {padded_fraction(train_real['bucketed'], train_shapes['bucketed']):.1%} "
           f"({len(train_shapes['bucketed'])} steps)", flush=True)
 
     runs = {
         "inference fixed": (lambda: model.predict(inputs, batch_size=B, verbose=0), real),
-        "inference bucketed": (lambda: predict_with_length_buckets(model, inputs, batch_size=B, bucket_width=width),
-                               real),
+        "inference bucketed": (lambda: model.predict(packed_batches(inputs, batch_size=B, bucket_width=width),
+                                                     verbose=0), real),
         "training fixed": (lambda: model.fit(fixed_train, epochs=1, verbose=0), train_real["fixed"]),
         "training bucketed": (lambda: model.fit(bucketed_train, epochs=1, verbose=0), train_real["bucketed"]),
     }

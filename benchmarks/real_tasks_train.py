@@ -13,7 +13,7 @@ every epoch.
 
 Batches: by default every batch is padded to the packed length `T` (as `run_qa.py`'s default `pad_to_max_length`).
 `recipe["length_bucketing"]` = "ours" or "both" trains that implementation on the length-bucketed batches of the
-library's `finetune-*` commands instead (`training.finetuning_batches.training_dataset`, bucket width 32: rows
+library's `finetune-*` commands instead (`data.length_bucketing.packed_batches`, bucket width 32: rows
 cut to their length, batched by length bucket, each batch padded to its bucket): "ours" times each as it runs by
 default, "both" gives Hugging Face's loop exactly ours' batches. The batches come from `tf.data`, so this mode
 needs TensorFlow; the learning-rate schedule counts the bucketed batches.
@@ -117,21 +117,22 @@ def uses_length_buckets(recipe, implementation):
 def batches_per_epoch(train_x, recipe, implementation):
     """Updates per epoch (`finetune-*`'s count): `ceil(N / B)` padded to T; length-bucketed, each bucket ends with
     its own partial batch."""
-    from keras_bert_impl.training import finetuning_batches
+    from keras_bert_impl.data.length_bucketing import batch_count
 
-    bucketed = uses_length_buckets(recipe, implementation)
-    return finetuning_batches.batches_per_epoch(train_x, recipe["batch_size"], bucketed,
-                                                recipe.get("bucket_width", BUCKET_WIDTH))
+    bucket_width = recipe.get("bucket_width", BUCKET_WIDTH) if uses_length_buckets(recipe, implementation) else None
+    return batch_count(train_x["padding_mask"], recipe["batch_size"], bucket_width)
 
 
 def length_bucketed_epoch(train_x, train_y, recipe, seed, epoch):
     """Epoch `epoch`'s length-bucketed `(x, y)` batches as `finetune-*` trains on them: `(tf.data.Dataset, steps)`.
 
     Fixed by `(seed, epoch)` alone, so ours and Hugging Face's loop get the same batches."""
-    from keras_bert_impl.training.finetuning_batches import training_dataset
+    from keras_bert_impl.data.length_bucketing import batch_count, packed_batches
 
-    return training_dataset(train_x, train_y, recipe["batch_size"], length_bucketing=True,
-                            bucket_width=recipe["bucket_width"], seed=seed, epochs=epoch + 1, initial_epoch=epoch)
+    steps = batch_count(train_x["padding_mask"], recipe["batch_size"], recipe["bucket_width"])
+    dataset = packed_batches(train_x, train_y, batch_size=recipe["batch_size"], bucket_width=recipe["bucket_width"],
+                             shuffle=True, seed=seed, epochs=epoch + 1)
+    return dataset.skip(epoch * steps), steps
 
 
 class EpochClock:

@@ -65,7 +65,7 @@ _EXPORTS = {
     "evaluate_classification_files": "keras_bert_impl.training.finetuning_metrics",
     "entity_scores": "keras_bert_impl.metrics",
     # Training: fine-tuning with resume, checkpoints, numerical-fault guard.
-    "fit_finetuning": "keras_bert_impl.training.finetuning",
+    "finetune": "keras_bert_impl.training.finetuning",
     "FinetuningCheckpoint": "keras_bert_impl.training.finetuning",
     "TrainingCheckpoint": "keras_bert_impl.training.callbacks",
     "NonFiniteLossError": "keras_bert_impl.training.callbacks",

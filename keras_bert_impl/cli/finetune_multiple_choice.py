@@ -5,8 +5,8 @@
 
 The recipe is `training.multiple_choice_finetuning.finetune_multiple_choice`. SWAG CSV files (`sent1`, `sent2`,
 `ending0`, ... and `label`); choice N is packed as `[CLS] sent1 [SEP] sent2 endingN [SEP]`, as `run_swag.py`.
-Files, outputs and resuming as `finetune-classifier`'s; examples are not length-bucketed (their choices stay
-in one batch).
+Files, outputs and resuming as `finetune-classifier`'s; examples are bucketed by their longest choice (an
+example's choices stay in one batch).
 """
 
 from keras_bert_impl.cli.arguments import (

@@ -5,11 +5,12 @@ Shape legend: B batch, T tokens (`sequence_length`).
 
 import keras
 
-from keras_bert_impl.preprocessing.preprocessor import Preprocessor
+from keras_bert_impl.preprocessing.preprocessor import Preprocessor, refuse_pair_list
 
 
 def as_segments(x):
     """`(first, second)` from a batch of texts or a tuple of one or two such batches (second None alone)."""
+    refuse_pair_list(x)
     if isinstance(x, tuple):
         if len(x) not in (1, 2):
             raise ValueError(f"x must be texts or a tuple of 1 or 2 text batches (a pair), got {len(x)} segments.")

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
+from keras_bert_impl.data.length_bucketing import packed_batches
 from keras_bert_impl.tokenization.bert_tokenizer import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
@@ -71,6 +72,13 @@ def _as_string_tensor(texts, name, rank=1):
     if tensor.shape.rank not in (rank - 1, rank, None):
         raise ValueError(f"{name} must be strings of shape {shape} (or one example), got shape {tensor.shape}.")
     return tensor
+
+
+def refuse_pair_list(x):
+    """Raise a TypeError for sentence pairs given as a list of pairs (they go as a tuple of two lists)."""
+    if isinstance(x, list) and x and isinstance(x[0], (list, tuple)) and not isinstance(x[0], str):
+        raise TypeError("x is a list of pairs; give sentence pairs as a tuple of two lists, (first_texts, "
+                        "second_texts).")
 
 
 def _slice_structure(structure, start, stop):
@@ -134,42 +142,75 @@ class Preprocessor(keras.layers.Layer):
 
     # -- datasets -----------------------------------------------------------------------------------------
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None,
+                     bucket_width=None, epochs=None):
         """Batched, preprocessed `tf.data.Dataset` of model inputs (and targets) from raw data.
+
+        In-memory data with `bucket_width` or `epochs`, and packed model inputs, are featurized here (eagerly)
+        and batched by `data.length_bucketing.packed_batches`: the batches `keras-bert finetune-*` trains on.
 
         Args:
             x: raw inputs as `call` takes them (str list, string array, a tuple of them for segment pairs),
-                already packed model inputs (a dict with `token_ids`, passed through), or a batched
-                `tf.data.Dataset` of either, whose tuple elements are `(x, y)` or `(x, y, sample_weight)` (text
-                pairs without targets: `((first, second),)`), mapped as it is.
+                already packed model inputs (a dict with `token_ids`), or a batched `tf.data.Dataset` of either,
+                whose tuple elements are `(x, y)` or `(x, y, sample_weight)` (text pairs without targets:
+                `((first, second),)`), mapped as it is.
             y: targets, or None. Not allowed with a dataset.
             sample_weight: per-example weights, or None. Not allowed with a dataset.
             batch_size: int or None. Rows per batch for in-memory data. Defaults to 32.
             shuffle: bool. Shuffle in-memory data before batching (every epoch). Defaults to False.
+            seed: int or None. The shuffle seed. Defaults to None.
+            bucket_width: int or None. Length bucketing: rows cut to their length, batched with rows of
+                similar length and padded to their bucket (a multiple of `bucket_width`, or
+                `sequence_length`); the row order changes, so predict on fixed padding. None: every batch
+                padded to `sequence_length`. Defaults to None.
+            epochs: int or None. The batches of epochs `0 .. epochs - 1` as one stream, epoch `e` in an order
+                fixed by `(seed, e)` (`data.length_bucketing.epoch_order`): fit it with
+                `steps_per_epoch=cardinality // epochs`, and resume at epoch `i` on `dataset.skip(i * steps)`.
+                None: one epoch, reshuffled on every iteration. Defaults to None.
 
         Returns:
             `tf.data.Dataset` of `x`, `(x, y)` or `(x, y, sample_weight)` batches.
+
+        Example:
+        >>> from keras_bert_impl.tokenization import BertTokenizer
+        >>> from keras_bert_impl.preprocessing import BertPreprocessor
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film"])
+        >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=16)
+        >>> dataset = preprocessor.make_dataset(["good film", "bad"] * 3, [1, 0] * 3, batch_size=4, shuffle=True,
+        ...                                     seed=0, bucket_width=8, epochs=2)
+        >>> int(dataset.cardinality()), [tuple(x["token_ids"].shape) for x, y in dataset.take(2)]
+        (4, [(4, 8), (2, 8)])
         """
         if isinstance(x, tf.data.Dataset):
-            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size)):
+            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size),
+                                ("bucket_width", bucket_width), ("epochs", epochs)):
                 if value is not None:
-                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}).")
+                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}); "
+                                     "bucketing and epoch streams need in-memory data.")
             element_x = keras.utils.unpack_x_y_sample_weight(x.element_spec)[0]
             if _is_model_input(element_x):
                 return x
             return x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        if isinstance(x, list) and x and isinstance(x[0], (list, tuple)) and not isinstance(x[0], str):
-            raise TypeError(
-                "x is a list of pairs; give sentence pairs as a tuple of two lists, (first_texts, second_texts)."
-            )
-        inputs = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-        dataset = tf.data.Dataset.from_tensor_slices(inputs)
+        if _is_model_input(x) or bucket_width is not None or epochs is not None:
+            if not _is_model_input(x):
+                x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(self(x, y, sample_weight))
+            return packed_batches(x, y, sample_weight, batch_size=batch_size or DEFAULT_BATCH_SIZE,
+                                  bucket_width=bucket_width, shuffle=shuffle, seed=seed, epochs=epochs,
+                                  pad_token_id=self.tokenizer.pad_token_id)
+        refuse_pair_list(x)
+        dataset = tf.data.Dataset.from_tensor_slices(keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
         if shuffle:
-            dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
+            dataset = dataset.shuffle(int(dataset.cardinality()), seed=seed, reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
-        if not _is_model_input(x):
-            dataset = dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    @staticmethod
+    def _batches_packed(x, batching):
+        """Whether the base `make_dataset` batches `x`: packed model inputs (in memory or a dataset of them), or
+        in-memory data with `bucket_width` / `epochs` in `batching` (featurized eagerly, then bucketed)."""
+        if isinstance(x, tf.data.Dataset):
+            return _is_model_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0])
+        return _is_model_input(x) or batching.get("bucket_width") is not None or batching.get("epochs") is not None
 
     def _preprocess_element(self, *element):
         # tf.data passes a tuple element as positional arguments: (x,), (x, y) or (x, y, sample_weight), as

@@ -15,7 +15,12 @@ import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
-from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
+from keras_bert_impl.preprocessing.preprocessor import (
+    DEFAULT_BATCH_SIZE,
+    Preprocessor,
+    _is_model_input,
+    refuse_pair_list,
+)
 
 # The settings a BertPretrainingPreprocessor owns besides its tokenizer, with their defaults (the original
 # `create_pretraining_data.py` recipe at length 128).
@@ -210,10 +215,7 @@ class BertPretrainingPreprocessor(Preprocessor):
                 return x
             dataset = x
         else:
-            if isinstance(x, list) and x and isinstance(x[0], (list, tuple)) and not isinstance(x[0], str):
-                raise TypeError(
-                    "x is a list of pairs; give sentence pairs as a tuple of two lists, (first_texts, second_texts)."
-                )
+            refuse_pair_list(x)
             dataset = tf.data.Dataset.from_tensor_slices(keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
             if shuffle:
                 dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)

@@ -23,7 +23,6 @@ from keras_bert_impl.preprocessing.preprocessor import (
     DEFAULT_BATCH_SIZE,
     Preprocessor,
     _as_string_tensor,
-    _is_model_input,
 )
 from keras_bert_impl.squad.squad_decoding import decode_squad_predictions
 from keras_bert_impl.squad.squad_features import _validate_lengths, convert_examples_to_features
@@ -164,15 +163,14 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         )
         return features["inputs"]
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, **batching):
         """Batched `tf.data.Dataset` of model inputs: `(questions, contexts)` (in memory, or a dataset of such
         pairs or of `{"question", "context"}` dicts) is windowed, `batch_size` examples per batch (each batch
         has as many rows as windows); data that already holds model inputs (token ids and labels, e.g.
-        `SquadFeatures.to_dataset()`) passes through as the base class passes it."""
-        if _is_model_input(x) or (
-            isinstance(x, tf.data.Dataset) and _is_model_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0])
-        ):
-            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle)
+        `SquadFeatures.inputs()` / `.labels()`), and in-memory pairs with `bucket_width` or `epochs`
+        (`batching`, as the base class takes it), go through the base class."""
+        if self._batches_packed(x, batching):
+            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
         if y is not None or sample_weight is not None:
             self.call(x, y, sample_weight)  # the error
         if isinstance(x, tf.data.Dataset):
@@ -185,7 +183,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             contexts, _ = _as_text_list(contexts, "contexts")
             dataset = tf.data.Dataset.from_tensor_slices((questions, contexts))
             if shuffle:
-                dataset = dataset.shuffle(len(questions), reshuffle_each_iteration=True)
+                dataset = dataset.shuffle(len(questions), seed=batching.get("seed"), reshuffle_each_iteration=True)
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
 
         def preprocess(*element):

@@ -37,7 +37,7 @@ import tensorflow as tf
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.preprocessing import entity_span_graph
 from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, repair_utf8
-from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input
+from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX
 
 WORD_SEPARATOR = " "
@@ -259,13 +259,14 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             return features["inputs"]
         return features["inputs"], features["labels"]
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, **batching):
         """Batched `tf.data.Dataset` of windowed features: `batch_size` sentences (word lists with tag id lists
-        as `y`) or texts per batch, each batch as many rows as windows. Model inputs (token ids and labels)
-        and datasets of them pass through as the base class passes them."""
-        if _is_model_input(x) or (isinstance(x, tf.data.Dataset) and _is_model_input(
-                keras.utils.unpack_x_y_sample_weight(x.element_spec)[0])):
-            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle)
+        as `y`) or texts per batch, each batch as many rows as windows. Model inputs (token ids and labels),
+        datasets of them, and in-memory data with `bucket_width` or `epochs` (`batching`: `seed`,
+        `bucket_width`, `epochs`, as the base class takes them; then `batch_size` counts windows) go through the
+        base class."""
+        if self._batches_packed(x, batching):
+            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
         if sample_weight is not None:
             self.call(x, y, sample_weight)  # the error
         if isinstance(x, tf.data.Dataset):
@@ -278,7 +279,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             x = _as_texts(x)
         dataset = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y))
         if shuffle:
-            dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
+            dataset = dataset.shuffle(int(dataset.cardinality()), seed=batching.get("seed"),
+                                      reshuffle_each_iteration=True)
         dataset = dataset.ragged_batch(batch_size or DEFAULT_BATCH_SIZE)
         return dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 

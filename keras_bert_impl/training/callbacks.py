@@ -273,18 +273,22 @@ class FinetuningCheckpoint(TrainingCheckpoint):
             Defaults to None (save `last` only).
         monitor: str or None. Key of `evaluate`'s result that selects `best`. Defaults to None.
         mode: str. "max" or "min": which direction of `monitor` is better. Defaults to "max".
+        steps_per_epoch: int or None. As `TrainingCheckpoint`'s. Defaults to None.
+        settings: dict or None. The run's settings a resumed run must share, as `TrainingCheckpoint`'s.
+            Defaults to None.
         delete_checkpoint: bool. Remove `training_state/` when the run finishes. Defaults to True.
 
     After `fit`: `history` (a list of each epoch's results), `best_score`, `best_epoch` (0-based).
     """
 
-    def __init__(self, directory, tokenizer=None, evaluate=None, monitor=None, mode="max", delete_checkpoint=True):
+    def __init__(self, directory, tokenizer=None, evaluate=None, monitor=None, mode="max", steps_per_epoch=None,
+                 settings=None, delete_checkpoint=True):
         if monitor is not None and evaluate is None:
             raise ValueError("`monitor` needs an `evaluate` function to score each epoch.")
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min', got {mode!r}.")
-        super().__init__(os.path.join(directory, "training_state"), model_dir=os.path.join(directory, "last"),
-                         delete_checkpoint=delete_checkpoint)
+        super().__init__(os.path.join(directory, "training_state"), steps_per_epoch, settings,
+                         model_dir=os.path.join(directory, "last"), delete_checkpoint=delete_checkpoint)
         self.directory, self.tokenizer, self.evaluate, self.monitor, self.mode = (
             directory, tokenizer, evaluate, monitor, mode)
         self.history, self.best_score, self.best_epoch = [], None, None

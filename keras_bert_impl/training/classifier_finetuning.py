@@ -136,8 +136,7 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
         return model.preprocessor(*classification_arrays(examples, labels, regression))
 
     def predict(inputs):
-        return finetuning.predict_logits(model, inputs, settings.eval_batch_size, settings.length_bucketing,
-                                         settings.bucket_width)
+        return model.predict(inputs, batch_size=settings.eval_batch_size, verbose=0)
 
     def scores(data):
         logits = predict(data[0])

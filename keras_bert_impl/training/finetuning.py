@@ -1,13 +1,11 @@
-"""Resumable fine-tuning (`fit_finetuning`), the fine-tuning recipe every `keras-bert finetune-*` command runs
-(`FinetuningSettings` -> `finetune`), and the fine-tuning API in one namespace.
+"""The fine-tuning recipe every `keras-bert finetune-*` command runs (`FinetuningSettings` -> `finetune`: resumable
+`model.fit` on `preprocessor.make_dataset` batches), and the fine-tuning API in one namespace.
 
 Each piece lives in the module named for it, and is importable from here too:
 
 - `tokenizer_loading.load_tokenizer`: the vocabulary from `--vocab` or from the initial checkpoint's directory.
 - `model_input_checks.check_model_inputs`: empty data, over-long rows and out-of-range ids named before the
   compiled steps.
-- `finetuning_batches.training_dataset` / `batches_per_epoch` / `predict_logits`: fixed padding or length
-  bucketing (`data.length_bucketing`).
 - `finetuning_optimizer.compile_for_finetuning`: `AdamWeightDecay` + `WarmupLinearDecay` (the original
   recipe), `jit_compile`.
 - `callbacks.FinetuningCheckpoint`: at each epoch end, evaluate, keep `last/` and `best/` (each a
@@ -17,12 +15,8 @@ Each piece lives in the module named for it, and is importable from here too:
 - `finetuning_outputs.save_finetuned` / `write_classification_predictions`: model directories and prediction
   files, written atomically.
 - `ModelSource`, `FinetuningSettings` and `finetune` (here): where the model comes from, the run's training
-  settings, and the recipe on them (optimizer and schedule, `last/` / `best/`, resumable `fit_finetuning`, the
+  settings, and the recipe on them (optimizer and schedule, `last/` / `best/`, a resumable `model.fit`, the
   lines that say what it trains and what it picked).
-- `fit_finetuning` (here): `model.fit` that also saves a resumable training state each epoch
-  (`training_state/`: weights, optimizer, RNG, epoch, best-so-far) and, run again on the same output
-  directory, resumes from it on the same batches (epoch `e`'s order is fixed by `(seed, e)`); the state is
-  removed when the run finishes, unless kept (`keep_training_state`).
 """
 
 import dataclasses
@@ -30,7 +24,6 @@ import inspect
 import logging
 
 # The names callers use as `finetuning.<name>` (the CLI, examples and tests); defined in the modules above.
-from keras_bert_impl.training.finetuning_batches import batches_per_epoch, predict_logits, training_dataset
 from keras_bert_impl.training.finetuning_metrics import (
     classification_monitor,
     classification_scores,
@@ -53,80 +46,16 @@ __all__ = [
     "FinetuningCheckpoint",
     "FinetuningSettings",
     "ModelSource",
-    "batches_per_epoch",
     "check_model_inputs",
     "classification_monitor",
     "classification_scores",
     "compile_for_finetuning",
     "evaluate_squad_predictions",
     "finetune",
-    "fit_finetuning",
     "load_tokenizer",
-    "predict_logits",
     "save_finetuned",
-    "training_dataset",
     "write_classification_predictions",
 ]
-
-
-def fit_finetuning(model, inputs, labels, checkpoint, epochs, batch_size, length_bucketing=True, bucket_width=32,
-                   seed=0, resume=True, callbacks=(), verbose="auto"):
-    """`model.fit` for fine-tuning that survives interruption: it resumes from `checkpoint`'s training state.
-
-    Every epoch end saves `last/`, `best/` and then the training state (`FinetuningCheckpoint`). Called again
-    with the same output directory and settings after a crash or a kill, it restores the weights, optimizer
-    variables (step, hence learning rate; Adam moments), dropout RNG states and the best-so-far bookkeeping of
-    the last finished epoch, and continues with the next epoch on the same batches (each epoch's order is
-    fixed by `(seed, epoch)`): the final weights equal an uninterrupted run's (bit for bit on TensorFlow and
-    JAX on one device; torch draws dropout from its global generator). Work done in the interrupted epoch is
-    redone. A NaN or infinite loss stops training naming the step and the state to resume from. Once the last
-    epoch is saved the state is removed (`FinetuningCheckpoint.finish`) unless the checkpoint keeps it; run
-    again, a finished run trains nothing and restores `last/` (or, kept, the state).
-
-    Args:
-        model: a compiled task model (`compile_for_finetuning`), its optimizer's schedule sized for
-            `epochs * steps_per_epoch` updates.
-        inputs: dict of NumPy arrays `(N, T)`.
-        labels: array or dict of arrays `(N,)`.
-        checkpoint: `FinetuningCheckpoint` whose `directory` is the run's output directory.
-        epochs: int. Total epochs of the run (not the ones left).
-        batch_size: int.
-        length_bucketing: bool. See `training_dataset`. Defaults to True.
-        bucket_width: int. Defaults to 32.
-        seed: int. Data order seed. Defaults to 0.
-        resume: bool. Continue from `checkpoint.backup_dir` when it holds a state; False starts over (the old
-            state is replaced at the first epoch end). Defaults to True.
-        callbacks: sequence of `keras.callbacks.Callback`. More callbacks for `fit`. Defaults to ().
-        verbose: "auto", 0, 1 or 2. Passed to `fit`. Defaults to "auto".
-
-    Returns:
-        int: the epoch training started from (0 for a fresh run; `epochs` when the run had already finished
-        and nothing was trained).
-
-    Raises:
-        ValueError: the saved state comes from a run with other settings (batch size, seed, epochs, data
-            size, bucketing); the message names them.
-    """
-    if getattr(model, "optimizer", None) is None:
-        raise ValueError("Compile the model (compile_for_finetuning) before fit_finetuning.")
-    check_model_inputs(model, inputs, "training data")
-    steps_per_epoch = batches_per_epoch(inputs, batch_size, length_bucketing, bucket_width)
-    # What a resumed run must share with the saved one; the ones given first, so the message names those.
-    checkpoint.steps_per_epoch, checkpoint.settings = steps_per_epoch, dict(
-        batch_size=batch_size, seed=seed, epochs=epochs, length_bucketing=length_bucketing,
-        bucket_width=bucket_width, num_examples=len(inputs["token_ids"]), steps_per_epoch=steps_per_epoch)
-    state = checkpoint.restore(model) if resume else None
-    initial_epoch = state["epoch"] if state else 0
-    if state:
-        logger.info("Resuming fine-tuning after epoch %d of %d (step %d) from %s", initial_epoch, epochs,
-                    state["step"], state["restored_from"])
-    if initial_epoch < epochs:
-        dataset, _ = training_dataset(inputs, labels, batch_size, length_bucketing, bucket_width, seed,
-                                      epochs=epochs, initial_epoch=initial_epoch)
-        model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch,
-                  callbacks=[checkpoint, *callbacks], verbose=verbose, shuffle=False)
-    checkpoint.finish()
-    return initial_epoch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +125,10 @@ class ModelSource:
         if tokenizer.vocabulary_size() > table:
             raise ValueError(f"The tokenizer has {tokenizer.vocabulary_size()} tokens but the model's embedding table "
                              f"has {table} rows; use the vocabulary the checkpoint was trained with.")
+        if model.preprocessor is not None and model.preprocessor.sequence_length > model.backbone.max_sequence_length:
+            raise ValueError(f"The preprocessor packs {model.preprocessor.sequence_length} tokens but the model's "
+                             f"position table has {model.backbone.max_sequence_length} rows; pack to at most that "
+                             f"length (--sequence-length).")
         if tokenizer.vocabulary_size() < table:
             logger.warning("The tokenizer has %d tokens but the model's embedding table has %d rows; unless the "
                            "table is padded, this is not the checkpoint's vocabulary.", tokenizer.vocabulary_size(),
@@ -216,8 +149,9 @@ class FinetuningSettings:
         learning_rate: float. Peak learning rate. Defaults to 2e-5.
         warmup_fraction: float. Share of the updates with linear warmup. Defaults to 0.1.
         weight_decay: float. Defaults to 0.01.
-        length_bucketing: bool. Batch rows of similar length, each batch padded to its bucket
-            (`data.length_bucketing`); False pads every batch to the packed length. Defaults to True.
+        length_bucketing: bool. Train on batches of rows of similar length, each padded to its bucket
+            (`make_dataset(bucket_width=...)`); False pads every batch to the packed length. Predictions are
+            padded to the packed length (bucketing reorders rows). Defaults to True.
         bucket_width: int. Bucket granularity in tokens. Defaults to 32.
         jit_compile: bool. XLA on TensorFlow and JAX. Defaults to True.
         seed: int. Seed of the data order, dropout and the head. Defaults to 12345.
@@ -250,15 +184,22 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
              selection_name="dev"):
     """The fine-tuning recipe: compile `model` for `settings.epochs` over `train_x` and fit it, resumably.
 
-    `AdamWeightDecay` with linear warmup and decay (`compile_for_finetuning`), `last/` after every epoch and
-    `best/` when `monitor` improves (`FinetuningCheckpoint`), and a `fit_finetuning` that resumes an
-    interrupted run in `settings.output_dir`. Prints what it trains (`counts`, steps per epoch, updates) and,
-    with a monitor, the best epoch.
+    `AdamWeightDecay` with linear warmup and decay (`compile_for_finetuning`) and `model.fit` on
+    `model.preprocessor.make_dataset(train_x, train_y, ...)`: `settings.batch_size` rows per batch, length
+    bucketing by `settings.bucket_width` unless `settings.length_bucketing` is off, epoch `e` in an order
+    fixed by `(settings.seed, e)`. Every epoch end writes `last/`, `best/` when `monitor` improves, and the
+    resumable training state (`FinetuningCheckpoint`: weights, optimizer variables, dropout RNG states,
+    best-so-far). Run again on the same `settings.output_dir` after a crash or a kill, it continues after the
+    last finished epoch on the same batches, to the uninterrupted run's weights (bit for bit on TensorFlow and
+    JAX on one device; torch draws dropout from its global generator); a state saved with other settings is
+    refused, naming them. A NaN or infinite loss stops training (`FinetuningCheckpoint`). Prints what
+    it trains (`counts`, steps per epoch, updates) and, with a monitor, the best epoch.
 
     Args:
-        model: the task model to fine-tune.
-        train_x: dict of NumPy arrays `(N, T)` (or `(N, C, T)` for multiple choice): the packed inputs.
-        train_y: array or dict of arrays `(N,)`: the targets.
+        model: the task model to fine-tune, with a preprocessor.
+        train_x: dict of NumPy arrays `(N, T)` (`(N, C, T)` for multiple choice): the packed inputs (the
+            preprocessor's own output), batched by its `make_dataset`.
+        train_y: the targets: array or dict of arrays `(N,)` (or `(N, T)` token labels).
         settings: `FinetuningSettings`.
         tokenizer: `BertTokenizer` or None. Saved beside each model directory. Defaults to None.
         counts: str. What the training data holds, e.g. `"3668 training examples"`.
@@ -270,25 +211,45 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
             "dev".
 
     Returns:
-        `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, or where it resumed),
-        and `history`, `best_epoch`, `best_score` say what it picked.
+        `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, or where it resumed;
+        `settings.epochs` when the run had finished and nothing was trained), and `history`, `best_epoch`,
+        `best_score` say what it picked.
     """
     from keras_bert_impl.training.callbacks import progress_callbacks
 
-    steps_per_epoch = batches_per_epoch(train_x, settings.batch_size, settings.length_bucketing,
-                                        settings.bucket_width)
+    if settings.epochs < 1:
+        raise ValueError(f"finetune trains at least one epoch, got epochs={settings.epochs}.")
+    check_model_inputs(model, train_x, "training data")
+    if model.preprocessor is None:
+        raise ValueError(f"finetune batches the data with the model's preprocessor; this {type(model).__name__} "
+                         "has none (build it with a preprocessor).")
+    bucket_width = settings.bucket_width if settings.length_bucketing else None
+    dataset = model.preprocessor.make_dataset(train_x, train_y, batch_size=settings.batch_size, shuffle=True,
+                                              seed=settings.seed, bucket_width=bucket_width, epochs=settings.epochs)
+    steps_per_epoch = int(dataset.cardinality()) // settings.epochs
     total_steps = steps_per_epoch * settings.epochs
     compile_for_finetuning(model, settings.learning_rate, total_steps, settings.warmup_fraction,
                            settings.weight_decay, jit_compile=settings.jit_compile)
     print(f"{counts}, {steps_per_epoch} steps per epoch, {total_steps} updates{details}")
     if monitor is None:
         print("no dev or held-out data: nothing tells the epochs apart, so only last/ is written")
+    # What a resumed run must share with the saved one; the ones given first, so the message names those.
+    run_settings = dict(batch_size=settings.batch_size, seed=settings.seed, epochs=settings.epochs,
+                        length_bucketing=settings.length_bucketing, bucket_width=settings.bucket_width,
+                        num_examples=len(train_x["token_ids"]), steps_per_epoch=steps_per_epoch)
     checkpoint = FinetuningCheckpoint(settings.output_dir, tokenizer, evaluate=evaluate, monitor=monitor,
+                                      steps_per_epoch=steps_per_epoch, settings=run_settings,
                                       delete_checkpoint=not settings.keep_training_state)
-    checkpoint.trained_from = fit_finetuning(
-        model, train_x, train_y, checkpoint, settings.epochs, settings.batch_size, settings.length_bucketing,
-        settings.bucket_width, seed=settings.seed, verbose=settings.verbose,
-        callbacks=progress_callbacks(settings.verbose, settings.batch_size))
+    state = checkpoint.restore(model)
+    checkpoint.trained_from = initial_epoch = state["epoch"] if state else 0
+    if state:
+        logger.info("Resuming fine-tuning after epoch %d of %d (step %d) from %s", initial_epoch, settings.epochs,
+                    state["step"], state["restored_from"])
+    if initial_epoch < settings.epochs:
+        model.fit(dataset.skip(initial_epoch * steps_per_epoch), epochs=settings.epochs, initial_epoch=initial_epoch,
+                  steps_per_epoch=steps_per_epoch, verbose=settings.verbose, shuffle=False,
+                  callbacks=[checkpoint, *progress_callbacks(settings.verbose, settings.batch_size)])
+    checkpoint.finish()
     if monitor is not None and checkpoint.best_epoch is not None:
         print(f"best epoch {checkpoint.best_epoch + 1}: {selection_name} {monitor} {checkpoint.best_score:.4f}, "
               f"saved in {settings.output_dir}/best")

@@ -3,10 +3,8 @@
 Read SWAG CSV files, pack each choice as `[CLS] sent1 [SEP] sent2 endingN [SEP]`
 (`BertMultipleChoicePreprocessor`), fine-tune a `BertMultipleChoice` (`finetuning.finetune`: last/, best/ by
 accuracy, resume), then predict and score the dev and test files. What `keras-bert finetune-multiple-choice`
-runs; the command only turns its flags into these arguments.
-
-Batches are padded to the packed length: length bucketing groups `(N, T)` rows, and a multiple-choice example
-is `C` rows that must stay in one batch, so `FinetuningSettings.length_bucketing` changes nothing here.
+runs; the command only turns its flags into these arguments. With length bucketing an example's `C` choices
+stay one row `(C, T)`, cut to its longest choice.
 """
 
 import dataclasses
@@ -39,7 +37,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
     Args:
         files: `SwagFiles`.
         source: `finetuning.ModelSource`.
-        settings: `finetuning.FinetuningSettings` (batches are padded whatever its `length_bucketing`).
+        settings: `finetuning.FinetuningSettings`.
         sequence_length: int. Tokens per packed choice; longer ones are truncated. Defaults to 128.
         dropout: float or None. Dropout before the scoring layer; None: the checkpoint's, else 0.1. Defaults
             to None.
@@ -71,7 +69,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
 
     def scores(data):
         inputs, gold = data
-        logits = finetuning.predict_logits(model, inputs, settings.eval_batch_size, length_bucketing=False)
+        logits = model.predict(inputs, batch_size=settings.eval_batch_size, verbose=0)
         return logits, {MONITOR: metrics.accuracy(gold, np.argmax(logits, axis=-1))}
 
     train = read_swag_examples(files.train_file) if settings.epochs else []
@@ -84,8 +82,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
     selection = dev if dev is not None else (pack(tune) if tune else None)
     if settings.epochs:
         train_x, train_y = pack(train)
-        padded = dataclasses.replace(settings, length_bucketing=False)  # (N, C, T) rows stay whole
-        finetuning.finetune(model, train_x, train_y, padded, tokenizer,
+        finetuning.finetune(model, train_x, train_y, settings, tokenizer,
                             counts=f"{len(train)} training examples of {train_x['token_ids'].shape[1]} choices",
                             evaluate=(lambda m: scores(selection)[1]) if selection else None,
                             monitor=MONITOR if selection else None, selection_name="dev" if dev else "held-out")
@@ -98,7 +95,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
         print("dev:", json.dumps(dev_results))
     if files.test_file:
         test_x, test_y = pack(read_swag_examples(files.test_file, require_labels=False))
-        logits = finetuning.predict_logits(model, test_x, settings.eval_batch_size, length_bucketing=False)
+        logits = model.predict(test_x, batch_size=settings.eval_batch_size, verbose=0)
         finetuning.write_classification_predictions(os.path.join(settings.output_dir, "test_predictions.tsv"), logits)
         if test_y is not None:
             results = {MONITOR: metrics.accuracy(test_y, np.argmax(logits, axis=-1))}

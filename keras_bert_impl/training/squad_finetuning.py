@@ -96,10 +96,7 @@ class _SquadRun:
         return squad_json, examples, convert_examples_to_features(examples, self.tokenizer, **self.squad.windows())
 
     def logits(self, features):
-        from keras_bert_impl.training import finetuning
-
-        return finetuning.predict_logits(self.model, features.inputs(), self.settings.eval_batch_size,
-                                         self.settings.length_bucketing, self.settings.bucket_width)
+        return self.model.predict(features.inputs(), batch_size=self.settings.eval_batch_size, verbose=0)
 
     def score(self, data, output_dir=None):
         """Official scores on `data` at the model's threshold; on the tuning set, tune it first (one pass)."""

@@ -22,23 +22,6 @@ class ConllFiles:
     test_file: str = None
 
 
-def tag_sentences(model, preprocessor, sentences, batch_size, bucketing, bucket_width):
-    """The predicted tags of each sentence (lists of str), from windowed, length-bucketed batches."""
-    from keras_bert_impl.data.length_bucketing import predict_with_length_buckets
-    from keras_bert_impl.training.model_input_checks import check_model_inputs
-
-    features = preprocessor.featurize([sentence.words for sentence in sentences])
-    check_model_inputs(model, features["inputs"], "prediction inputs")
-    if bucketing:
-        # `None` names the model's one (non-dict) output: the per-token logits, padded back to T.
-        logits = predict_with_length_buckets(model, features["inputs"], batch_size=batch_size,
-                                             bucket_width=bucket_width, token_outputs=(None,))
-    else:
-        logits = model.predict(features["inputs"], batch_size=batch_size, verbose=0)
-    tagged = preprocessor.decode(features, logits, model.labels)
-    return [[word["tag"] for word in sentence["words"]] for sentence in tagged]
-
-
 def write_conll_predictions(path, sentences, predicted):
     """`word gold predicted` lines, a blank line after each sentence (conlleval's input), written atomically."""
     from keras_bert_impl.utils.atomic_io import atomic_write_text
@@ -94,8 +77,9 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
                          "classes).")
 
     def scores(sentences):
-        predicted = tag_sentences(model, preprocessor, sentences, settings.eval_batch_size, settings.length_bucketing,
-                                  settings.bucket_width)
+        tagged = model.predict([sentence.words for sentence in sentences], batch_size=settings.eval_batch_size,
+                               verbose=0)
+        predicted = [[word["tag"] for word in sentence["words"]] for sentence in tagged]
         return predicted, entity_scores([list(sentence.tags) for sentence in sentences], predicted)
 
     dev = read_conll_sentences(files.dev_file) if files.dev_file else None

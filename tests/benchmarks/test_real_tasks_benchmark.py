@@ -99,11 +99,11 @@ def test_real_tasks_stages_on_a_few_real_rows(tmp_path, monkeypatch):
         assert (record["recipe"]["epochs"], record["recipe"]["stop_after_epochs"]) == (2, 1)
     # --length-bucketing both: ours and HF train on the same length-bucketed batches (tf.data, so TensorFlow is
     # visible here); the padded runs above made ceil(rows / 32) updates per epoch.
-    from keras_bert_impl.data.length_bucketing import bucketed_batch_count, sequence_lengths
+    from keras_bert_impl.data.length_bucketing import batch_count
 
     with np.load(tmp_path / "work" / "features" / "squad.npz") as features:
         padding_mask = features["train_padding_mask"]
-    bucketed_updates = bucketed_batch_count(sequence_lengths(padding_mask), 32, padding_mask.shape[1], 32)
+    bucketed_updates = batch_count(padding_mask, 32, 32)
     padded_updates = -(-len(padding_mask) // 32)
     assert bucketed_updates > padded_updates  # else this check could not tell the two apart
     bucketed = tmp_path / "bucketed_runs"

@@ -26,19 +26,19 @@ def test_minilm_fine_tuned_on_400_conll_sentences_beats_the_all_o_baseline():
     from keras_bert_impl.metrics import entity_scores
     from keras_bert_impl.models.token_classifier import BertTokenClassifier
     from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.training.finetuning import training_dataset
 
     train = read_conll_sentences(os.path.join(CONLL_DIR, "train.txt"))[:TRAIN_SENTENCES]
     test = read_conll_sentences(os.path.join(CONLL_DIR, "test.txt"))[:TEST_SENTENCES]
     tags = tag_vocabulary(train)
     model = BertTokenClassifier.from_pretrained(real_checkpoint_dir(), num_classes=len(tags), labels=tags.labels,
                                                 sequence_length=64)
-    x, y = model.preprocessor([s.words for s in train], encode_tags(train, tags))
-    # Length-bucketed batches (inputs cut to the bucket, the (N, 64) targets not: the model cuts them).
+    # Length-bucketed batches of windows (inputs cut to the bucket, the (N, 64) targets not: the model cuts them).
     epochs = 3
-    dataset, steps = training_dataset(x, y, batch_size=16, bucket_width=16, seed=0)
+    dataset = model.preprocessor.make_dataset([s.words for s in train], encode_tags(train, tags), batch_size=16,
+                                              shuffle=True, seed=0, bucket_width=16, epochs=epochs)
+    steps = int(dataset.cardinality()) // epochs
     model.compile(optimizer=create_optimizer(learning_rate=2e-4, total_steps=epochs * steps, warmup_fraction=0.1))
-    model.fit(dataset.repeat(), steps_per_epoch=steps, epochs=epochs, verbose=0)
+    model.fit(dataset, steps_per_epoch=steps, epochs=epochs, verbose=0)
 
     tagged = model.predict([s.words for s in test], verbose=0)
     predicted = [[word["tag"] for word in sentence["words"]] for sentence in tagged]

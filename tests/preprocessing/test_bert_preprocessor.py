@@ -80,3 +80,23 @@ def test_bad_inputs_name_the_problem():
         preprocessor.make_dataset([("good", "bad")])
     with pytest.raises(ValueError, match="1 or 2"):
         preprocessor((["a"], ["b"], ["c"]))
+
+
+@pytest.mark.tensorflow_only
+def test_make_dataset_of_texts_gives_the_batches_finetune_trains_on():
+    """Raw texts with `bucket_width` / `epochs` are featurized, then batched as the packed inputs are."""
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "very"])
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=12)
+    texts = [" ".join(["very"] * n + ["good", "film"]) for n in range(9)] + ["bad"] * 5
+    labels = np.arange(len(texts))
+    options = dict(batch_size=3, shuffle=True, seed=7, bucket_width=4, epochs=2)
+    from_texts = list(preprocessor.make_dataset(texts, labels, **options).as_numpy_iterator())
+    from_packed = list(preprocessor.make_dataset(*preprocessor(texts, labels), **options).as_numpy_iterator())
+    assert len(from_texts) == len(from_packed) > 2 * len(texts) // 3
+    for (tx, ty), (px, py) in zip(from_texts, from_packed):
+        np.testing.assert_array_equal(ty, py)
+        for key in tx:
+            np.testing.assert_array_equal(tx[key], px[key])
+    assert {x["token_ids"].shape[1] for x, _ in from_texts} == {4, 8, 12}
+    with pytest.raises(ValueError, match="give no `bucket_width`"):
+        preprocessor.make_dataset(preprocessor.make_dataset(texts, labels), bucket_width=4)

@@ -1,12 +1,13 @@
-"""A fine-tuning run driven by the library (`training.finetuning.fit_finetuning`), for the kill-and-resume test.
+"""A fine-tuning run driven by the library (`training.finetuning.finetune`), for the kill-and-resume test.
 
     python -m tests.reliability.finetune_worker OUTPUT_DIR [--slow SECONDS]
 
 Builds a tiny `BertClassifier` on the synthetic token-presence task, compiles it with the fine-tuning optimizer
 (warmup + linear decay, so the learning rate depends on the step), trains 3 epochs with length bucketing and
 dropout on, and writes `OUTPUT_DIR/final.weights.npz` (every weight, by path) at the end. `--slow` sleeps
-after every batch of the second and later epochs, so that the test can kill the process mid-epoch after the
-first training state exists. Run the same command again to resume.
+that many seconds per batch in the evaluation that ends the second and later epochs (before their state is
+saved), so that the test can kill the process in epoch 2 after the first training state exists. Run the same
+command again to resume.
 """
 
 import argparse
@@ -23,21 +24,6 @@ NUM_EXAMPLES = 40
 SEED = 7
 
 
-class SlowBatches(keras.callbacks.Callback):
-    """Sleep after each batch from epoch `from_epoch` on (a stand-in for a long epoch)."""
-
-    def __init__(self, seconds, from_epoch=1):
-        super().__init__()
-        self.seconds, self.from_epoch, self.epoch = seconds, from_epoch, 0
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-
-    def on_train_batch_end(self, batch, logs=None):
-        if self.epoch >= self.from_epoch:
-            time.sleep(self.seconds)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("output_dir")
@@ -47,26 +33,32 @@ def main():
 
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
     from tests.models.task_test_utils import token_presence_task
+    from tests.training.finetuning_test_utils import tokenizer
 
     keras.utils.set_random_seed(SEED)
     x, y = token_presence_task(NUM_EXAMPLES, sequence_length=16, vocabulary_size=50, seed=SEED)
     backbone = BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
                             max_sequence_length=16, dropout=0.1, attention_dropout=0.1)
-    model = BertClassifier(backbone, num_classes=2, labels=["no", "yes"])
-    _, steps_per_epoch = finetuning.training_dataset(x, y, BATCH_SIZE, bucket_width=8, seed=SEED)
-    finetuning.compile_for_finetuning(model, 1e-2, steps_per_epoch * EPOCHS, warmup_fraction=0.3,
-                                      jit_compile=False)
+    model = BertClassifier(backbone, num_classes=2, labels=["no", "yes"],
+                           preprocessor=BertPreprocessor(tokenizer(), sequence_length=16))
+    epoch_ends = []
 
     def evaluate(m):
+        epoch_ends.append(None)
+        if len(epoch_ends) > 1:
+            time.sleep(args.slow * NUM_EXAMPLES / BATCH_SIZE)
         logits = m.predict_on_batch(x)
         return {"accuracy": float(np.mean(np.argmax(logits, -1) == y))}
 
-    checkpoint = finetuning.FinetuningCheckpoint(args.output_dir, evaluate=evaluate, monitor="accuracy")
-    callbacks = [SlowBatches(args.slow)] if args.slow else []
-    start = finetuning.fit_finetuning(model, x, y, checkpoint, EPOCHS, BATCH_SIZE, bucket_width=8, seed=SEED,
-                                      callbacks=callbacks, verbose=0)
+    settings = finetuning.FinetuningSettings(args.output_dir, epochs=EPOCHS, batch_size=BATCH_SIZE, learning_rate=1e-2,
+                                             warmup_fraction=0.3, bucket_width=8, jit_compile=False, seed=SEED,
+                                             verbose=0)
+    checkpoint = finetuning.finetune(model, x, y, settings, counts=f"{NUM_EXAMPLES} examples", evaluate=evaluate,
+                                     monitor="accuracy")
+    start = checkpoint.trained_from
     np.savez(os.path.join(args.output_dir, "final.weights.npz"),
              **{v.path: keras.ops.convert_to_numpy(v) for v in model.weights})
     print(f"started at epoch {start}; steps {int(keras.ops.convert_to_numpy(model.optimizer.iterations))}; "

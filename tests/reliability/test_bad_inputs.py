@@ -160,19 +160,18 @@ def test_row04_out_of_range_token_id_in_a_direct_call_names_value_and_index():
         backbone(batch)
 
 
-def test_row04_out_of_range_token_id_is_caught_before_compiled_predict_and_fit(tmp_path):
+def test_row04_out_of_range_token_id_is_caught_before_compiled_fit(tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
+    from tests.training.finetuning_test_utils import tokenizer
 
-    model = BertClassifier(tiny_backbone(), 2)
+    model = BertClassifier(tiny_backbone(), 2, preprocessor=BertPreprocessor(tokenizer(), sequence_length=10))
     batch = random_batch(3, 10)
     batch["token_ids"][2, 1] = 77
-    with pytest.raises(ValueError, match=r"prediction inputs token_ids` contains id 77 at index \(2, 1\)"):
-        finetuning.predict_logits(model, batch)
-    finetuning.compile_for_finetuning(model, 1e-3, 4, jit_compile=False)
+    settings = finetuning.FinetuningSettings(str(tmp_path), epochs=1, batch_size=2, jit_compile=False, verbose=0)
     with pytest.raises(ValueError, match=r"training data token_ids` contains id 77"):
-        finetuning.fit_finetuning(model, batch, np.zeros(3, "int32"), finetuning.FinetuningCheckpoint(str(tmp_path)),
-                                  epochs=1, batch_size=2)
+        finetuning.finetune(model, batch, np.zeros(3, "int32"), settings, counts="3 rows")
     assert not os.listdir(tmp_path)
 
 
@@ -188,7 +187,7 @@ def test_row05_sequence_longer_than_the_position_table():
     with pytest.raises(ValueError, match=r"Sequence length 30 exceeds the position table \(max_sequence_length=24\)"):
         backbone(batch)
     with pytest.raises(ValueError, match="are 30 tokens long but the model's position table has 24 rows; pack"):
-        finetuning.predict_logits(BertClassifier(backbone, 2), batch)
+        finetuning.check_model_inputs(BertClassifier(backbone, 2), batch, "training data")
 
 
 def test_row05_packer_never_exceeds_its_length():
@@ -203,15 +202,16 @@ def test_row05_packer_never_exceeds_its_length():
 
 
 def test_row06_empty_inputs_are_named_instead_of_failing_inside_keras():
+    from keras_bert_impl.data.length_bucketing import packed_batches
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training import finetuning
 
     empty = {key: value[:0] for key, value in random_batch(2, 10).items()}
     model = BertClassifier(tiny_backbone(), 2)
-    with pytest.raises(ValueError, match=r"prediction inputs are empty .*shape \(0, 10\); give at least one"):
-        finetuning.predict_logits(model, empty)
-    with pytest.raises(ValueError, match="No training examples"):
-        finetuning.training_dataset(empty, np.zeros(0, "int32"), 4)
+    with pytest.raises(ValueError, match=r"training data are empty .*shape \(0, 10\); give at least one"):
+        finetuning.check_model_inputs(model, empty, "training data")
+    with pytest.raises(ValueError, match="No examples: the data is empty"):
+        packed_batches(empty, np.zeros(0, "int32"), batch_size=4)
     # A direct call on an empty batch is well defined: an empty output.
     assert tuple(model(empty).shape) == (0, 2)
 

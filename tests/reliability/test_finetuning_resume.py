@@ -1,4 +1,4 @@
-"""In-process checks of resumable fine-tuning (`finetuning.fit_finetuning`); the SIGKILL test is in
+"""In-process checks of resumable fine-tuning (`finetuning.finetune`); the SIGKILL test is in
 `test_kill_and_resume.py`."""
 
 import json
@@ -8,78 +8,58 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.preprocessing import BertPreprocessor
 from keras_bert_impl.training import finetuning
 from tests.helpers import tiny_backbone, to_numpy
 from tests.models.task_test_utils import token_presence_task
+from tests.training.finetuning_test_utils import tokenizer
 
 
-@pytest.mark.tensorflow_only
-@pytest.mark.parametrize("length_bucketing", [True, False])
-def test_epoch_stream_from_any_epoch_is_the_tail_of_the_full_stream(length_bucketing):
-    x, y = token_presence_task(23, sequence_length=20)
-    settings = dict(batch_size=4, length_bucketing=length_bucketing, bucket_width=8, seed=3)
-    full, steps = finetuning.training_dataset(x, y, epochs=3, **settings)
-    tail, tail_steps = finetuning.training_dataset(x, y, epochs=3, initial_epoch=2, **settings)
-    full, tail = list(full.as_numpy_iterator()), list(tail.as_numpy_iterator())
-    assert steps == tail_steps == finetuning.batches_per_epoch(x, 4, length_bucketing, 8)
-    assert len(full) == 3 * steps and len(tail) == steps
-    for (fx, fy), (tx, ty) in zip(full[2 * steps :], tail):
-        np.testing.assert_array_equal(fx["token_ids"], tx["token_ids"])
-        np.testing.assert_array_equal(fy, ty)
-    # Every epoch is a permutation of all rows, and epochs differ in order.
-    epochs = [np.concatenate([b[1] for b in full[e * steps : (e + 1) * steps]]) for e in range(3)]
-    assert all(sorted(e.tolist()) == sorted(y.tolist()) for e in epochs)
-    first_ids = [full[e * steps][0]["token_ids"] for e in range(3)]
-    assert not all(np.array_equal(first_ids[0], other) for other in first_ids[1:])
-
-
-def compiled_classifier(steps):
+def classifier(sequence_length=12, dropout=0.1):
+    """A tiny classifier with a preprocessor (it batches the packed token-presence rows)."""
     keras.utils.set_random_seed(5)
-    model = BertClassifier(tiny_backbone(num_layers=1), 2)
-    finetuning.compile_for_finetuning(model, 1e-3, steps, jit_compile=False)
-    return model
+    backbone = tiny_backbone(num_layers=1, dropout=dropout, attention_dropout=dropout)
+    return BertClassifier(backbone, 2, dropout=dropout,
+                          preprocessor=BertPreprocessor(tokenizer(), sequence_length=sequence_length))
 
 
 class Interrupted(Exception):
     pass
 
 
-class InterruptAt(keras.callbacks.Callback):
-    """Raise `Interrupted` after batch `batch` of epoch `epoch` (a crash in the middle of an epoch)."""
-
-    def __init__(self, epoch, batch):
-        super().__init__()
-        self.epoch, self.batch, self.current = epoch, batch, None
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.current = epoch
-
-    def on_train_batch_end(self, batch, logs=None):
-        if (self.current, batch) == (self.epoch, self.batch):
-            raise Interrupted(f"interrupted at epoch {self.epoch}, batch {batch}")
+def settings(output, **changes):
+    return finetuning.FinetuningSettings(str(output), **{**dict(epochs=2, batch_size=4, learning_rate=1e-3,
+                                                                jit_compile=False, verbose=0), **changes})
 
 
 @pytest.mark.slow
-def test_interrupted_fit_finetuning_resumes_to_the_uninterrupted_weights(tmp_path):
+def test_interrupted_finetune_resumes_to_the_uninterrupted_weights(tmp_path):
     # Torch's Keras dropout draws from torch's global generator, which no checkpoint restores: no dropout there.
     dropout = 0.0 if keras.backend.backend() == "torch" else 0.1
     x, y = token_presence_task(20, sequence_length=12)
-    steps = finetuning.batches_per_epoch(x, 4, length_bucketing=False)
+    steps = 5  # 20 rows, 4 per batch
+    run_settings = dict(epochs=3, learning_rate=1e-2, warmup_fraction=0.3, length_bucketing=False, seed=2,
+                        jit_compile=keras.backend.backend() == "jax")
 
-    def run(output, callbacks=()):
+    def run(output, interrupt_at=None):
+        """`interrupt_at`: raise at that epoch's end, before its state is saved (a crash in that epoch)."""
         keras.utils.set_random_seed(11)
-        backbone = tiny_backbone(num_layers=1, dropout=dropout, attention_dropout=dropout)
-        model = BertClassifier(backbone, 2, dropout=dropout)
-        finetuning.compile_for_finetuning(model, 1e-2, 3 * steps, warmup_fraction=0.3,
-                                          jit_compile=keras.backend.backend() == "jax")
-        checkpoint = finetuning.FinetuningCheckpoint(str(output))
-        start = finetuning.fit_finetuning(model, x, y, checkpoint, epochs=3, batch_size=4, length_bucketing=False,
-                                          seed=2, callbacks=callbacks, verbose=0)
-        return model, start
+        model = classifier(dropout=dropout)
+        epochs_seen = []
+
+        def evaluate(m):
+            epochs_seen.append(len(epochs_seen))
+            if epochs_seen[-1] == interrupt_at:
+                raise Interrupted(f"interrupted in epoch {interrupt_at}")
+            return {}
+
+        checkpoint = finetuning.finetune(model, x, y, settings(output, **run_settings), counts="20 rows",
+                                         evaluate=evaluate)
+        return model, checkpoint.trained_from
 
     straight, _ = run(tmp_path / "straight")
     with pytest.raises(Interrupted):
-        run(tmp_path / "resumed", [InterruptAt(epoch=1, batch=2)])
+        run(tmp_path / "resumed", interrupt_at=1)
     assert (tmp_path / "resumed" / "training_state" / "latest").read_text().strip() == f"step_{steps:08d}"
     resumed, start = run(tmp_path / "resumed")
     assert start == 1
@@ -89,16 +69,12 @@ def test_interrupted_fit_finetuning_resumes_to_the_uninterrupted_weights(tmp_pat
 
 
 @pytest.mark.parametrize("keep", [False, True])
-def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_path, keep):
+def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_path, capsys, keep):
     x, y = token_presence_task(12, sequence_length=12)
-    steps = finetuning.batches_per_epoch(x, 4, True, 32)
-    model = compiled_classifier(2 * steps)
-
-    def checkpoint():
-        return finetuning.FinetuningCheckpoint(str(tmp_path), evaluate=lambda m: {"score": 1.0}, monitor="score",
-                                               delete_checkpoint=not keep)
-
-    assert finetuning.fit_finetuning(model, x, y, checkpoint(), epochs=2, batch_size=4, verbose=0) == 0
+    model = classifier()
+    score = dict(evaluate=lambda m: {"score": 1.0}, monitor="score", counts="12 rows")
+    assert finetuning.finetune(model, x, y, settings(tmp_path, keep_training_state=keep), **score).trained_from == 0
+    steps = int(capsys.readouterr().out.split(" steps per epoch")[0].split(", ")[-1])
     trained = [to_numpy(w).copy() for w in model.weights]
     # Finished: the state is removed as BackupAndRestore does (its record stays), unless kept.
     kept = ["finished.json", "latest", f"step_{2 * steps:08d}"] if keep else ["finished.json"]
@@ -109,9 +85,9 @@ def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_
         state["finetuning"] = state.pop("selection")
         state_file.write_text(json.dumps(state))
 
-    again = compiled_classifier(2 * steps)
-    resumed = checkpoint()
-    assert finetuning.fit_finetuning(again, x, y, resumed, epochs=2, batch_size=4, verbose=0) == 2
+    again = classifier()
+    resumed = finetuning.finetune(again, x, y, settings(tmp_path, keep_training_state=keep), **score)
+    assert resumed.trained_from == 2
     for a, b in zip(trained, again.weights):  # the finished model: from the kept state, else from last/
         np.testing.assert_array_equal(a, to_numpy(b))
     assert int(to_numpy(again.optimizer.iterations)) == (2 * steps if keep else 0)
@@ -119,19 +95,17 @@ def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_
 
     with pytest.raises(ValueError, match=r"training_state.*with batch_size=4, this run asks for batch_size=8 "
                                          r"\(and steps_per_epoch\)"):
-        finetuning.fit_finetuning(compiled_classifier(4), x, y, finetuning.FinetuningCheckpoint(str(tmp_path)),
-                                  epochs=2, batch_size=8, verbose=0)
-    fresh = finetuning.FinetuningCheckpoint(str(tmp_path))
-    assert finetuning.fit_finetuning(compiled_classifier(2 * steps), x, y, fresh, epochs=2, batch_size=4,
-                                     resume=False, verbose=0) == 0
-    assert len(fresh.history) == 2
+        finetuning.finetune(classifier(), x, y, settings(tmp_path, batch_size=8), **score)
+    with pytest.raises(ValueError, match=r"with bucket_width=32, this run asks for bucket_width=8"):
+        finetuning.finetune(classifier(), x, y, settings(tmp_path, bucket_width=8), **score)
 
 
-def test_fit_finetuning_needs_a_compiled_model(tmp_path):
+def test_finetune_needs_a_preprocessor_and_an_epoch(tmp_path):
     x, y = token_presence_task(4)
-    with pytest.raises(ValueError, match="Compile the model"):
-        finetuning.fit_finetuning(BertClassifier(tiny_backbone(num_layers=1), 2), x, y,
-                                  finetuning.FinetuningCheckpoint(str(tmp_path)), epochs=1, batch_size=2)
+    with pytest.raises(ValueError, match="this BertClassifier has none"):
+        finetuning.finetune(BertClassifier(tiny_backbone(num_layers=1), 2), x, y, settings(tmp_path), counts="")
+    with pytest.raises(ValueError, match="at least one epoch, got epochs=0"):
+        finetuning.finetune(classifier(), x, y, settings(tmp_path, epochs=0), counts="")
 
 
 @pytest.mark.slow

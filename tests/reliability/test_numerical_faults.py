@@ -42,16 +42,19 @@ def test_nan_loss_before_any_checkpoint_says_so(tmp_path):
 
 def test_nan_loss_in_finetuning_stops_before_saving_diverged_weights(tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
     from tests.models.task_test_utils import token_presence_task
+    from tests.training.finetuning_test_utils import tokenizer
 
     x, y = token_presence_task(16, sequence_length=12)
-    model = BertClassifier(tiny_backbone(num_layers=1), 2)
-    finetuning.compile_for_finetuning(model, 1e-3, 8, jit_compile=False)
+    model = BertClassifier(tiny_backbone(num_layers=1), 2,
+                           preprocessor=BertPreprocessor(tokenizer(), sequence_length=12))
     poison(model)
-    checkpoint = finetuning.FinetuningCheckpoint(str(tmp_path))
+    settings = finetuning.FinetuningSettings(str(tmp_path), epochs=2, batch_size=4, learning_rate=1e-3,
+                                             jit_compile=False, verbose=0)
     with pytest.raises(NonFiniteLossError, match=r"optimizer step \d.*training_state \(the run restarts"):
-        finetuning.fit_finetuning(model, x, y, checkpoint, epochs=2, batch_size=4, verbose=0)
+        finetuning.finetune(model, x, y, settings, counts="16 rows")
     assert not (tmp_path / "last").exists() and not (tmp_path / "training_state").exists()
 
 

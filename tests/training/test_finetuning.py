@@ -7,7 +7,6 @@ import pytest
 
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
-from keras_bert_impl.training.finetuning_batches import predict_logits, training_dataset
 from keras_bert_impl.training.finetuning_metrics import (
     classification_monitor,
     classification_scores,
@@ -60,29 +59,6 @@ def test_a_vocabulary_larger_than_the_embedding_table_is_rejected(tmp_path):
     bigger = BertTokenizer(VOCABULARY + ["extra"])
     with pytest.raises(ValueError, match="embedding table"):
         ModelSource(init_checkpoint=checkpoint).build(BertClassifier, bigger, num_classes=2)
-
-
-@pytest.mark.tensorflow_only
-@pytest.mark.parametrize("length_bucketing", [True, False])
-def test_training_dataset_reports_its_steps_per_epoch(length_bucketing):
-    x, y = token_presence_task(45, sequence_length=40)
-    dataset, steps = training_dataset(x, y, 8, length_bucketing=length_bucketing, bucket_width=8,
-                                      seed=0)
-    batches = list(dataset.as_numpy_iterator())
-    assert len(batches) == steps
-    assert sum(len(y_batch) for _, y_batch in batches) == 45
-
-
-@pytest.mark.tensorflow_only
-@pytest.mark.parametrize("length_bucketing", [True, False])
-@pytest.mark.parametrize("epochs, initial_epoch", [(None, 0), (3, 1), (2, 2)])
-def test_training_dataset_cardinality_is_the_number_of_batches(length_bucketing, epochs, initial_epoch):
-    # `fit` reads the cardinality for its progress bar; tf.data alone cannot count length-bucketed batches.
-    x, y = token_presence_task(45, sequence_length=40)
-    dataset, steps = training_dataset(x, y, 8, length_bucketing=length_bucketing, bucket_width=8,
-                                      seed=0, epochs=epochs, initial_epoch=initial_epoch)
-    produced = sum(1 for _ in dataset)
-    assert int(dataset.cardinality()) == produced == steps * (1 if epochs is None else epochs - initial_epoch)
 
 
 def test_checkpoint_callback_keeps_last_and_the_best_epoch(tmp_path):
@@ -174,28 +150,28 @@ def test_finetuning_recipe_learns_on_length_buckets():
     classification task is not used here: under this recipe its loss sits at ln 2 for a seed-dependent number
     of epochs, so a fixed budget passed or failed by backend.)
     """
-    from keras_bert_impl.data.length_bucketing import bucketed_batch_count, sequence_lengths
+    from keras_bert_impl.data.length_bucketing import packed_batches
 
     x, y = marker_span_task(128, sequence_length=24, seed=0)
     x_test, y_test = marker_span_task(64, sequence_length=24, seed=1)
     model = BertQuestionAnswerer(tiny_backbone(num_layers=1, dropout=0.0, attention_dropout=0.0))
-    dataset, steps = training_dataset(x, y, 16, bucket_width=8, seed=0)
-    assert steps == bucketed_batch_count(sequence_lengths(x["padding_mask"]), 16, 24, 8)
     epochs = 6
+    dataset = packed_batches(x, y, batch_size=16, bucket_width=8, shuffle=True, seed=0, epochs=epochs)
+    steps = int(dataset.cardinality()) // epochs
     compile_for_finetuning(model, 5e-3, steps * epochs, warmup_fraction=0.1)
     assert model.jit_compile == (keras.backend.backend() in ("tensorflow", "jax"))  # XLA; torch runs eagerly
-    model.fit(dataset, epochs=epochs, verbose=0)
+    model.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0)
     assert int(to_numpy(model.optimizer.iterations)) == steps * epochs
-    outputs = predict_logits(model, x_test, batch_size=16, bucket_width=8)
+    outputs = model.predict(x_test, batch_size=16, verbose=0)
     start_accuracy = np.mean(np.argmax(outputs["start_logits"], -1) == y_test["start_positions"])
     end_accuracy = np.mean(np.argmax(outputs["end_logits"], -1) == y_test["end_positions"])
     assert start_accuracy >= 0.85 and end_accuracy >= 0.85, (start_accuracy, end_accuracy)  # chance < 0.1
 
 
-def test_span_model_predictions_through_the_glue(tmp_path):
-    model = BertQuestionAnswerer(tiny_backbone())
-    x, _ = token_presence_task(10, sequence_length=16)
-    bucketed = predict_logits(model, x, batch_size=4, bucket_width=8)
-    fixed = predict_logits(model, x, batch_size=4, length_bucketing=False)
-    np.testing.assert_allclose(bucketed["start_logits"][x["padding_mask"]], fixed["start_logits"][x["padding_mask"]],
-                               atol=1e-5)
+def test_a_preprocessor_longer_than_the_position_table_is_rejected(tmp_path):
+    from keras_bert_impl.preprocessing import BertPreprocessor
+    from keras_bert_impl.training.finetuning import ModelSource
+
+    source = ModelSource(init_checkpoint=write_tiny_checkpoint(tmp_path / "ckpt"))  # 64 positions
+    with pytest.raises(ValueError, match="packs 80 tokens but the model's position table has 64 rows; pack to"):
+        source.build(BertClassifier, tokenizer(), BertPreprocessor(tokenizer(), sequence_length=80), num_classes=2)
