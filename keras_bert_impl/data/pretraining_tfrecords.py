@@ -1,15 +1,14 @@
 """Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
 
-TensorFlow at the data edge: this module reads and writes TFRecord files. `write_pretraining_tfrecords` makes
-the original's instances (`pretraining_instances`) from text files with the packing and masking settings of
-one `preprocessing.BertPretrainingPreprocessor`; `pretraining_tfrecord_settings` records those settings beside
-the shards.
+TensorFlow at the data edge. The instances are the original's (`pretraining_instances`), packed and masked
+with the settings of one `BertPretrainingPreprocessor`; `pretraining_tfrecord_settings` records those
+settings beside the shards.
 
 TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
-padded to `sequence_length`: `input_ids`, `input_mask`, `segment_ids` (int64 `[sequence_length]`),
+padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64 `[T]`),
 `next_sentence_labels` (int64 `[1]`, 0 = IsNext, 1 = random next), and with static masking
-`masked_lm_positions`, `masked_lm_ids` (int64 `[max_predictions_per_seq]`), `masked_lm_weights` (float
-`[max_predictions_per_seq]`).
+`masked_lm_positions`, `masked_lm_ids` (int64 `[P]`), `masked_lm_weights` (float `[P]`),
+`P` = `max_predictions_per_seq`.
 """
 
 import logging
@@ -29,14 +28,22 @@ from keras_bert_impl.utils.atomic_io import atomic_path
 logger = logging.getLogger(__name__)
 
 _MASKING_BATCH = 256  # instances masked together when writing static masks
+# TFRecord feature name -> the feature it holds: the packed rows, then the static masks.
+_PACKED_RECORD_NAMES = {"input_ids": "token_ids", "input_mask": "padding_mask", "segment_ids": "segment_ids"}
+_MASK_RECORD_NAMES = {"masked_lm_positions": "mask_positions", "masked_lm_ids": "mask_ids",
+                      "masked_lm_weights": "mask_weights"}
 
 
-def _int64_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+def _record_names(static):
+    return {**_PACKED_RECORD_NAMES, **(_MASK_RECORD_NAMES if static else {})}
 
 
-def _float_feature(values):
-    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+def _feature(values):
+    """A TFRecord feature holding a row of floats or integers (bools as 0 / 1)."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64)))
 
 
 def _serialized_records(instances, preprocessor, static, seed):
@@ -44,36 +51,15 @@ def _serialized_records(instances, preprocessor, static, seed):
     by its masker, in fixed-size groups (each group's stateless seed: `[seed, group]`)."""
     for group_index, group_start in enumerate(range(0, len(instances), _MASKING_BATCH)):
         group = instances[group_start : group_start + _MASKING_BATCH]
-        packed = preprocessor.packer.pack([instance["first"] for instance in group],
-                                          [instance["second"] for instance in group])
-        token_ids, segment_ids, input_mask = packed["token_ids"], packed["segment_ids"], packed["padding_mask"]
-        masked = None
+        rows = preprocessor.packer.pack([instance["first"] for instance in group],
+                                        [instance["second"] for instance in group])
         if static:
-            masked = {key: np.asarray(value) for key, value in preprocessor.mask(
-                {"token_ids": token_ids, "padding_mask": input_mask}, seed=tf.constant([seed, group_index], tf.int64)
-            ).items()}
-            token_ids = masked["token_ids"]
+            masked = preprocessor.mask(rows, seed=tf.constant([seed, group_index], tf.int64))
+            rows = {key: np.asarray(value) for key, value in masked.items()}
         for row, instance in enumerate(group):
-            features = {
-                "input_ids": _int64_feature(token_ids[row]),
-                "input_mask": _int64_feature(input_mask[row].astype(np.int64)),
-                "segment_ids": _int64_feature(segment_ids[row]),
-                "next_sentence_labels": _int64_feature([instance["next_sentence_labels"]]),
-            }
-            if masked is not None:
-                features["masked_lm_positions"] = _int64_feature(masked["mask_positions"][row])
-                features["masked_lm_ids"] = _int64_feature(masked["mask_ids"][row])
-                features["masked_lm_weights"] = _float_feature(masked["mask_weights"][row])
+            features = {record_name: _feature(rows[name][row]) for record_name, name in _record_names(static).items()}
+            features["next_sentence_labels"] = _feature([instance["next_sentence_labels"]])
             yield tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
-
-
-def _write_shard_atomically(path, records):
-    """Write a TFRecord file under a temporary name in the same folder, fsync it, then rename it into place
-    (`utils.atomic_io.atomic_path`): a crash leaves the previous shard, never a truncated one."""
-    with atomic_path(path) as temporary:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            for record in records:
-                writer.write(record)
 
 
 def write_pretraining_tfrecords(
@@ -130,32 +116,25 @@ def write_pretraining_tfrecords(
     for shard_index, path in enumerate(paths):
         shard = instances[shard_index::num_shards]
         # Each shard masks with its own seed stream, so a shard's masks do not depend on the shard count.
-        _write_shard_atomically(
-            path,
-            _serialized_records(shard, preprocessor, masking == "static", seed + shard_index),
-        )
+        with atomic_path(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+            for record in _serialized_records(shard, preprocessor, masking == "static", seed + shard_index):
+                writer.write(record)
         logger.info("Wrote %d instances to %s.", len(shard), path)
     return paths
 
 
 def _record_features(sequence_length, max_predictions_per_seq, static):
-    features = {
-        "input_ids": tf.io.FixedLenFeature([sequence_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([sequence_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([sequence_length], tf.int64),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
-    if static:
-        features.update(
-            masked_lm_positions=tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-            masked_lm_ids=tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-            masked_lm_weights=tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        )
+    """The `tf.io.parse_example` features of a record."""
+    features = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
+    for record_name in _record_names(static):
+        length = sequence_length if record_name in _PACKED_RECORD_NAMES else max_predictions_per_seq
+        dtype = tf.float32 if record_name == "masked_lm_weights" else tf.int64
+        features[record_name] = tf.io.FixedLenFeature([length], dtype)
     return features
 
 
-def _check_record_layout(path, sequence_length, max_predictions_per_seq, static):
-    """Compare the first record of `path` with the expected layout, so a mismatch is named, not a parse error."""
+def _check_record_layout(path, features):
+    """Compare the first record of `path` with the expected `features`, so a mismatch is named, not a parse error."""
     try:
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.DataLossError:
@@ -166,14 +145,12 @@ def _check_record_layout(path, sequence_length, max_predictions_per_seq, static)
     if first is None:
         raise ValueError(f"{path} holds no records.")
     feature = tf.train.Example.FromString(first.numpy()).features.feature
-    expected = {"input_ids": sequence_length, "input_mask": sequence_length, "segment_ids": sequence_length}
-    if static:
-        expected.update(masked_lm_positions=max_predictions_per_seq, masked_lm_ids=max_predictions_per_seq)
-    for name, length in expected.items():
+    for name, expected in features.items():
         if name not in feature:
             hint = " (unmasked records need `masker=` for dynamic masking)" if name.startswith("masked_lm") else ""
             raise ValueError(f"{path}: records have no {name!r} feature{hint}.")
-        found = len(feature[name].int64_list.value)
+        found = len(feature[name].int64_list.value) + len(feature[name].float_list.value)
+        length = expected.shape[0]
         if found != length:
             raise ValueError(
                 f"{path}: feature {name!r} has length {found}, expected {length}; pass the sequence_length / "
@@ -200,8 +177,7 @@ def read_pretraining_tfrecords(
     Args:
         file_pattern: str or list of str. Shard paths or glob patterns.
         batch_size: int. Batch size `B`.
-        sequence_length: int. `T`, the records' length (`max_seq_length`, its old name, still works,
-            deprecated). Defaults to 128.
+        sequence_length: int. `T`, the records' length. Defaults to 128.
         max_predictions_per_seq: int. `P` of statically masked records. Defaults to 20.
         masker: MaskedLMMasker, BertPretrainingPreprocessor (its masker) or None. None reads the masks stored
             in the records (static); a masker masks unmasked records anew every epoch (dynamic). Defaults to
@@ -235,26 +211,18 @@ def read_pretraining_tfrecords(
     if not files:
         raise ValueError(f"No TFRecord shards in {file_pattern!r}.")
     masker = getattr(masker, "masker", masker)  # a BertPretrainingPreprocessor masks with its masker
-    _check_record_layout(files[0], sequence_length, max_predictions_per_seq, static=masker is None)
-    features = _record_features(sequence_length, max_predictions_per_seq, static=masker is None)
+    static = masker is None
+    features = _record_features(sequence_length, max_predictions_per_seq, static)
+    _check_record_layout(files[0], features)
 
     def parse(serialized):
         record = tf.io.parse_example(serialized, features)
         if vocabulary_size is not None:
-            checked = ["input_ids"] + (["masked_lm_ids"] if masker is None else [])
+            checked = ["input_ids"] + (["masked_lm_ids"] if static else [])
             record = _check_token_ids(record, checked, int(vocabulary_size), file_pattern)
-        parsed = {
-            "token_ids": record["input_ids"],
-            "segment_ids": record["segment_ids"],
-            "padding_mask": tf.cast(record["input_mask"], tf.bool),
-            "next_sentence_labels": record["next_sentence_labels"],
-        }
-        if masker is None:
-            parsed.update(
-                mask_positions=record["masked_lm_positions"],
-                mask_ids=record["masked_lm_ids"],
-                mask_weights=record["masked_lm_weights"],
-            )
+        parsed = {name: record[record_name] for record_name, name in _record_names(static).items()}
+        parsed["padding_mask"] = tf.cast(parsed["padding_mask"], tf.bool)
+        parsed["next_sentence_labels"] = record["next_sentence_labels"]
         return parsed
 
     def one_epoch(epoch):
@@ -272,9 +240,8 @@ def read_pretraining_tfrecords(
                                       reshuffle_each_iteration=False)
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        if masker is not None:
-            dataset = mask_dataset(dataset.map(_cast_token_ids), masker, seed=seed, new_masks_each_epoch=True,
-                                   epoch=epoch)
+        if not static:
+            dataset = mask_dataset(dataset, masker, seed=seed, new_masks_each_epoch=True, epoch=epoch)
         return dataset
 
     dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
@@ -300,7 +267,3 @@ def _check_token_ids(record, names, vocabulary_size, file_pattern):
         ))
     with tf.control_dependencies(checks):
         return {key: tf.identity(value) if key in names else value for key, value in record.items()}
-
-
-def _cast_token_ids(features):
-    return {**features, "token_ids": tf.cast(features["token_ids"], tf.int32)}
