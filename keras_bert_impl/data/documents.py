@@ -1,11 +1,7 @@
 """Pretraining text to documents: files (or in-memory texts) -> documents of sentences -> documents of token ids.
 
-Input text formats (UTF-8):
-- `"sentence_per_line"` (the original's): one sentence per line, a blank line between documents.
-- `"document_per_line"`: one document per line, split into sentences by `split_sentences`.
-Sentences that tokenize to nothing and empty documents are dropped. Bytes that are not valid UTF-8 raise a
-`ValueError` naming the file and line, unless `errors="replace"`: then they become U+FFFD, which the
-tokenizer deletes (as the original's text cleaning does).
+Input formats (UTF-8): `"sentence_per_line"` (the original's: a blank line between documents) and
+`"document_per_line"` (split into sentences by `split_sentences`). Empty sentences and documents are dropped.
 """
 
 from keras_bert_impl.data.file_patterns import expand_paths

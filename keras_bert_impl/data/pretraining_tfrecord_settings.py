@@ -1,9 +1,4 @@
-"""The settings file beside pretraining TFRecord shards: how `keras-bert create-data` made them.
-
-`write_pretraining_settings` records a `BertPretrainingPreprocessor`'s settings (the record length and every
-masking setting), the masking mode and the vocabulary size in `{output_prefix}.settings.json`;
-`read_pretraining_settings` finds it again from the shards' paths, so that training reads them back.
-"""
+"""The settings file beside pretraining TFRecord shards, `{output_prefix}.settings.json`: how they were made."""
 
 import json
 import os
@@ -18,12 +13,6 @@ _SHARD_NAME = re.compile(r"^(.*)-\d{5}-of-\d{5}\.tfrecord$")
 _SETTINGS_FORMAT = "keras_bert_impl.pretraining_tfrecords"
 
 
-def pretraining_settings_path(output_prefix):
-    """The settings file of the shards `{output_prefix}-*-of-*.tfrecord`: `{output_prefix}.settings.json`
-    (a name the shards' glob `{output_prefix}-*` does not match)."""
-    return os.fspath(output_prefix) + SETTINGS_SUFFIX
-
-
 def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
     """Record beside the shards of `output_prefix` how they were made, written atomically.
 
@@ -36,7 +25,7 @@ def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
     """
     if masking not in MASKING_MODES:
         raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
-    path = pretraining_settings_path(output_prefix)
+    path = os.fspath(output_prefix) + SETTINGS_SUFFIX  # a name the shards' glob `{output_prefix}-*` misses
     atomic_write_json(path, {
         "format": _SETTINGS_FORMAT,
         "masking": masking,
@@ -61,8 +50,7 @@ def read_pretraining_settings(file_pattern):
     found = {}
     for path in expand_paths(file_pattern):
         match = _SHARD_NAME.match(path)
-        candidate = path if path.endswith(SETTINGS_SUFFIX) else (
-            pretraining_settings_path(match.group(1)) if match else None)
+        candidate = path if path.endswith(SETTINGS_SUFFIX) else (match.group(1) + SETTINGS_SUFFIX if match else None)
         if candidate is not None and candidate not in found and os.path.isfile(candidate):
             with open(candidate, encoding="utf-8") as handle:
                 try:
