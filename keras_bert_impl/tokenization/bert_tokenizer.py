@@ -201,18 +201,13 @@ def _tokenize_fast(batch, fast_wordpiece, lowercase):
     return ids.flat_values, ids.row_splits
 
 
-def _tokenize_batch(
-    batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars, fast_wordpiece=None
-):
-    """Text `(B,)` -> int32 ids `(B, None)`; printable-ASCII lines take the fast path if `fast_wordpiece`.
+def _tokenize_batch(batch, wordpiece, fast_wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
+    """Text `(B,)` -> int32 ids `(B, None)`; printable-ASCII lines take the fast path.
 
     Written for few graph nodes: in `tf.data` every node costs about a microsecond per batch, whether it runs
     or sits in the untaken branch of a `tf.cond`, which matters as much as the ops' own work on short lines.
     """
     settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
-    if fast_wordpiece is None:
-        values, row_splits = _tokenize_general(batch, wordpiece, *settings)
-        return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
     is_fast = tf.strings.regex_full_match(batch, _FAST_PATH_LINE)
 
     def mixed():
@@ -304,7 +299,7 @@ def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chin
             if with_offsets:
                 return _tokenize_with_offsets_batch(batch, wordpiece, *settings)
             fast_wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=fast_model_buffer, token_out_type=tf.int32)
-            return _tokenize_batch(batch, wordpiece, *settings, fast_wordpiece=fast_wordpiece)
+            return _tokenize_batch(batch, wordpiece, fast_wordpiece, *settings)
 
         _SHARED_FUNCTIONS[key] = tf.function(
             run,
@@ -321,11 +316,9 @@ def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chin
 class BertTokenizer(tf.Module):
     """BERT's WordPiece tokenizer: text to token ids, with character offsets, and back.
 
-    Faithful to the original google-research/bert `FullTokenizer` (see the module docstring for the exact
-    steps and how they are computed). Works on Python strings and lists of strings (returning Python lists)
-    and on `tf.string` tensors inside `tf.data.Dataset.map` / `tf.function` (returning `tf.RaggedTensor`).
-    The TensorFlow state (the compiled WordPiece model and, when built from a file, the vocabulary as a
-    SavedModel asset) is tracked by `tf.Module`, so a tokenizer can be attached to an exported module.
+    The original `FullTokenizer` (module docstring), on Python strings and lists (returning lists) and on
+    `tf.string` tensors (returning `tf.RaggedTensor`). A `tf.Module`, so an exported module can hold it (the
+    WordPiece model and, when built from a file, the vocabulary as a SavedModel asset).
 
     Args:
         vocabulary: str or list[str]. Path to a `vocab.txt` (one token per line, the line number minus one
@@ -397,11 +390,8 @@ class BertTokenizer(tf.Module):
 
     @classmethod
     def from_pretrained(cls, directory, **kwargs):
-        """Load `vocab.txt` and, where present, `tokenizer_config.json` from a directory.
-
-        `tokenizer_config.json` (Hugging Face's format) supplies `do_lower_case`, `strip_accents`,
-        `tokenize_chinese_chars` and `max_input_chars_per_word` when it has them; keyword arguments override
-        it. Without the file the tokenizer is uncased, as the original's default.
+        """Load `vocab.txt` and, where present, Hugging Face's `tokenizer_config.json` (`do_lower_case`,
+        `strip_accents`, `tokenize_chinese_chars`, `max_input_chars_per_word`) from a directory.
 
         Args:
             directory: str. Folder holding `vocab.txt`.
@@ -497,7 +487,7 @@ class BertTokenizer(tf.Module):
             int32 token ids: a 1-D Tensor for a scalar input, a `(B, None)` RaggedTensor for `(B,)`.
         """
         batch, scalar = self._as_batch(text)
-        ids = _tokenize_batch(batch, self._wordpiece, *self._settings(), fast_wordpiece=self._fast_wordpiece)
+        ids = _tokenize_batch(batch, self._wordpiece, self._fast_wordpiece, *self._settings())
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets_tensor(self, text):
