@@ -77,17 +77,14 @@ def write_pretraining_tfrecords(
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
     All instances are made (`dupe_factor` passes), shuffled, and dealt round-robin over the shards as the
-    original does. Each shard is written under a temporary name and renamed into place when complete.
-    `write_pretraining_settings` records the preprocessor's settings beside the shards (`keras-bert
-    create-data` does), so that training reads them back.
+    original does; each shard is written atomically. `write_pretraining_settings` records the settings.
 
     Args:
         input_files: str or list of str. Text files (glob patterns allowed), in a format of
             `documents.read_documents`.
         output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
-        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its packer
-            lays out the instances at its `sequence_length` (the record length), and with static masking its
-            masker (`mask_rate`, `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks.
+        preprocessor: `BertPretrainingPreprocessor`: its tokenizer, packer (`sequence_length`, the record
+            length) and, with static masking, its masker make the records.
         num_shards: int. Number of output files. Defaults to 1.
         masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
             unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
@@ -174,6 +171,8 @@ def read_pretraining_tfrecords(
 ):
     """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`.
 
+    The stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s.
+
     Args:
         file_pattern: str or list of str. Shard paths or glob patterns.
         batch_size: int. Batch size `B`.
@@ -187,18 +186,11 @@ def read_pretraining_tfrecords(
         shuffle_buffer_size: int. Records in the shuffle buffer. Defaults to 10000.
         drop_remainder: bool. Drop a last partial batch. Defaults to True.
         seed: int. Seed of the shuffles and the dynamic masks. Defaults to 12345.
-        vocabulary_size: int or None. The model's vocabulary size: every batch's `input_ids` (and
-            `masked_lm_ids`) are checked to lie in `[0, vocabulary_size)`, and iterating a batch that does not
-            raises `tf.errors.InvalidArgumentError` naming the field, the id and the limit (records written with
-            another, larger vocabulary would otherwise gather garbage embeddings). None: no check. Defaults to
-            None.
+        vocabulary_size: int or None. The model's vocabulary size: a batch with an `input_ids` (or
+            `masked_lm_ids`) id outside `[0, vocabulary_size)` raises `tf.errors.InvalidArgumentError` naming
+            the field and the limit (records of another vocabulary). None: no check. Defaults to None.
         epochs: int or None. Epochs in the stream; None repeats without end. Defaults to 1.
         initial_epoch: int. Number of the first epoch. Defaults to 0.
-
-    The stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s: epoch `e` is shuffled and
-    dynamically masked under seeds derived from `(seed, e)`, no batch spans two epochs, and iterating the
-    dataset again gives the same batches (a `tf.distribute` run, which reads it once more, and a resumed
-    run see the data a single-device run sees).
 
     Returns:
         tf.data.Dataset of `(x, y)`: x `{"token_ids", "segment_ids", "padding_mask", "mask_positions"}`, y
