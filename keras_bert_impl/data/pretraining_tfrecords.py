@@ -1,8 +1,8 @@
 """Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
 
 TensorFlow at the data edge. The instances are the original's (`pretraining_instances`), packed and masked
-with the settings of one `BertPretrainingPreprocessor`; `pretraining_tfrecord_settings` records those
-settings beside the shards.
+with the settings of one `BertPretrainingPreprocessor`; `write_pretraining_settings` records those
+settings beside the shards, in `{output_prefix}.settings.json`.
 
 TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
 padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64 `[T]`),
@@ -11,8 +11,11 @@ padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64
 `P` = `max_predictions_per_seq`.
 """
 
+import json
 import logging
+import os
 import random
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -22,11 +25,13 @@ from keras_bert_impl.data.file_patterns import expand_paths
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
 from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, to_inputs_and_targets
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
-from keras_bert_impl.data.pretraining_tfrecord_settings import SETTINGS_SUFFIX
-from keras_bert_impl.utils.atomic_io import atomic_path
+from keras_bert_impl.utils.atomic_io import atomic_path, atomic_write_json
 
 logger = logging.getLogger(__name__)
 
+SETTINGS_SUFFIX = ".settings.json"
+_SHARD_NAME = re.compile(r"^(.*)-\d{5}-of-\d{5}\.tfrecord$")
+_SETTINGS_FORMAT = "keras_bert_impl.pretraining_tfrecords"
 _MASKING_BATCH = 256  # instances masked together when writing static masks
 # TFRecord feature name -> the feature it holds: the packed rows, then the static masks.
 _PACKED_RECORD_NAMES = {"input_ids": "token_ids", "input_mask": "padding_mask", "segment_ids": "segment_ids"}
@@ -259,3 +264,62 @@ def _check_token_ids(record, names, vocabulary_size, file_pattern):
         ))
     with tf.control_dependencies(checks):
         return {key: tf.identity(value) if key in names else value for key, value in record.items()}
+
+
+def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
+    """Record beside the shards of `output_prefix` how they were made, written atomically.
+
+    The JSON holds `masking` (`"static"` / `"dynamic"`), `preprocessor` (`BertPretrainingPreprocessor.settings()`:
+    the record length and every masking setting), `vocabulary_size`, and `details` (e.g. `dupe_factor`,
+    `seed`). `read_pretraining_settings` reads it back from the shards' paths.
+
+    Returns:
+        str, the path written.
+    """
+    if masking not in MASKING_MODES:
+        raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
+    path = os.fspath(output_prefix) + SETTINGS_SUFFIX  # a name the shards' glob `{output_prefix}-*` misses
+    atomic_write_json(path, {
+        "format": _SETTINGS_FORMAT,
+        "masking": masking,
+        "preprocessor": preprocessor.settings(),
+        "vocabulary_size": preprocessor.tokenizer.vocabulary_size(),
+        **details,
+    })
+    return path
+
+
+def read_pretraining_settings(file_pattern):
+    """The settings `write_pretraining_settings` recorded for the TFRecord shards `file_pattern` names.
+
+    Args:
+        file_pattern: str or list of str. Shard paths or glob patterns, as `read_pretraining_tfrecords` takes.
+
+    Returns:
+        dict (the JSON, with `"path"`, the file it came from), or None when the shards have no settings file
+        (records of the original `create_pretraining_data.py`, or written by the library alone). Shards of
+        several prefixes whose settings differ raise `ValueError`.
+    """
+    found = {}
+    for path in expand_paths(file_pattern):
+        match = _SHARD_NAME.match(path)
+        candidate = path if path.endswith(SETTINGS_SUFFIX) else (match.group(1) + SETTINGS_SUFFIX if match else None)
+        if candidate is not None and candidate not in found and os.path.isfile(candidate):
+            with open(candidate, encoding="utf-8") as handle:
+                try:
+                    document = json.load(handle)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{candidate}: malformed settings JSON ({error}).") from None
+            if not isinstance(document, dict) or document.get("format") != _SETTINGS_FORMAT:
+                raise ValueError(f"{candidate} is not a pretraining settings file (no format {_SETTINGS_FORMAT!r}).")
+            found[candidate] = document
+    if not found:
+        return None
+    (first_path, first), *others = found.items()
+    for path, document in others:
+        if document != first:
+            raise ValueError(
+                f"The TFRecords {file_pattern!r} were written with different settings ({first_path} and {path}); "
+                "read them separately."
+            )
+    return {**first, "path": first_path}
