@@ -23,6 +23,7 @@ Fast path (`tokenize_tensor`, `tokenize`; not the offsets): on a line of printab
 and the rows are put back in order.
 """
 
+import functools
 import json
 import os
 
@@ -282,35 +283,24 @@ def _wordpiece_model(tokens, max_bytes_per_word, no_pretokenization):
     return tf.constant(np.frombuffer(buffer, dtype=np.uint8))
 
 
-_SHARED_FUNCTIONS = {}
-
-
+@functools.cache
 def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chinese_chars):
     """One traced graph per setting, shared by all tokenizers: the vocabulary enters as a tensor.
 
     Tracing the graph takes a second or two; sharing it makes building a second tokenizer cheap.
     """
-    key = (with_offsets, lowercase, strip_accents, tokenize_chinese_chars)
-    if key not in _SHARED_FUNCTIONS:
 
-        def run(batch, model_buffer, fast_model_buffer, max_chars):
-            wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=model_buffer, token_out_type=tf.int32)
-            settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
-            if with_offsets:
-                return _tokenize_with_offsets_batch(batch, wordpiece, *settings)
-            fast_wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=fast_model_buffer, token_out_type=tf.int32)
-            return _tokenize_batch(batch, wordpiece, fast_wordpiece, *settings)
+    def run(batch, model_buffer, fast_model_buffer, max_chars):
+        wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=model_buffer, token_out_type=tf.int32)
+        settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
+        if with_offsets:
+            return _tokenize_with_offsets_batch(batch, wordpiece, *settings)
+        fast_wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=fast_model_buffer, token_out_type=tf.int32)
+        return _tokenize_batch(batch, wordpiece, fast_wordpiece, *settings)
 
-        _SHARED_FUNCTIONS[key] = tf.function(
-            run,
-            input_signature=[
-                tf.TensorSpec([None], tf.string),
-                tf.TensorSpec([None], tf.uint8),
-                tf.TensorSpec([None], tf.uint8),
-                tf.TensorSpec([], tf.int32),
-            ],
-        )
-    return _SHARED_FUNCTIONS[key]
+    signature = [tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.uint8), tf.TensorSpec([None], tf.uint8),
+                 tf.TensorSpec([], tf.int32)]
+    return tf.function(run, input_signature=signature)
 
 
 class BertTokenizer(tf.Module):
