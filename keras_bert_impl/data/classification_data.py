@@ -17,8 +17,8 @@ import os
 
 import numpy as np
 
-# Pure Python, so `BertClassifier` uses them without TensorFlow; re-exported here for data code and users.
-from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, ClassificationDataError, LabelVocabulary
+from keras_bert_impl.data.file_patterns import utf8_error_message
+from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
 
@@ -109,17 +109,7 @@ def _class_label(value, location, column):
 
 def not_utf8_error(path):
     """A `ClassificationDataError` naming the first line of `path` that is not valid UTF-8 and its bytes."""
-    with open(path, "rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                bad = raw[error.start : error.end]
-                return ClassificationDataError(
-                    f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
-                    f"UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
-                )
-    return ClassificationDataError(f"{path}: the file is not valid UTF-8; convert it to UTF-8.")
+    return ClassificationDataError(utf8_error_message(path))
 
 
 def _utf8_lines(read):
