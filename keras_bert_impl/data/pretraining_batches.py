@@ -13,13 +13,6 @@ from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 
 
-_PAIR_SIGNATURE = {
-    "first": tf.TensorSpec([None], tf.int32),
-    "second": tf.TensorSpec([None], tf.int32),
-    "next_sentence_labels": tf.TensorSpec([], tf.int32),
-}
-
-
 def pretraining_instances_dataset(
     documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
 ):
@@ -45,7 +38,9 @@ def pretraining_instances_dataset(
     def pack(pair):
         return {**packer(pair["first"], pair["second"]), "next_sentence_labels": pair["next_sentence_labels"]}
 
-    pairs = tf.data.Dataset.from_generator(generate, output_signature=_PAIR_SIGNATURE)
+    segment = tf.TensorSpec([None], tf.int32)
+    signature = {"first": segment, "second": segment, "next_sentence_labels": tf.TensorSpec([], tf.int32)}
+    pairs = tf.data.Dataset.from_generator(generate, output_signature=signature)
     return pairs.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
 
 
