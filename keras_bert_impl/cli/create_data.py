@@ -41,7 +41,7 @@ def add_arguments(parser):
 
 def run(args):
     """Write the shards and, beside them, their settings; print their paths."""
-    from keras_bert_impl.data.pretraining_tfrecord_settings import write_pretraining_settings
+    from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_settings
     from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
     from keras_bert_impl.training.finetuning import load_tokenizer

@@ -1,33 +1,24 @@
-"""Sentence and sentence-pair classification data: TSV/CSV/JSONL readers, label vocabularies, model-ready arrays.
+"""Sentence and sentence-pair classification data: TSV/CSV/JSONL readers and the arrays a classifier fits on.
 
-Files are tables with named (or, without a header, numbered) text and label columns:
+Files are tables with named (or, without a header, numbered) text and label columns. TSV is read with
+`csv.QUOTE_NONE`, as GLUE's files need (MRPC has unbalanced quotes and a byte order mark, which is ignored);
+CSV uses standard quoting; JSONL holds one JSON object per line, columns being keys. `GLUE_LAYOUTS` names
+the columns of the GLUE train/dev files.
 
-- TSV is read with `csv.QUOTE_NONE`, as GLUE's files need (MRPC and others contain unbalanced quotes); a
-  UTF-8 byte order mark (MRPC has one) is ignored.
-- CSV uses standard quoting; a quoted field may span lines.
-- JSONL holds one JSON object per line; columns are keys.
-
-`GLUE_LAYOUTS` names the columns of the GLUE train/dev files (`read_glue_examples("mrpc", path)`).
-
-Labels: string labels become ids through a `LabelVocabulary` (`data.label_vocabulary`, TensorFlow-free;
-saved as JSON next to a model, atomically);
-in regression mode (STS-B) labels are floats. A label outside the vocabulary, a missing column or a
-non-numeric regression label raises `ClassificationDataError` naming the file, the line and the value.
-
-`classification_arrays` turns examples into the texts and targets a `BertPreprocessor` packs as
-`run_classifier.py` does (`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, the longer segment truncated first), for
-`BertClassifier.fit` or an eager `preprocessor(x, y)`.
+String labels become ids through a `LabelVocabulary`; regression labels (STS-B) are floats. A bad label or
+row raises `ClassificationDataError` naming the file, the line and the value.
 """
 
 import csv
 import dataclasses
+import functools
 import json
 import os
 
 import numpy as np
 
-# Pure Python, so `BertClassifier` uses them without TensorFlow; re-exported here for data code and users.
-from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, ClassificationDataError, LabelVocabulary
+from keras_bert_impl.data.file_patterns import utf8_error_message
+from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
 
@@ -97,24 +88,13 @@ def _file_format(path, file_format):
     return file_format
 
 
-def _as_column_list(text_columns):
-    if isinstance(text_columns, (str, int)):
-        text_columns = (text_columns,)
-    text_columns = tuple(text_columns)
-    if len(text_columns) not in (1, 2):
-        raise ValueError(f"text_columns must name one or two columns, got {text_columns!r}.")
-    return text_columns
-
-
 def _regression_label(value, location, column):
-    if isinstance(value, bool):
-        raise ClassificationDataError(f"{location}: regression label {value!r} in column {column!r} is not a number.")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ClassificationDataError(
-            f"{location}: regression label {value!r} in column {column!r} is not a number."
-        ) from None
+    if not isinstance(value, bool):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    raise ClassificationDataError(f"{location}: regression label {value!r} in column {column!r} is not a number.")
 
 
 def _class_label(value, location, column):
@@ -129,38 +109,27 @@ def _class_label(value, location, column):
 
 def not_utf8_error(path):
     """A `ClassificationDataError` naming the first line of `path` that is not valid UTF-8 and its bytes."""
-    with open(path, "rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                bad = raw[error.start : error.end]
-                return ClassificationDataError(
-                    f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
-                    f"UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
-                )
-    return ClassificationDataError(f"{path}: the file is not valid UTF-8; convert it to UTF-8.")
+    return ClassificationDataError(utf8_error_message(path))
 
 
 def _utf8_lines(read):
     """Decorate a generator reading `path` (its first argument) so a decoding failure names the line."""
 
+    @functools.wraps(read)
     def wrapped(path, *args):
         try:
             yield from read(path, *args)
         except UnicodeDecodeError:
             raise not_utf8_error(path) from None
 
-    wrapped.__doc__ = read.__doc__
     return wrapped
 
 
 @_utf8_lines
 def table_rows(path, delimiter, quoting, has_header):
-    """Yields `(line, cells, header)` for each row of a TSV/CSV file: `line` is the 1-based line the row starts
-    on (a quoted CSV field may span lines), `header` the header's cells (None without one). With a header,
-    its own row comes first, as `(line, None, header)`. Blank lines are skipped; a line that is not UTF-8 raises
-    `ClassificationDataError` naming it."""
+    """Yields `(line, cells, header)` for each non-blank row of a TSV/CSV file: `line` is the 1-based line the
+    row starts on, `header` the header's cells (None without one); the header row itself comes first, as
+    `(line, None, header)`."""
     with open(path, encoding="utf-8-sig", newline="") as handle:
         reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
         header = None
@@ -279,7 +248,9 @@ def read_classification_examples(
     >>> read_classification_examples(path, "sentence", "label")[0].texts
     ('it\\'s "great',)
     """
-    text_columns = _as_column_list(text_columns)
+    text_columns = (text_columns,) if isinstance(text_columns, (str, int)) else tuple(text_columns)
+    if len(text_columns) not in (1, 2):
+        raise ValueError(f"text_columns must name one or two columns, got {text_columns!r}.")
     file_format = _file_format(path, file_format)
     if file_format == "jsonl":
         rows = _read_jsonl(path, text_columns, label_column)
@@ -294,8 +265,9 @@ def read_classification_examples(
         examples.append(ClassificationExample(texts, label, path, line))
     if not examples:
         header = " or has only its header row" if has_header and file_format != "jsonl" else ""
-        raise ClassificationDataError(f"{path} has no examples (it is empty{header}); give a file with at least one "
-                                      f"row.")
+        raise ClassificationDataError(
+            f"{path} has no examples (it is empty{header}); give a file with at least one row."
+        )
     return examples
 
 

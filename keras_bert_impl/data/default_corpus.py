@@ -1,14 +1,8 @@
-"""The default corpus: English prose from the docstrings of Python's standard library.
+"""The default corpus: English prose from the docstrings of Python's standard library (no download needed).
 
-It needs no download: every machine that runs this package has it, and the same Python version gives the
-same text. Each importable top-level standard-library module is one document: its docstring and those of
-its public classes, functions (Python and built-in) and methods, with doctest lines, indented code and
-reStructuredText markup dropped, split into sentences (`sentence_splitting.split_sentences`). It is written
-in the original BERT input format (one sentence per line, a blank line between documents); every
-`eval_every`-th module (in sorted order) goes to `eval.txt`, the rest to `train.txt`.
-
-`collect_stdlib_docstrings` is the single walk over the modules; the corpus and the generated fine-tuning
-tasks (`data.docstring_tasks`) are both made from its result.
+Each importable top-level module is one document: the docstrings of the module and its public classes,
+functions and methods, code and markup dropped, split into sentences. `collect_stdlib_docstrings` is the one
+walk over the modules; the corpus and the fine-tuning tasks (`docstring_tasks`) are both made from its result.
 
 Example:
 >>> documented = collect_stdlib_docstrings(["json"])
@@ -100,6 +94,7 @@ def _is_routine(member):
 
 
 def _parameter_names(routine, kind):
+    """A routine's parameter names (no `*args`, `**kwargs`, nor a method's `self` / `cls`); None if unknown."""
     try:
         names = [name for name, parameter in inspect.signature(routine).parameters.items()
                  if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)]
@@ -145,16 +140,6 @@ def documented_objects(module):
     return documented
 
 
-def _import_quietly(name):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return importlib.import_module(name)
-    except Exception as error:  # noqa: BLE001 - platform modules fail to import in many ways; skip them
-        logger.debug("Skipping module %s (%s).", name, type(error).__name__)
-        return None
-
-
 def collect_stdlib_docstrings(module_names=None):
     """Import the standard-library modules and collect their documented objects.
 
@@ -167,11 +152,16 @@ def collect_stdlib_docstrings(module_names=None):
     """
     collected = {}
     for name in sorted(stdlib_module_names() if module_names is None else module_names):
-        module = _import_quietly(name)
-        if module is not None:
-            objects = documented_objects(module)
-            if objects:
-                collected[name] = objects
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                module = importlib.import_module(name)
+        except Exception as error:  # noqa: BLE001 - platform modules fail to import in many ways; skip them
+            logger.debug("Skipping module %s (%s).", name, type(error).__name__)
+            continue
+        objects = documented_objects(module)
+        if objects:
+            collected[name] = objects
     logger.info("Read the docstrings of %d standard-library modules.", len(collected))
     return collected
 
@@ -196,7 +186,8 @@ def module_sentences(documented):
 
 
 def write_docstring_corpus(output_dir, documented=None, eval_every=10):
-    """Write `train.txt` and `eval.txt` (one sentence per line, a blank line between documents).
+    """Write the corpus as `train.txt` and `eval.txt` in the original BERT input format (one sentence per line,
+    a blank line between documents).
 
     Args:
         output_dir: str. Created if missing; the files are written atomically.

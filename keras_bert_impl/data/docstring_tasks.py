@@ -1,22 +1,12 @@
-"""Small fine-tuning tasks generated from the standard-library docstrings (`data.default_corpus`).
+"""Small fine-tuning tasks generated, deterministically, from the standard-library docstrings (`default_corpus`).
 
-Both are made by this package from text every Python installation carries, deterministically: no data is
-copied from another dataset. They are sized for a few minutes of CPU training (`keras-bert quickstart`).
-
-- Topic classification (`topic_classification_examples`): "which area of the standard library does this
-  docstring sentence come from": `networking`, `files`, `code_tools`, `text_formats` or `numbers`, given by
-  the module it was written in (`TOPIC_MODULES`). Sentences that occur under two topics are dropped, the
-  rest are deduplicated and split at random (seeded) into train and dev. Chance level is the share of the
-  largest topic.
-- Question answering (`routine_squad`): SQuAD v1.1-format questions about functions and methods. The
-  facts of a routine (`routine_facts`) come from introspection and its docstring: the module that
-  defines it, its parameters (`inspect.signature`), its class, and what it returns when the docstring
-  starts "Return(s) <phrase>.". A context states them in random order ("sqrt returns the square root of
-  x. sqrt is defined in the math module. sqrt takes the argument x."), and the questions are "What does
-  sqrt return?" / "What is returned by sqrt?", "Which module defines sqrt?", "What arguments does sqrt
-  take?" and "Which class is Random.randint a method of?", each answered by a span of the context. Every
-  `dev_every`-th module goes to dev, so dev asks about functions never seen in training, whose answers
-  (phrases, module, argument and class names) are new text.
+Sized for a few minutes of CPU training (`keras-bert quickstart`):
+- Topic classification (`topic_classification_examples`): which area of the standard library (`TOPIC_MODULES`)
+  a docstring sentence comes from. Sentences found under two topics are dropped.
+- Question answering (`routine_squad`): SQuAD v1.1 questions about functions and methods, from introspection
+  and the docstrings ("sqrt returns the square root of x. sqrt is defined in the math module." -> "What does
+  sqrt return?", "Which module defines sqrt?", ...). Every `dev_every`-th module goes to dev, so dev asks
+  about functions never seen in training.
 
 Example:
 >>> from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings
@@ -105,10 +95,8 @@ def topic_classification_examples(documented, dev_fraction=0.15, seed=0):
 
 
 def write_topic_tsv(path, examples, columns=("sentence", "topic")):
-    """Write `(sentence, topic)` pairs as a TSV file with a header row, atomically.
-
-    Whitespace inside a sentence (tabs, newlines) becomes single spaces, so every example is one row;
-    `read_classification_examples(path, "sentence", "topic")` reads the file back.
+    """Write `(sentence, topic)` pairs as a TSV file with a header row, atomically, whitespace runs as one space
+    (`read_classification_examples(path, "sentence", "topic")` reads it back).
 
     Args:
         path: str. The TSV file (its folder is created when missing).
@@ -221,12 +209,8 @@ def routine_squad(documented, dev_every=5, seed=0):
 
 
 def subsample_squad(squad, max_questions, seed=0):
-    """Whole paragraphs of a SQuAD dict, drawn at random, until they hold at least `max_questions` questions.
-
-    Paragraphs are shuffled with `random.Random(seed)` and taken in that order until the count reaches
-    `max_questions` (the last one taken may pass it); their articles keep their titles. Works on any SQuAD
-    v1.1 / v2.0 dict, e.g. to keep a fine-tuning run or its evaluation short: questions of a kept paragraph
-    stay together, and evaluating on the result scores only the kept questions.
+    """Whole paragraphs of a SQuAD v1.1 / v2.0 dict, drawn at random, until they hold at least `max_questions`
+    questions (the last one taken may pass it); articles keep their titles.
 
     Args:
         squad: dict. `{"version": ..., "data": [{"title", "paragraphs"}, ...]}`.

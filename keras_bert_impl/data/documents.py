@@ -1,14 +1,10 @@
 """Pretraining text to documents: files (or in-memory texts) -> documents of sentences -> documents of token ids.
 
-Input text formats (UTF-8):
-- `"sentence_per_line"` (the original's): one sentence per line, a blank line between documents.
-- `"document_per_line"`: one document per line, split into sentences by `split_sentences`.
-Sentences that tokenize to nothing and empty documents are dropped. Bytes that are not valid UTF-8 raise a
-`ValueError` naming the file and line, unless `errors="replace"`: then they become U+FFFD, which the
-tokenizer deletes (as the original's text cleaning does).
+Input formats (UTF-8): `"sentence_per_line"` (the original's: a blank line between documents) and
+`"document_per_line"` (split into sentences by `split_sentences`). Empty sentences and documents are dropped.
 """
 
-from keras_bert_impl.data.file_patterns import expand_paths
+from keras_bert_impl.data.file_patterns import expand_paths, utf8_error_message
 from keras_bert_impl.data.sentence_splitting import split_sentences
 
 INPUT_FORMATS = ("sentence_per_line", "document_per_line")
@@ -16,15 +12,11 @@ INPUT_FORMATS = ("sentence_per_line", "document_per_line")
 
 def _decoded_lines(path, errors):
     with open(path, "rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
+        for raw in handle:
             try:
                 yield raw.decode("utf-8", errors=errors)
-            except UnicodeDecodeError as error:
-                bad = raw[error.start : error.end]
-                raise ValueError(
-                    f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
-                    "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
-                ) from None
+            except UnicodeDecodeError:
+                raise ValueError(utf8_error_message(path)) from None
 
 
 def read_documents(files, input_format="sentence_per_line", errors="strict"):

@@ -1,4 +1,4 @@
-"""File arguments of the data readers: paths or glob patterns, expanded in order."""
+"""File arguments of the data readers: paths or glob patterns, expanded in order, and their UTF-8 errors."""
 
 import glob
 import os
@@ -18,3 +18,18 @@ def expand_paths(files):
     if not expanded:
         raise ValueError("No input files given.")
     return expanded
+
+
+def utf8_error_message(path):
+    """A one-line message naming the first line of `path` that is not valid UTF-8 and its bytes."""
+    with open(path, "rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                bad = raw[error.start : error.end]
+                return (
+                    f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
+                    "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
+                )
+    return f"{path}: the file is not valid UTF-8; convert it to UTF-8."

@@ -1,8 +1,7 @@
 """Class names <-> class ids for classification models, saved as JSON next to a model.
 
-Pure Python (and NumPy): `BertClassifier` and `BertTokenClassifier` keep their class names here, so building,
-training and saving a classifier needs no TensorFlow. The data readers (`classification_data`,
-`token_classification_data`, `multiple_choice_data`) raise `ClassificationDataError` on a file they cannot use.
+Pure Python, so that classifiers keep their class names without TensorFlow; the data readers raise
+`ClassificationDataError` on a file they cannot use.
 """
 
 import json

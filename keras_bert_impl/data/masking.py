@@ -1,11 +1,8 @@
 """Masked-LM masking for BERT pretraining (Devlin et al., 2018, section 3.1 "Task #1: Masked LM").
 
-TensorFlow at the data edge: `MaskedLMMasker` is a Keras layer whose `call` is written in TensorFlow ops on
-purpose. It is meant to run inside `tf.data.Dataset.map`, where only TensorFlow ops can run, and it does so
-under every Keras backend (TensorFlow, JAX, torch): the layer turns off Keras' input conversion, so the
-tensors it receives and returns are TensorFlow tensors whatever the backend (the same choice keras-hub makes
-for its preprocessing layers). Being a layer gives it `get_config` / `from_config` and a place in saved
-preprocessing; nothing in it is a backend op, so it is never part of a model's compute graph.
+TensorFlow at the data edge: `MaskedLMMasker` is a Keras layer written in TensorFlow ops, to run inside
+`tf.data.Dataset.map` under every Keras backend; it turns off Keras' input conversion (as keras-hub's
+preprocessing layers do), so it takes and returns TensorFlow tensors and is never part of a model's graph.
 
 Shape legend: `B` batch, `T` tokens per sequence, `P` max predictions per sequence, `W` = T + 1 word slots.
 
@@ -28,10 +25,8 @@ Algorithm (the original `create_masked_lm_predictions`, vectorised over the batc
    whole-word collator which drops the random replacement).
 5. Outputs: positions sorted ascending, padded to `P` with position 0, id 0 and weight 0.
 
-Randomness is stateless (`tf.random.stateless_*`) keyed by a seed of shape `(2,)`: the same seed gives the
-same masks on every run and backend. `mask_dataset` keys each dataset element by a per-element seed drawn
-from `tf.data.Dataset.random`, which gives new, reproducible masks every epoch (dynamic masking) or the same
-masks every epoch (static masking).
+Randomness is stateless, keyed by a seed of shape `(2,)`: the same seed gives the same masks on every run and
+backend. `mask_dataset` gives each dataset element its own seed (dynamic or static masking).
 """
 
 import keras
@@ -43,13 +38,6 @@ REPLACEMENT_UNITS = ("word", "token")
 # anew every epoch (`mask_dataset(..., new_masks_each_epoch=True)`).
 MASKING_MODES = ("static", "dynamic")
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")
-
-
-def _read_vocabulary(vocabulary):
-    if isinstance(vocabulary, str):
-        with open(vocabulary, encoding="utf-8") as handle:
-            return [line.rstrip("\n").strip() for line in handle]
-    return list(vocabulary)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -136,11 +124,13 @@ class MaskedLMMasker(keras.layers.Layer):
         self.pad_token_id = pad_token_id
         self.vocabulary = vocabulary
         self.seed = seed
-        self._resolve_settings()
         self.built = True
-
-    def _resolve_settings(self):
-        tokens = _read_vocabulary(self.vocabulary) if self.vocabulary is not None else None
+        tokens = None
+        if isinstance(vocabulary, str):
+            with open(vocabulary, encoding="utf-8") as handle:
+                tokens = [line.rstrip("\n").strip() for line in handle]
+        elif vocabulary is not None:
+            tokens = list(vocabulary)
         ids = {token: index for index, token in enumerate(tokens)} if tokens else {}
 
         def look_up(token, purpose):
@@ -166,10 +156,7 @@ class MaskedLMMasker(keras.layers.Layer):
                 "MaskedLMMasker needs `unselectable_token_ids` (e.g. the ids of [CLS], [SEP], [PAD]) when no "
                 "`vocabulary` is given."
             )
-        if self.pad_token_id is not None:
-            self._pad_token_id = self.pad_token_id
-        else:
-            self._pad_token_id = ids.get("[PAD]", 0)
+        self._pad_token_id = self.pad_token_id if self.pad_token_id is not None else ids.get("[PAD]", 0)
         if not 0 <= self._mask_token_id < self._vocabulary_size:
             raise ValueError(
                 f"mask_token_id={self._mask_token_id} is outside the vocabulary [0, {self._vocabulary_size})."
@@ -224,37 +211,34 @@ class MaskedLMMasker(keras.layers.Layer):
 
     def call(self, inputs, seed=None):
         with tf.device("cpu"):
-            return self._mask(inputs, seed)
-
-    def _mask(self, inputs, seed):
-        features = dict(inputs) if isinstance(inputs, dict) else {"token_ids": inputs}
-        token_ids = features["token_ids"]
-        if not isinstance(token_ids, tf.RaggedTensor):
-            token_ids = tf.convert_to_tensor(token_ids)
-        unbatched = token_ids.shape.rank == 1
-        ragged = isinstance(token_ids, tf.RaggedTensor)
-        if unbatched:
-            token_ids = token_ids[tf.newaxis]
-        if ragged:
-            row_lengths = token_ids.row_lengths()
-            dense_ids = token_ids.to_tensor(default_value=tf.cast(self._pad_token_id, token_ids.dtype))
-            valid = tf.sequence_mask(row_lengths, tf.shape(dense_ids)[1])
-        else:
-            dense_ids = token_ids
-            if "padding_mask" in features:
-                padding_mask = tf.convert_to_tensor(features["padding_mask"])
-                valid = tf.cast(padding_mask[tf.newaxis] if unbatched else padding_mask, tf.bool)
+            features = dict(inputs) if isinstance(inputs, dict) else {"token_ids": inputs}
+            token_ids = features["token_ids"]
+            if not isinstance(token_ids, tf.RaggedTensor):
+                token_ids = tf.convert_to_tensor(token_ids)
+            unbatched = token_ids.shape.rank == 1
+            ragged = isinstance(token_ids, tf.RaggedTensor)
+            if unbatched:
+                token_ids = token_ids[tf.newaxis]
+            if ragged:
+                row_lengths = token_ids.row_lengths()
+                dense_ids = token_ids.to_tensor(default_value=tf.cast(self._pad_token_id, token_ids.dtype))
+                valid = tf.sequence_mask(row_lengths, tf.shape(dense_ids)[1])
             else:
-                valid = tf.not_equal(dense_ids, tf.cast(self._pad_token_id, dense_ids.dtype))
-        masked, positions, mask_ids, weights = self._mask_dense(dense_ids, valid, self._stateless_seed(seed))
-        if ragged:
-            masked = tf.RaggedTensor.from_tensor(masked, lengths=row_lengths)
-        if unbatched:
-            masked, positions, mask_ids, weights = masked[0], positions[0], mask_ids[0], weights[0]
-        features.update(
-            token_ids=masked, mask_positions=positions, mask_ids=mask_ids, mask_weights=weights
-        )
-        return features
+                dense_ids = token_ids
+                if "padding_mask" in features:
+                    padding_mask = tf.convert_to_tensor(features["padding_mask"])
+                    valid = tf.cast(padding_mask[tf.newaxis] if unbatched else padding_mask, tf.bool)
+                else:
+                    valid = tf.not_equal(dense_ids, tf.cast(self._pad_token_id, dense_ids.dtype))
+            masked, positions, mask_ids, weights = self._mask_dense(dense_ids, valid, self._stateless_seed(seed))
+            if ragged:
+                masked = tf.RaggedTensor.from_tensor(masked, lengths=row_lengths)
+            if unbatched:
+                masked, positions, mask_ids, weights = masked[0], positions[0], mask_ids[0], weights[0]
+            features.update(
+                token_ids=masked, mask_positions=positions, mask_ids=mask_ids, mask_weights=weights
+            )
+            return features
 
     def _mask_dense(self, token_ids, valid, seed):
         P = int(self.max_predictions_per_seq)
@@ -411,14 +395,10 @@ def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_para
                  epoch=None):
     """Apply `masker` to every element of `dataset` with its own reproducible stateless seed.
 
-    Each element is paired with a number from `tf.data.Dataset.random(seed)`. With `epoch` given (an int or
-    an int64 scalar tensor, as inside `tf.data.Dataset.range(n).flat_map`), the masks are keyed by
-    `(seed, epoch, element index)`: iterating the result again gives the same masks, and dynamic masks
-    (`new_masks_each_epoch`) differ from epoch to epoch (the dynamic masking of Liu et al., 2019);
-    `pretraining_dataset` masks this way. Without `epoch`, dynamic masks are redrawn (deterministically) on
-    every pass over the dataset, so a dataset iterated once per Keras epoch gets new masks per epoch. Static
-    masks (`new_masks_each_epoch=False`) are the same on every pass and every epoch. The pipeline stays
-    deterministic with parallel calls because the seeds are attached before the parallel `map`.
+    Each element is paired with a number from `tf.data.Dataset.random(seed)` before the parallel `map`, so the
+    result is deterministic. With `epoch` (an int or int64 scalar tensor) the masks are keyed by `(seed, epoch,
+    element index)`: the same on every pass, and dynamic masks (Liu et al., 2019) differ between epochs.
+    Without `epoch`, dynamic masks are redrawn on every pass. Static masks are the same on every pass.
 
     Args:
         dataset: tf.data.Dataset. Elements are dicts with `"token_ids"` (see `MaskedLMMasker`), batched or not.
@@ -426,8 +406,7 @@ def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_para
         seed: int. Seed of the per-element seeds. Defaults to `masker.seed`.
         new_masks_each_epoch: bool. Dynamic (True) or static (False) masks. Defaults to True.
         num_parallel_calls: int. Parallelism of the `map`. Defaults to `tf.data.AUTOTUNE`.
-        epoch: int, int64 scalar tensor or None. The epoch the elements belong to (see above). Defaults to
-            None (dynamic masks keyed by the pass).
+        epoch: int, int64 scalar tensor or None. The epoch the elements belong to. Defaults to None.
 
     Returns:
         A tf.data.Dataset of the masker's output dicts.

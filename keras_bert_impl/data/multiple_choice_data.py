@@ -1,17 +1,9 @@
 """Multiple-choice data (SWAG): the CSV reader and the `(contexts, endings)` a multiple-choice model packs.
 
-SWAG CSV (Zellers et al., 2018; the `regular` files `train.csv`, `val.csv`, `test.csv`): a header naming at
-least `sent1`, `sent2`, `ending0`, `ending1`, ... (two or more endings, numbered from 0) and, in labelled
-files, `label` (the index of the right ending). Other columns (`video-id`, `fold-ind`, `startphrase`,
-`gold-source`, an unnamed index column) are ignored: columns are read by name, in any order. Standard CSV
-quoting; a quoted field may span lines.
-
-`sent1` is the context and `sent2` the start of the ending that every candidate completes, so the model
-sees `[CLS] sent1 [SEP] sent2 endingN [SEP]` for choice N: the packing of Hugging Face's `run_swag.py`
-(first segment `sent1`, second `sent2 + " " + endingN`), which `multiple_choice_inputs` builds.
-
-A missing column, a row with more or fewer cells than the header, or a label that is not an ending's index
-raises `ClassificationDataError` naming the file, the line and the value.
+SWAG CSV (Zellers et al., 2018): a header naming at least `sent1`, `sent2`, `ending0`, `ending1`, ... and, in
+labelled files, `label` (the index of the right ending); other columns are ignored. Choice N is packed as
+`[CLS] sent1 [SEP] sent2 endingN [SEP]`, as Hugging Face's `run_swag.py`. A bad header, row or label raises
+`ClassificationDataError` naming the file, the line and the value.
 """
 
 import csv
@@ -56,6 +48,7 @@ class MultipleChoiceExample:
 
 
 def _ending_columns(path, header):
+    """The names of the ending columns, `ending0`, `ending1`, ... in order."""
     numbered = {int(match.group(1)): name for name in header if (match := _ENDING_COLUMN.fullmatch(name))}
     count = 0
     while count in numbered:

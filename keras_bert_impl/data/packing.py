@@ -1,22 +1,17 @@
 """Pack one or two token id segments into BERT inputs: `[CLS] A [SEP] B [SEP]`.
 
-TensorFlow at the data edge: `SegmentPacker` is written once, in TensorFlow ops (ragged tensors), so that it
-runs inside `tf.data.Dataset.map` under every Keras backend; `SegmentPacker.pack` runs the same ops eagerly on
-Python lists and returns NumPy arrays.
+TensorFlow at the data edge: `SegmentPacker` is written once, in TensorFlow ops, so that it runs inside
+`tf.data.Dataset.map` under every Keras backend; `SegmentPacker.pack` runs the same ops eagerly.
 
 Layout (Devlin et al., 2018, section 3): `[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1, padding
 (id `pad_token_id`, segment 0) has `padding_mask` False.
 
-Truncation when `len(A) + len(B)` exceeds the room (`sequence_length - 3` for pairs, `sequence_length - 2`
-alone):
-- `"longest_first"` (`run_classifier.py`): repeatedly drop the last token of the longer segment (of B on a
-  tie).
+Truncation when `len(A) + len(B)` exceeds the room (`sequence_length - 3` for pairs, `- 2` alone):
+- `"longest_first"` (`run_classifier.py`): repeatedly drop the last token of the longer segment (B on a tie).
 - `"random_front_back"` (`create_pretraining_data.py`): the same choice of segment, but each removed token
-  comes from the front or the back with probability 0.5. `truncate_pair` does it with a `random.Random` (the
-  original's draw order, used by `pretraining_instances`); `SegmentPacker` draws the coins from a counter-based hash
-  of its `seed` and the segments' content, so that a pair gets the same coins in any batch, eagerly or in
-  `tf.data`, and every pair of segments gets its own coins. Only the number of front and back removals per segment changes the
-  result, so the hash needs no sequential state.
+  comes from the front or the back with probability 0.5. `truncate_pair` draws the coins from a
+  `random.Random` (the original's order); `SegmentPacker` from a counter-based hash of its `seed` and the
+  segments' content, so a pair gets the same coins in any batch, eagerly or in `tf.data`.
 """
 
 import keras
@@ -55,9 +50,8 @@ def truncate_pair(first, second, max_tokens, truncation="longest_first", rng=Non
     if truncation == "random_front_back" and rng is None:
         raise ValueError("truncation='random_front_back' needs `rng` (a random.Random).")
     second = second or []
-    # The original removes one token at a time (`del tokens[0]` is linear: quadratic on a long segment). Only the
-    # number of front and back removals per segment matters, so count them in the same order, with the same coin
-    # per removal, and slice once.
+    # The original deletes one token at a time (quadratic on a long segment); counting the front and back
+    # removals with the same coins and slicing once gives the same result.
     kept = [len(first), len(second)]
     front = [0, 0]
     random_front_back = truncation == "random_front_back"
@@ -99,7 +93,6 @@ class SegmentPacker(keras.layers.Layer):
 
     Args:
         sequence_length: int. Output length `T` with `padding="fixed"`, and the limit on the packed length.
-            (`seq_length`, its old name, is still read, with a `DeprecationWarning`, e.g. from saved configs.)
         cls_token_id: int. Id of `[CLS]`.
         sep_token_id: int. Id of `[SEP]`.
         pad_token_id: int. Id used for padding. Defaults to 0.
@@ -155,15 +148,8 @@ class SegmentPacker(keras.layers.Layer):
         self.seed = seed
         self.built = True
 
-    def _room(self, has_second):
-        room = self.sequence_length - (3 if has_second else 2)
-        if room < (2 if has_second else 1):
-            raise ValueError(f"sequence_length={self.sequence_length} leaves no room for both segments of a pair.")
-        return room
-
     def pack(self, first, second=None):
-        """Pack Python lists (or NumPy arrays) of ids eagerly with the same TensorFlow ops as calling the layer;
-        NumPy arrays out. One implementation serves `tf.data` and eager code."""
+        """Pack Python lists (or NumPy arrays) of ids eagerly with the layer's ops; NumPy arrays out."""
         return {key: value.numpy() for key, value in self._pack_tf(first, second).items()}
 
     def __call__(self, first, second=None):
@@ -186,7 +172,9 @@ class SegmentPacker(keras.layers.Layer):
 
     def _pack_tf(self, first, second):
         has_second = second is not None
-        room = self._room(has_second)
+        room = self.sequence_length - (3 if has_second else 2)
+        if room < (2 if has_second else 1):
+            raise ValueError(f"sequence_length={self.sequence_length} leaves no room for both segments of a pair.")
         first = self._as_ragged(first)
         unbatched = first.shape.rank == 1
         if unbatched:

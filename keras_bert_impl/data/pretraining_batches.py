@@ -1,10 +1,8 @@
 """Text to batched `(x, y)` pretraining batches with `tf.data`: NSP instances streamed, padded and masked.
 
-TensorFlow at the data edge: this module builds `tf.data` pipelines. The instances are the original's
-(`pretraining_instances`); every packing and masking setting (instance length, mask rate, predictions per
-sequence, counting rule, whole-word masking, 80/10/10 rates) comes from one
-`preprocessing.BertPretrainingPreprocessor`, which `pretraining_dataset` takes as an argument (data sits below
-preprocessing: it uses the preprocessor it is given and never imports that package).
+TensorFlow at the data edge. The instances are the original's (`pretraining_instances`); every packing and
+masking setting comes from the `BertPretrainingPreprocessor` that `pretraining_dataset` is given (data sits
+below preprocessing and never imports it).
 """
 
 import tensorflow as tf
@@ -13,13 +11,6 @@ from keras_bert_impl.data.documents import as_sentence_documents, read_documents
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed
 from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
-
-
-_PAIR_SIGNATURE = {
-    "first": tf.TensorSpec([None], tf.int32),
-    "second": tf.TensorSpec([None], tf.int32),
-    "next_sentence_labels": tf.TensorSpec([], tf.int32),
-}
 
 
 def pretraining_instances_dataset(
@@ -47,12 +38,16 @@ def pretraining_instances_dataset(
     def pack(pair):
         return {**packer(pair["first"], pair["second"]), "next_sentence_labels": pair["next_sentence_labels"]}
 
-    pairs = tf.data.Dataset.from_generator(generate, output_signature=_PAIR_SIGNATURE)
+    segment = tf.TensorSpec([None], tf.int32)
+    signature = {"first": segment, "second": segment, "next_sentence_labels": tf.TensorSpec([], tf.int32)}
+    pairs = tf.data.Dataset.from_generator(generate, output_signature=signature)
     return pairs.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def to_inputs_and_targets(features):
-    """Split masked features into the `(x, y)` structure `BertPretrainer.fit` takes (README.md, "Data formats")."""
+    """Split masked features (batched or not) into the `(x, y)` structure `BertPretrainer.fit` takes (README.md,
+    "Data formats"); `next_sentence_labels` get the batch shape of `token_ids`."""
+    batch_shape = tf.shape(features["token_ids"])[:-1]
     x = {
         "token_ids": tf.cast(features["token_ids"], tf.int32),
         "segment_ids": tf.cast(features["segment_ids"], tf.int32),
@@ -62,7 +57,7 @@ def to_inputs_and_targets(features):
     y = {
         "mask_ids": tf.cast(features["mask_ids"], tf.int32),
         "mask_weights": tf.cast(features["mask_weights"], tf.float32),
-        "next_sentence_labels": tf.cast(tf.reshape(features["next_sentence_labels"], [-1]), tf.int32),
+        "next_sentence_labels": tf.cast(tf.reshape(features["next_sentence_labels"], batch_shape), tf.int32),
     }
     return x, y
 
@@ -98,19 +93,15 @@ def pretraining_dataset(
 ):
     """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
 
-    Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`, up to
-    the preprocessor's `sequence_length`), shuffles them, pads them into batches, and masks them with the
-    preprocessor's masker (`BertPretrainingPreprocessor.mask_dataset`): `"dynamic"` draws new masks every
-    epoch, `"static"` masks every instance once and keeps the mask across epochs. Works under every Keras
-    backend: the elements are plain dicts of tensors, which Keras converts for JAX and torch.
+    Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`), shuffles
+    them, pads them into batches and masks them with the preprocessor's masker: `"dynamic"` draws new masks
+    every epoch, `"static"` masks every instance once. Works under every Keras backend.
 
-    The stream is a function of `(seed, epoch)` only: it holds `epochs` epochs (endless with None) numbered
-    from `initial_epoch`; epoch `e` is shuffled and (dynamically) masked under seeds derived from
-    `(seed, e)`, and no batch spans two epochs. Iterating the dataset again gives the same batches, so a
-    run under a `tf.distribute` strategy (where Keras reads the dataset once more) or a resumed run sees
-    the same data as a single-device run. To train several epochs with new masks, build them into the
-    stream (`epochs=n` or None) and give `fit` a `steps_per_epoch`, as `keras-bert pretrain` does; a
-    one-epoch dataset fitted for several Keras epochs repeats the same masks.
+    The stream is a function of `(seed, epoch)` only: epoch `e` (of `epochs`, numbered from `initial_epoch`)
+    is shuffled and masked under seeds derived from `(seed, e)` and no batch spans two epochs, so iterating
+    again (a `tf.distribute` run, a resumed run) gives the same batches. For new masks every epoch, build the
+    epochs into the stream (`epochs=n` or None) and give `fit` a `steps_per_epoch`, as `keras-bert pretrain`
+    does.
 
     Args:
         preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer, the instance length
@@ -170,20 +161,14 @@ def pretraining_dataset(
     if masking == "static":
         # Masked one instance at a time, before shuffling: instance i always gets the same seed.
         dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)
-    width = sequence_length if padding == "fixed" else None
-    padded_shapes = {key: [width] for key in ("token_ids", "segment_ids", "padding_mask")}
-    padded_shapes["next_sentence_labels"] = []
-    padding_values = {
-        "token_ids": tf.constant(tokenizer.pad_token_id, tf.int32),
-        "segment_ids": tf.constant(0, tf.int32),
-        "padding_mask": tf.constant(False),
-        "next_sentence_labels": tf.constant(0, tf.int32),
-    }
-    if masking == "static":
-        for key, value in (("mask_positions", 0), ("mask_ids", 0), ("mask_weights", 0.0)):
-            padded_shapes[key] = [preprocessor.max_predictions_per_seq]
-            padding_values[key] = tf.constant(value, tf.float32 if key == "mask_weights" else tf.int32)
     instances = dataset
+    # The rows padded to `sequence_length` (or the longest of the batch) with [PAD], segment 0 and False; static
+    # masks have their length `P` already.
+    width = sequence_length if padding == "fixed" else None
+    padded_shapes = {key: [width] if key in ("token_ids", "segment_ids", "padding_mask") else spec.shape
+                     for key, spec in instances.element_spec.items()}
+    padding_values = {key: tf.zeros([], spec.dtype) for key, spec in instances.element_spec.items()}
+    padding_values["token_ids"] = tf.constant(tokenizer.pad_token_id, padding_values["token_ids"].dtype)
 
     def one_epoch(epoch):
         # Seeds from (seed, epoch) alone, not from how often the dataset object was iterated.

@@ -10,17 +10,11 @@ appendix A.2), draw for draw with one `random.Random(seed)`:
   another document (up to 10 tries to draw a different one; a one-document corpus reuses itself, as the
   original does) until the target is filled, and the chunk's unused sentences are put back; otherwise B is
   the rest of the chunk;
-- the pair is truncated by `truncate_pair(..., "random_front_back", rng)`; `data.packing.SegmentPacker` lays it
-  out as `[CLS] A [SEP] B [SEP]` (`pretraining_batches`, `pretraining_tfrecords`);
-- `dupe_factor` passes over the documents; the writer (`pretraining_tfrecords`) shuffles all instances at the
-  end, as the original.
-One deviation: the original draws its masks from the same `rng` while it builds instances; here masking is
-`MaskedLMMasker`'s own stateless randomness, so the instances do not depend on the masking settings. (The
-instances truncate pairs with the original's `rng`, "random_front_back", whatever a preprocessor's
-`truncation`, which applies to the text pairs it packs itself.)
-
-Plain Python: `pretraining_batches` streams these instances through `tf.data`, `pretraining_tfrecords`
-writes them to files; both pack them with the one packer.
+- the pair is truncated by `truncate_pair(..., "random_front_back", rng)` (whatever a preprocessor's
+  `truncation`) and packed by `SegmentPacker` (`pretraining_batches`, `pretraining_tfrecords`);
+- `dupe_factor` passes over the documents; the TFRecord writer shuffles all instances at the end.
+One deviation: the original draws its masks from the same `rng`; here masking has its own stateless
+randomness, so the instances do not depend on the masking settings.
 """
 
 import random
@@ -29,6 +23,7 @@ from keras_bert_impl.data.packing import truncate_pair
 
 
 def check_instance_settings(sequence_length, short_seq_prob, dupe_factor):
+    """Raise a one-line `ValueError` for a setting no instance can be made with."""
     if int(sequence_length) < 5:
         raise ValueError(f"sequence_length must be at least 5 ([CLS] a [SEP] b [SEP]), got {sequence_length}.")
     if not 0.0 <= short_seq_prob <= 1.0:

@@ -1,19 +1,21 @@
 """Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
 
-TensorFlow at the data edge: this module reads and writes TFRecord files. `write_pretraining_tfrecords` makes
-the original's instances (`pretraining_instances`) from text files with the packing and masking settings of
-one `preprocessing.BertPretrainingPreprocessor`; `pretraining_tfrecord_settings` records those settings beside
-the shards.
+TensorFlow at the data edge. The instances are the original's (`pretraining_instances`), packed and masked
+with the settings of one `BertPretrainingPreprocessor`; `write_pretraining_settings` records those
+settings beside the shards, in `{output_prefix}.settings.json`.
 
 TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
-padded to `sequence_length`: `input_ids`, `input_mask`, `segment_ids` (int64 `[sequence_length]`),
+padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64 `[T]`),
 `next_sentence_labels` (int64 `[1]`, 0 = IsNext, 1 = random next), and with static masking
-`masked_lm_positions`, `masked_lm_ids` (int64 `[max_predictions_per_seq]`), `masked_lm_weights` (float
-`[max_predictions_per_seq]`).
+`masked_lm_positions`, `masked_lm_ids` (int64 `[P]`), `masked_lm_weights` (float `[P]`),
+`P` = `max_predictions_per_seq`.
 """
 
+import json
 import logging
+import os
 import random
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -23,20 +25,30 @@ from keras_bert_impl.data.file_patterns import expand_paths
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
 from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, to_inputs_and_targets
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
-from keras_bert_impl.data.pretraining_tfrecord_settings import SETTINGS_SUFFIX
-from keras_bert_impl.utils.atomic_io import atomic_path
+from keras_bert_impl.utils.atomic_io import atomic_path, atomic_write_json
 
 logger = logging.getLogger(__name__)
 
+SETTINGS_SUFFIX = ".settings.json"
+_SHARD_NAME = re.compile(r"^(.*)-\d{5}-of-\d{5}\.tfrecord$")
+_SETTINGS_FORMAT = "keras_bert_impl.pretraining_tfrecords"
 _MASKING_BATCH = 256  # instances masked together when writing static masks
+# TFRecord feature name -> the feature it holds: the packed rows, then the static masks.
+_PACKED_RECORD_NAMES = {"input_ids": "token_ids", "input_mask": "padding_mask", "segment_ids": "segment_ids"}
+_MASK_RECORD_NAMES = {"masked_lm_positions": "mask_positions", "masked_lm_ids": "mask_ids",
+                      "masked_lm_weights": "mask_weights"}
 
 
-def _int64_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+def _record_names(static):
+    return {**_PACKED_RECORD_NAMES, **(_MASK_RECORD_NAMES if static else {})}
 
 
-def _float_feature(values):
-    return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+def _feature(values):
+    """A TFRecord feature holding a row of floats or integers (bools as 0 / 1)."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64)))
 
 
 def _serialized_records(instances, preprocessor, static, seed):
@@ -44,36 +56,15 @@ def _serialized_records(instances, preprocessor, static, seed):
     by its masker, in fixed-size groups (each group's stateless seed: `[seed, group]`)."""
     for group_index, group_start in enumerate(range(0, len(instances), _MASKING_BATCH)):
         group = instances[group_start : group_start + _MASKING_BATCH]
-        packed = preprocessor.packer.pack([instance["first"] for instance in group],
-                                          [instance["second"] for instance in group])
-        token_ids, segment_ids, input_mask = packed["token_ids"], packed["segment_ids"], packed["padding_mask"]
-        masked = None
+        rows = preprocessor.packer.pack([instance["first"] for instance in group],
+                                        [instance["second"] for instance in group])
         if static:
-            masked = {key: np.asarray(value) for key, value in preprocessor.mask(
-                {"token_ids": token_ids, "padding_mask": input_mask}, seed=tf.constant([seed, group_index], tf.int64)
-            ).items()}
-            token_ids = masked["token_ids"]
+            masked = preprocessor.mask(rows, seed=tf.constant([seed, group_index], tf.int64))
+            rows = {key: np.asarray(value) for key, value in masked.items()}
         for row, instance in enumerate(group):
-            features = {
-                "input_ids": _int64_feature(token_ids[row]),
-                "input_mask": _int64_feature(input_mask[row].astype(np.int64)),
-                "segment_ids": _int64_feature(segment_ids[row]),
-                "next_sentence_labels": _int64_feature([instance["next_sentence_labels"]]),
-            }
-            if masked is not None:
-                features["masked_lm_positions"] = _int64_feature(masked["mask_positions"][row])
-                features["masked_lm_ids"] = _int64_feature(masked["mask_ids"][row])
-                features["masked_lm_weights"] = _float_feature(masked["mask_weights"][row])
+            features = {record_name: _feature(rows[name][row]) for record_name, name in _record_names(static).items()}
+            features["next_sentence_labels"] = _feature([instance["next_sentence_labels"]])
             yield tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
-
-
-def _write_shard_atomically(path, records):
-    """Write a TFRecord file under a temporary name in the same folder, fsync it, then rename it into place
-    (`utils.atomic_io.atomic_path`): a crash leaves the previous shard, never a truncated one."""
-    with atomic_path(path) as temporary:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            for record in records:
-                writer.write(record)
 
 
 def write_pretraining_tfrecords(
@@ -91,17 +82,14 @@ def write_pretraining_tfrecords(
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
     All instances are made (`dupe_factor` passes), shuffled, and dealt round-robin over the shards as the
-    original does. Each shard is written under a temporary name and renamed into place when complete.
-    `write_pretraining_settings` records the preprocessor's settings beside the shards (`keras-bert
-    create-data` does), so that training reads them back.
+    original does; each shard is written atomically. `write_pretraining_settings` records the settings.
 
     Args:
         input_files: str or list of str. Text files (glob patterns allowed), in a format of
             `documents.read_documents`.
         output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
-        preprocessor: `BertPretrainingPreprocessor`: its tokenizer tokenizes the sentences, its packer
-            lays out the instances at its `sequence_length` (the record length), and with static masking its
-            masker (`mask_rate`, `max_predictions_per_seq`, counting, whole-word masking, ...) writes the masks.
+        preprocessor: `BertPretrainingPreprocessor`: its tokenizer, packer (`sequence_length`, the record
+            length) and, with static masking, its masker make the records.
         num_shards: int. Number of output files. Defaults to 1.
         masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
             unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
@@ -130,32 +118,25 @@ def write_pretraining_tfrecords(
     for shard_index, path in enumerate(paths):
         shard = instances[shard_index::num_shards]
         # Each shard masks with its own seed stream, so a shard's masks do not depend on the shard count.
-        _write_shard_atomically(
-            path,
-            _serialized_records(shard, preprocessor, masking == "static", seed + shard_index),
-        )
+        with atomic_path(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+            for record in _serialized_records(shard, preprocessor, masking == "static", seed + shard_index):
+                writer.write(record)
         logger.info("Wrote %d instances to %s.", len(shard), path)
     return paths
 
 
 def _record_features(sequence_length, max_predictions_per_seq, static):
-    features = {
-        "input_ids": tf.io.FixedLenFeature([sequence_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([sequence_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([sequence_length], tf.int64),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
-    if static:
-        features.update(
-            masked_lm_positions=tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-            masked_lm_ids=tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-            masked_lm_weights=tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-        )
+    """The `tf.io.parse_example` features of a record."""
+    features = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
+    for record_name in _record_names(static):
+        length = sequence_length if record_name in _PACKED_RECORD_NAMES else max_predictions_per_seq
+        dtype = tf.float32 if record_name == "masked_lm_weights" else tf.int64
+        features[record_name] = tf.io.FixedLenFeature([length], dtype)
     return features
 
 
-def _check_record_layout(path, sequence_length, max_predictions_per_seq, static):
-    """Compare the first record of `path` with the expected layout, so a mismatch is named, not a parse error."""
+def _check_record_layout(path, features):
+    """Compare the first record of `path` with the expected `features`, so a mismatch is named, not a parse error."""
     try:
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.DataLossError:
@@ -166,14 +147,12 @@ def _check_record_layout(path, sequence_length, max_predictions_per_seq, static)
     if first is None:
         raise ValueError(f"{path} holds no records.")
     feature = tf.train.Example.FromString(first.numpy()).features.feature
-    expected = {"input_ids": sequence_length, "input_mask": sequence_length, "segment_ids": sequence_length}
-    if static:
-        expected.update(masked_lm_positions=max_predictions_per_seq, masked_lm_ids=max_predictions_per_seq)
-    for name, length in expected.items():
+    for name, expected in features.items():
         if name not in feature:
             hint = " (unmasked records need `masker=` for dynamic masking)" if name.startswith("masked_lm") else ""
             raise ValueError(f"{path}: records have no {name!r} feature{hint}.")
-        found = len(feature[name].int64_list.value)
+        found = len(feature[name].int64_list.value) + len(feature[name].float_list.value)
+        length = expected.shape[0]
         if found != length:
             raise ValueError(
                 f"{path}: feature {name!r} has length {found}, expected {length}; pass the sequence_length / "
@@ -197,11 +176,12 @@ def read_pretraining_tfrecords(
 ):
     """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`.
 
+    The stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s.
+
     Args:
         file_pattern: str or list of str. Shard paths or glob patterns.
         batch_size: int. Batch size `B`.
-        sequence_length: int. `T`, the records' length (`max_seq_length`, its old name, still works,
-            deprecated). Defaults to 128.
+        sequence_length: int. `T`, the records' length. Defaults to 128.
         max_predictions_per_seq: int. `P` of statically masked records. Defaults to 20.
         masker: MaskedLMMasker, BertPretrainingPreprocessor (its masker) or None. None reads the masks stored
             in the records (static); a masker masks unmasked records anew every epoch (dynamic). Defaults to
@@ -211,18 +191,11 @@ def read_pretraining_tfrecords(
         shuffle_buffer_size: int. Records in the shuffle buffer. Defaults to 10000.
         drop_remainder: bool. Drop a last partial batch. Defaults to True.
         seed: int. Seed of the shuffles and the dynamic masks. Defaults to 12345.
-        vocabulary_size: int or None. The model's vocabulary size: every batch's `input_ids` (and
-            `masked_lm_ids`) are checked to lie in `[0, vocabulary_size)`, and iterating a batch that does not
-            raises `tf.errors.InvalidArgumentError` naming the field, the id and the limit (records written with
-            another, larger vocabulary would otherwise gather garbage embeddings). None: no check. Defaults to
-            None.
+        vocabulary_size: int or None. The model's vocabulary size: a batch with an `input_ids` (or
+            `masked_lm_ids`) id outside `[0, vocabulary_size)` raises `tf.errors.InvalidArgumentError` naming
+            the field and the limit (records of another vocabulary). None: no check. Defaults to None.
         epochs: int or None. Epochs in the stream; None repeats without end. Defaults to 1.
         initial_epoch: int. Number of the first epoch. Defaults to 0.
-
-    The stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s: epoch `e` is shuffled and
-    dynamically masked under seeds derived from `(seed, e)`, no batch spans two epochs, and iterating the
-    dataset again gives the same batches (a `tf.distribute` run, which reads it once more, and a resumed
-    run see the data a single-device run sees).
 
     Returns:
         tf.data.Dataset of `(x, y)`: x `{"token_ids", "segment_ids", "padding_mask", "mask_positions"}`, y
@@ -235,26 +208,18 @@ def read_pretraining_tfrecords(
     if not files:
         raise ValueError(f"No TFRecord shards in {file_pattern!r}.")
     masker = getattr(masker, "masker", masker)  # a BertPretrainingPreprocessor masks with its masker
-    _check_record_layout(files[0], sequence_length, max_predictions_per_seq, static=masker is None)
-    features = _record_features(sequence_length, max_predictions_per_seq, static=masker is None)
+    static = masker is None
+    features = _record_features(sequence_length, max_predictions_per_seq, static)
+    _check_record_layout(files[0], features)
 
     def parse(serialized):
         record = tf.io.parse_example(serialized, features)
         if vocabulary_size is not None:
-            checked = ["input_ids"] + (["masked_lm_ids"] if masker is None else [])
+            checked = ["input_ids"] + (["masked_lm_ids"] if static else [])
             record = _check_token_ids(record, checked, int(vocabulary_size), file_pattern)
-        parsed = {
-            "token_ids": record["input_ids"],
-            "segment_ids": record["segment_ids"],
-            "padding_mask": tf.cast(record["input_mask"], tf.bool),
-            "next_sentence_labels": record["next_sentence_labels"],
-        }
-        if masker is None:
-            parsed.update(
-                mask_positions=record["masked_lm_positions"],
-                mask_ids=record["masked_lm_ids"],
-                mask_weights=record["masked_lm_weights"],
-            )
+        parsed = {name: record[record_name] for record_name, name in _record_names(static).items()}
+        parsed["padding_mask"] = tf.cast(parsed["padding_mask"], tf.bool)
+        parsed["next_sentence_labels"] = record["next_sentence_labels"]
         return parsed
 
     def one_epoch(epoch):
@@ -272,9 +237,8 @@ def read_pretraining_tfrecords(
                                       reshuffle_each_iteration=False)
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
         dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        if masker is not None:
-            dataset = mask_dataset(dataset.map(_cast_token_ids), masker, seed=seed, new_masks_each_epoch=True,
-                                   epoch=epoch)
+        if not static:
+            dataset = mask_dataset(dataset, masker, seed=seed, new_masks_each_epoch=True, epoch=epoch)
         return dataset
 
     dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
@@ -302,5 +266,60 @@ def _check_token_ids(record, names, vocabulary_size, file_pattern):
         return {key: tf.identity(value) if key in names else value for key, value in record.items()}
 
 
-def _cast_token_ids(features):
-    return {**features, "token_ids": tf.cast(features["token_ids"], tf.int32)}
+def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
+    """Record beside the shards of `output_prefix` how they were made, written atomically.
+
+    The JSON holds `masking` (`"static"` / `"dynamic"`), `preprocessor` (`BertPretrainingPreprocessor.settings()`:
+    the record length and every masking setting), `vocabulary_size`, and `details` (e.g. `dupe_factor`,
+    `seed`). `read_pretraining_settings` reads it back from the shards' paths.
+
+    Returns:
+        str, the path written.
+    """
+    if masking not in MASKING_MODES:
+        raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
+    path = os.fspath(output_prefix) + SETTINGS_SUFFIX  # a name the shards' glob `{output_prefix}-*` misses
+    atomic_write_json(path, {
+        "format": _SETTINGS_FORMAT,
+        "masking": masking,
+        "preprocessor": preprocessor.settings(),
+        "vocabulary_size": preprocessor.tokenizer.vocabulary_size(),
+        **details,
+    })
+    return path
+
+
+def read_pretraining_settings(file_pattern):
+    """The settings `write_pretraining_settings` recorded for the TFRecord shards `file_pattern` names.
+
+    Args:
+        file_pattern: str or list of str. Shard paths or glob patterns, as `read_pretraining_tfrecords` takes.
+
+    Returns:
+        dict (the JSON, with `"path"`, the file it came from), or None when the shards have no settings file
+        (records of the original `create_pretraining_data.py`, or written by the library alone). Shards of
+        several prefixes whose settings differ raise `ValueError`.
+    """
+    found = {}
+    for path in expand_paths(file_pattern):
+        match = _SHARD_NAME.match(path)
+        candidate = path if path.endswith(SETTINGS_SUFFIX) else (match.group(1) + SETTINGS_SUFFIX if match else None)
+        if candidate is not None and candidate not in found and os.path.isfile(candidate):
+            with open(candidate, encoding="utf-8") as handle:
+                try:
+                    document = json.load(handle)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{candidate}: malformed settings JSON ({error}).") from None
+            if not isinstance(document, dict) or document.get("format") != _SETTINGS_FORMAT:
+                raise ValueError(f"{candidate} is not a pretraining settings file (no format {_SETTINGS_FORMAT!r}).")
+            found[candidate] = document
+    if not found:
+        return None
+    (first_path, first), *others = found.items()
+    for path, document in others:
+        if document != first:
+            raise ValueError(
+                f"The TFRecords {file_pattern!r} were written with different settings ({first_path} and {path}); "
+                "read them separately."
+            )
+    return {**first, "path": first_path}

@@ -14,13 +14,10 @@ _ABBREVIATIONS = frozenset(
 def split_sentences(text):
     """Split a document into sentences with a small rule-based splitter.
 
-    A sentence ends at `.`, `!` or `?` (one or more, with any closing quotes or brackets after them) when
-    whitespace and then a letter that is not lowercase (uppercase, or from a caseless script such as CJK)
-    or a digit follow (optionally behind an opening quote or bracket), unless the `.` ends a common
-    abbreviation ("Mr.", "e.g.", "etc.", month names, ...) or a single capital letter (an initial:
-    "J. Smith"). The CJK marks `。！？` end a sentence wherever they stand. It is
-    meant for BERT's sentence pairs, where an occasional wrong split only shifts a chunk boundary; use a
-    trained splitter and the `"sentence_per_line"` format when precision matters.
+    A sentence ends at `.`, `!` or `?` (with any closing quotes or brackets) followed by whitespace and a
+    digit or a letter that is not lowercase (perhaps behind an opening quote), unless the `.` ends a common
+    abbreviation ("Mr.", "e.g.", month names, ...) or an initial ("J. Smith"); `。！？` always end one. Good
+    enough for BERT's sentence pairs; use a trained splitter and `"sentence_per_line"` for precision.
 
     Args:
         text: str. One document.

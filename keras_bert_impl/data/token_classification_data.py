@@ -1,15 +1,9 @@
-"""Token classification (NER) data: CoNLL column files and the tag vocabulary.
+"""Token classification (NER) data: CoNLL column files and the tag vocabulary (pure Python).
 
-A CoNLL file holds one word per line with its columns separated by spaces or tabs: `word TAG` (the shared
-CoNLL-2003 copy) or the original four columns `word POS CHUNK TAG`; the last column is the tag. A blank line
-ends a sentence; `-DOCSTART-` lines (document boundaries of the original release) are skipped. Tags are IOB1
-(an entity starts with `I-` unless it follows one of the same type) or IOB2 (every entity starts with
-`B-`); both are read into IOB2 (`metrics.to_iob2`), the scheme the models predict.
-
-Bad input raises `ClassificationDataError` (a `ValueError`) naming the file and line: a row without a tag
-column, a tag that is not `O` / `B-<type>` / `I-<type>`, text that is not UTF-8, a file without sentences.
-
-Pure Python: reading needs no TensorFlow.
+A CoNLL file holds one word per line, columns separated by spaces or tabs (`word TAG`, or `word POS CHUNK TAG`;
+the tag is the last column); a blank line ends a sentence and `-DOCSTART-` lines are skipped. IOB1 and IOB2
+tags are both read into IOB2, the scheme the models predict. Bad input raises `ClassificationDataError`
+naming the file and line.
 """
 
 import dataclasses
@@ -46,6 +40,7 @@ class TaggedSentence:
 
 
 def _sentence(rows, path):
+    """A `TaggedSentence` of `(line, word, tag)` rows."""
     words = tuple(word for _, word, _ in rows)
     tags = tuple(to_iob2([tag for _, _, tag in rows]))
     return TaggedSentence(words, tags, path, rows[0][0])
@@ -101,10 +96,8 @@ def read_conll_sentences(path):
 
 
 def tag_vocabulary(sentences):
-    """The IOB2 tags of every entity type in `sentences`: "O", then `B-<type>`, `I-<type>` by sorted type.
-
-    Both tags of a type are included even if the data never uses its `I-` tag, so that a model trained on a
-    sample can still tag longer entities.
+    """The IOB2 tags of every entity type in `sentences`: "O", then `B-<type>`, `I-<type>` by sorted type (both,
+    even if the data never uses the `I-` tag).
 
     Example:
     >>> tag_vocabulary([TaggedSentence(("Paris", "EU"), ("B-LOC", "B-ORG"))]).labels

@@ -1,14 +1,9 @@
 """Entity-level precision, recall and F1 over IOB tag sequences, with the conlleval convention.
 
-CoNLL-2003 NER is scored on entities (chunks), not on tags: an entity counts as found only when a predicted
-chunk has exactly the gold chunk's words and type. Chunks are read from tags as the official `conlleval`
-script reads them (and `seqeval`'s default mode, which copies it): a chunk starts at a `B-` tag, or at an
-`I-` tag whose previous tag is `O` or of another type (so IOB1 and IOB2 sequences, and IOB2 predictions that
-break the scheme, are all read the same way), and continues over the following `I-` tags of its type.
-
-Pure Python: the training loop, the CLI and the tests use it without TensorFlow. Precision is correct chunks
-over predicted chunks, recall correct chunks over gold chunks (micro-averaged over all sentences and types),
-each 0.0 when its denominator is 0, F1 their harmonic mean (0.0 when both are 0), as conlleval and seqeval.
+CoNLL-2003 NER is scored on entities: a predicted chunk counts only with exactly the gold chunk's words and
+type. Chunks are read as `conlleval` (and `seqeval`'s default mode) reads them: a chunk starts at a `B-` tag,
+or at an `I-` tag after `O` or another type (so IOB1, IOB2 and broken IOB2 read alike), and continues over
+the following `I-` tags of its type. Pure Python; micro-averaged, a ratio with denominator 0 is 0.0.
 """
 
 import dataclasses
@@ -87,8 +82,9 @@ def _ratio(numerator, denominator):
     return numerator / denominator if denominator else 0.0
 
 
-def _f1(precision, recall):
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+def _precision_recall_f1(correct, predicted, gold):
+    precision, recall = _ratio(correct, predicted), _ratio(correct, gold)
+    return precision, recall, _ratio(2 * precision * recall, precision + recall)
 
 
 def entity_scores(gold_tags, predicted_tags):
@@ -125,14 +121,10 @@ def entity_scores(gold_tags, predicted_tags):
             count[2] += chunk in gold_chunks
         words += len(gold)
         correct_words += sum(g == p for g, p in zip(gold, predicted))
-    correct, predicted_count, gold_count = (sum(count[i] for count in counts.values()) for i in range(3))
-    precision, recall = _ratio(correct, predicted_count), _ratio(correct, gold_count)
-    scores = {"precision": precision, "recall": recall, "f1": _f1(precision, recall),
-              "accuracy": _ratio(correct_words, words)}
+    names = ("precision", "recall", "f1")
+    totals = (sum(count[i] for count in counts.values()) for i in range(3))
+    scores = dict(zip(names, _precision_recall_f1(*totals)), accuracy=_ratio(correct_words, words))
     for entity_type in sorted(counts):
-        type_correct, type_predicted, type_gold = counts[entity_type]
-        type_precision, type_recall = _ratio(type_correct, type_predicted), _ratio(type_correct, type_gold)
-        scores[f"{entity_type}_precision"] = type_precision
-        scores[f"{entity_type}_recall"] = type_recall
-        scores[f"{entity_type}_f1"] = _f1(type_precision, type_recall)
+        for name, value in zip(names, _precision_recall_f1(*counts[entity_type])):
+            scores[f"{entity_type}_{name}"] = value
     return scores

@@ -1,11 +1,8 @@
 """GLUE evaluation metrics in NumPy: accuracy, binary F1, Matthews correlation, Pearson and Spearman.
 
-Which GLUE task reports what (Wang et al., 2018; `run_classifier.py` reports accuracy everywhere):
-accuracy for all classification tasks, F1 for MRPC and QQP, Matthews correlation for CoLA, Pearson and
-Spearman correlation for STS-B. The values match scikit-learn's `accuracy_score`, `f1_score`,
-`matthews_corrcoef` and SciPy's `pearsonr`, `spearmanr`, including their degenerate cases: F1 and Matthews
-correlation are 0.0 when undefined (no positive predictions and labels; a constant column), Pearson and
-Spearman are NaN for constant inputs, and Spearman ranks ties by their average rank.
+`GLUE_TASK_METRICS` says which task reports what (Wang et al., 2018). Every metric takes `labels` and
+`predictions`, array-likes `(N,)` of class ids (scores for the correlations), and matches scikit-learn /
+SciPy, degenerate cases included (F1 and Matthews 0.0 when undefined, correlations NaN for constant input).
 """
 
 import numpy as np
@@ -34,14 +31,7 @@ def _paired(labels, predictions, dtype=None):
 
 
 def accuracy(labels, predictions):
-    """Fraction of predictions equal to the labels.
-
-    Args:
-        labels: array-like `(N,)`. Gold class ids.
-        predictions: array-like `(N,)`. Predicted class ids (e.g. `argmax` of the logits).
-
-    Returns:
-        float in [0, 1].
+    """Fraction of predictions equal to the labels, a float in [0, 1].
 
     Example:
     >>> accuracy([0, 1, 1, 0], [0, 1, 0, 0])
@@ -52,15 +42,11 @@ def accuracy(labels, predictions):
 
 
 def f1(labels, predictions, positive_label=1):
-    """Binary F1 of the positive class: 2 * precision * recall / (precision + recall).
+    """Binary F1 of the positive class, 2 * precision * recall / (precision + recall): a float in [0, 1], 0.0
+    without true positives.
 
     Args:
-        labels: array-like `(N,)`. Gold class ids.
-        predictions: array-like `(N,)`. Predicted class ids.
         positive_label: int. The positive class. Defaults to 1.
-
-    Returns:
-        float in [0, 1]; 0.0 when there are no true positives (scikit-learn's value).
 
     Example:
     >>> round(f1([1, 1, 0, 0], [1, 0, 1, 0]), 4)
@@ -76,14 +62,8 @@ def f1(labels, predictions, positive_label=1):
 
 
 def matthews_correlation(labels, predictions):
-    """Matthews correlation coefficient, multi-class (Gorodkin's R_K), as scikit-learn computes it.
-
-    Args:
-        labels: array-like `(N,)`. Gold class ids.
-        predictions: array-like `(N,)`. Predicted class ids.
-
-    Returns:
-        float in [-1, 1]; 0.0 when undefined (all labels or all predictions one class).
+    """Matthews correlation coefficient, multi-class (Gorodkin's R_K): a float in [-1, 1], 0.0 when undefined
+    (all labels or all predictions one class).
 
     Example:
     >>> round(matthews_correlation([1, 1, 0, 0], [1, 0, 0, 0]), 4)
@@ -107,14 +87,7 @@ def matthews_correlation(labels, predictions):
 
 
 def pearson_correlation(labels, predictions):
-    """Pearson correlation coefficient.
-
-    Args:
-        labels: array-like `(N,)`. Gold scores.
-        predictions: array-like `(N,)`. Predicted scores.
-
-    Returns:
-        float in [-1, 1]; NaN when either input is constant (as SciPy) or N < 2.
+    """Pearson correlation coefficient of scores: a float in [-1, 1], NaN when either input is constant or N < 2.
 
     Example:
     >>> round(pearson_correlation([1.0, 2.0, 3.0], [2.0, 4.0, 7.0]), 4)
@@ -152,14 +125,7 @@ def average_ranks(values):
 
 
 def spearman_correlation(labels, predictions):
-    """Spearman rank correlation: Pearson correlation of the average ranks.
-
-    Args:
-        labels: array-like `(N,)`. Gold scores.
-        predictions: array-like `(N,)`. Predicted scores.
-
-    Returns:
-        float in [-1, 1]; NaN when either input is constant.
+    """Spearman rank correlation, the Pearson correlation of the average ranks: NaN when either input is constant.
 
     Example:
     >>> round(spearman_correlation([1.0, 2.0, 3.0], [2.0, 4.0, 70.0]), 6)

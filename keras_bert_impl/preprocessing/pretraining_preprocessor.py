@@ -14,6 +14,7 @@ import keras.utils
 import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
+from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
 from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
 from keras_bert_impl.preprocessing.preprocessor import (
     DEFAULT_BATCH_SIZE,
@@ -180,23 +181,8 @@ class BertPretrainingPreprocessor(Preprocessor):
                 second = self.tokenize(second, "x[1]")
             packed = self.packer(first, second)  # each (B, T)
         masked = self.masker(packed, seed=seed)
-        token_ids = tf.cast(masked["token_ids"], tf.int32)
-        batch_shape = tf.shape(token_ids)[:-1]
-        if y is None:
-            labels = tf.zeros(batch_shape, tf.int32)
-        else:
-            labels = tf.reshape(tf.cast(y, tf.int32), batch_shape)
-        inputs = {
-            "token_ids": token_ids,
-            "segment_ids": tf.cast(masked["segment_ids"], tf.int32),
-            "padding_mask": tf.cast(masked["padding_mask"], tf.bool),
-            "mask_positions": masked["mask_positions"],
-        }
-        targets = {
-            "mask_ids": masked["mask_ids"],
-            "mask_weights": masked["mask_weights"],
-            "next_sentence_labels": labels,
-        }
+        labels = tf.zeros(tf.shape(masked["token_ids"])[:-1], tf.int32) if y is None else y
+        inputs, targets = to_inputs_and_targets({**masked, "next_sentence_labels": labels})
         return keras.utils.pack_x_y_sample_weight(inputs, targets, sample_weight)
 
     def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):

@@ -1,8 +1,7 @@
 """BERT's WordPiece tokenizer (Devlin et al., 2018), on tensorflow-text's fast WordPiece op.
 
-TensorFlow at the data edge: this module imports `tensorflow` and `tensorflow_text` on purpose. The
-tokenizer runs inside `tf.data.Dataset.map` and `tf.function` (so it can also live in an exported
-SavedModel) whatever the Keras backend; models never import it.
+TensorFlow at the data edge: the tokenizer runs inside `tf.data.Dataset.map`, `tf.function` and exported
+SavedModels whatever the Keras backend; models never import it.
 
 The algorithm is the original `tokenization.py` of google-research/bert, expressed as TF string ops:
 
@@ -15,20 +14,16 @@ The algorithm is the original `tokenization.py` of google-research/bert, express
 5. WordPiece: greedy longest match first, continuation pieces prefixed "##"; a word longer than
    `max_input_chars_per_word` (200) characters, or one that cannot be matched completely, becomes one [UNK].
 
-Steps 1-4 are regular expressions and ICU normalisation; step 5 is `tensorflow_text.FastWordpieceTokenizer`
-on pre-split words. tensorflow-text's own end-to-end BERT tokenizers differ from the original (NFKC case
-folding, control characters as spaces, a 100-byte word limit), which is why the splitting and
-normalisation are done here.
+Steps 1-4 are regular expressions and ICU normalisation (tensorflow-text's own BERT tokenizers differ: NFKC
+case folding, control characters as spaces, a 100-byte word limit); step 5 is `FastWordpieceTokenizer`.
 
-Fast path (`tokenize_tensor` and `tokenize`, not the offsets): a line made only of printable ASCII and
-`\\t \\n \\r` needs none of steps 1-2 and 4 except lowercasing, and on it every rule above is the plain ASCII
-one: whitespace is `\\t \\n \\r` and space, punctuation the four ASCII ranges, no CJK, one byte per character.
-Such lines are lowercased byte-wise and go through one end-to-end `FastWordpieceTokenizer` op (its own
-whitespace / punctuation split, with the 200-character limit as 200 bytes), which gives the same ids as
-steps 1-5 at a third or less of the cost; every other line of the batch takes steps 1-5. A batch is
-partitioned line by line and the results put back in order, so the output does not depend on the mix.
+Fast path (`tokenize_tensor`, `tokenize`; not the offsets): on a line of printable ASCII and `\\t \\n \\r`, steps
+1-4 reduce to lowercasing and the plain ASCII rules, so such lines go through one end-to-end
+`FastWordpieceTokenizer` op (the same ids at a third of the cost); the other lines of a batch take steps 1-5
+and the rows are put back in order.
 """
 
+import functools
 import json
 import os
 
@@ -49,6 +44,13 @@ MASK_TOKEN = "[MASK]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 
 CONTINUATION_PREFIX = "##"
+# `tokenizer_config.json` keys (Hugging Face's names) -> constructor arguments.
+_CONFIG_ARGUMENTS = {
+    "do_lower_case": "lowercase",
+    "strip_accents": "strip_accents",
+    "tokenize_chinese_chars": "tokenize_chinese_chars",
+    "max_input_chars_per_word": "max_input_chars_per_word",
+}
 
 # RE2 character classes. RE2's `\s` includes \f and \v, which the original deletes as control
 # characters instead, so whitespace is spelled out.
@@ -177,16 +179,10 @@ def split_words(text, lowercase=True, strip_accents=None, tokenize_chinese_chars
     return tf.RaggedTensor.from_row_splits(normalized, row_splits, validate=False)
 
 
-def _wordpiece_words(normalized_words, wordpiece, max_chars):
-    """Flat normalized words `(W,)` -> ragged piece ids and piece byte offsets within each word."""
+def _long_words_as_unk(normalized_words, max_chars):
+    """Words longer than `max_chars` characters become "[UNK]", which FastWordpiece maps to one [UNK] id."""
     too_long = tf.strings.length(normalized_words, unit="UTF8_CHAR") > max_chars
-    # FastWordpiece maps the [UNK] string itself to exactly one [UNK] id.
-    words = tf.where(too_long, tf.constant(UNK_TOKEN), normalized_words)
-    ids, piece_starts, piece_ends = wordpiece.tokenize_with_offsets(words)
-    piece_too_long = tf.gather(too_long, ids.value_rowids())
-    word_lengths = tf.gather(tf.cast(tf.strings.length(normalized_words), tf.int64), ids.value_rowids())
-    piece_ends = ids.with_flat_values(tf.where(piece_too_long, word_lengths, piece_ends.flat_values))
-    return ids, piece_starts, piece_ends
+    return tf.where(too_long, tf.constant(UNK_TOKEN), normalized_words), too_long
 
 
 def _tokenize_general(batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
@@ -194,9 +190,7 @@ def _tokenize_general(batch, wordpiece, max_chars, lowercase, strip_accents, tok
     _, normalized, _, row_splits = _split_and_normalize(
         _valid_utf8(batch), lowercase, strip_accents, tokenize_chinese_chars
     )
-    too_long = tf.strings.length(normalized, unit="UTF8_CHAR") > max_chars
-    # FastWordpiece maps the [UNK] string itself to exactly one [UNK] id.
-    ids = wordpiece.tokenize(tf.where(too_long, tf.constant(UNK_TOKEN), normalized))
+    ids = wordpiece.tokenize(_long_words_as_unk(normalized, max_chars)[0])
     return ids.flat_values, tf.gather(ids.row_splits, row_splits)
 
 
@@ -208,18 +202,13 @@ def _tokenize_fast(batch, fast_wordpiece, lowercase):
     return ids.flat_values, ids.row_splits
 
 
-def _tokenize_batch(
-    batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars, fast_wordpiece=None
-):
-    """Text `(B,)` -> int32 ids `(B, None)`; printable-ASCII lines take the fast path if `fast_wordpiece`.
+def _tokenize_batch(batch, wordpiece, fast_wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
+    """Text `(B,)` -> int32 ids `(B, None)`; printable-ASCII lines take the fast path.
 
     Written for few graph nodes: in `tf.data` every node costs about a microsecond per batch, whether it runs
     or sits in the untaken branch of a `tf.cond`, which matters as much as the ops' own work on short lines.
     """
     settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
-    if fast_wordpiece is None:
-        values, row_splits = _tokenize_general(batch, wordpiece, *settings)
-        return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
     is_fast = tf.strings.regex_full_match(batch, _FAST_PATH_LINE)
 
     def mixed():
@@ -249,8 +238,13 @@ def _tokenize_with_offsets_batch(batch, wordpiece, max_chars, lowercase, strip_a
     words, normalized, word_starts, row_splits = _split_and_normalize(
         _valid_utf8(batch), lowercase, strip_accents, tokenize_chinese_chars
     )
-    ids, piece_starts, piece_ends = _wordpiece_words(normalized, wordpiece, max_chars)
+    unk_or_words, too_long = _long_words_as_unk(normalized, max_chars)
+    ids, piece_starts, piece_ends = wordpiece.tokenize_with_offsets(unk_or_words)
     piece_word = ids.value_rowids()  # (P,) word index of every piece
+    normalized_lengths = tf.cast(tf.strings.length(normalized), tf.int64)
+    # An [UNK] for a too long word spans the whole word.
+    piece_ends = tf.where(tf.gather(too_long, piece_word), tf.gather(normalized_lengths, piece_word),
+                          piece_ends.flat_values)
 
     # Map byte offsets in a normalized word back to the original word, character by character: every
     # original character owns the bytes its own normalization produced (possibly none).
@@ -263,14 +257,13 @@ def _tokenize_with_offsets_batch(batch, wordpiece, max_chars, lowercase, strip_a
     word_base = tf.gather(tf.concat([[0], normalized_ends], 0), chars.row_splits[:-1])  # (W,)
     piece_base = tf.gather(word_base, piece_word)
     first_char = tf.searchsorted(normalized_ends, piece_base + piece_starts.flat_values, side="right")
-    last_char = tf.searchsorted(normalized_starts, piece_base + piece_ends.flat_values, side="left") - 1
+    last_char = tf.searchsorted(normalized_starts, piece_base + piece_ends, side="left") - 1
     piece_word_start = tf.gather(word_starts, piece_word)
     starts = piece_word_start + tf.gather(char_starts, first_char)
     ends = piece_word_start + tf.gather(char_ends, last_char)
     # The last piece of a word also covers characters deleted at the word's end (a trailing accent).
-    normalized_lengths = tf.cast(tf.strings.length(normalized), tf.int64)
     word_ends = word_starts + tf.cast(tf.strings.length(words), tf.int64)
-    ends_word = piece_ends.flat_values >= tf.gather(normalized_lengths, piece_word)
+    ends_word = piece_ends >= tf.gather(normalized_lengths, piece_word)
     ends = tf.where(ends_word, tf.gather(word_ends, piece_word), ends)
 
     row_splits = tf.gather(ids.row_splits, row_splits)
@@ -290,45 +283,32 @@ def _wordpiece_model(tokens, max_bytes_per_word, no_pretokenization):
     return tf.constant(np.frombuffer(buffer, dtype=np.uint8))
 
 
-_SHARED_FUNCTIONS = {}
-
-
+@functools.cache
 def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chinese_chars):
     """One traced graph per setting, shared by all tokenizers: the vocabulary enters as a tensor.
 
     Tracing the graph takes a second or two; sharing it makes building a second tokenizer cheap.
     """
-    key = (with_offsets, lowercase, strip_accents, tokenize_chinese_chars)
-    if key not in _SHARED_FUNCTIONS:
 
-        def run(batch, model_buffer, fast_model_buffer, max_chars):
-            wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=model_buffer, token_out_type=tf.int32)
-            settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
-            if with_offsets:
-                return _tokenize_with_offsets_batch(batch, wordpiece, *settings)
-            fast_wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=fast_model_buffer, token_out_type=tf.int32)
-            return _tokenize_batch(batch, wordpiece, *settings, fast_wordpiece=fast_wordpiece)
+    def run(batch, model_buffer, fast_model_buffer, max_chars):
+        wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=model_buffer, token_out_type=tf.int32)
+        settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
+        if with_offsets:
+            return _tokenize_with_offsets_batch(batch, wordpiece, *settings)
+        fast_wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=fast_model_buffer, token_out_type=tf.int32)
+        return _tokenize_batch(batch, wordpiece, fast_wordpiece, *settings)
 
-        _SHARED_FUNCTIONS[key] = tf.function(
-            run,
-            input_signature=[
-                tf.TensorSpec([None], tf.string),
-                tf.TensorSpec([None], tf.uint8),
-                tf.TensorSpec([None], tf.uint8),
-                tf.TensorSpec([], tf.int32),
-            ],
-        )
-    return _SHARED_FUNCTIONS[key]
+    signature = [tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.uint8), tf.TensorSpec([None], tf.uint8),
+                 tf.TensorSpec([], tf.int32)]
+    return tf.function(run, input_signature=signature)
 
 
 class BertTokenizer(tf.Module):
     """BERT's WordPiece tokenizer: text to token ids, with character offsets, and back.
 
-    Faithful to the original google-research/bert `FullTokenizer` (see the module docstring for the exact
-    steps and how they are computed). Works on Python strings and lists of strings (returning Python lists)
-    and on `tf.string` tensors inside `tf.data.Dataset.map` / `tf.function` (returning `tf.RaggedTensor`).
-    The TensorFlow state (the compiled WordPiece model and, when built from a file, the vocabulary as a
-    SavedModel asset) is tracked by `tf.Module`, so a tokenizer can be attached to an exported module.
+    The original `FullTokenizer` (module docstring), on Python strings and lists (returning lists) and on
+    `tf.string` tensors (returning `tf.RaggedTensor`). A `tf.Module`, so an exported module can hold it (the
+    WordPiece model and, when built from a file, the vocabulary as a SavedModel asset).
 
     Args:
         vocabulary: str or list[str]. Path to a `vocab.txt` (one token per line, the line number minus one
@@ -400,11 +380,8 @@ class BertTokenizer(tf.Module):
 
     @classmethod
     def from_pretrained(cls, directory, **kwargs):
-        """Load `vocab.txt` and, where present, `tokenizer_config.json` from a directory.
-
-        `tokenizer_config.json` (Hugging Face's format) supplies `do_lower_case`, `strip_accents`,
-        `tokenize_chinese_chars` and `max_input_chars_per_word` when it has them; keyword arguments override
-        it. Without the file the tokenizer is uncased, as the original's default.
+        """Load `vocab.txt` and, where present, Hugging Face's `tokenizer_config.json` (`do_lower_case`,
+        `strip_accents`, `tokenize_chinese_chars`, `max_input_chars_per_word`) from a directory.
 
         Args:
             directory: str. Folder holding `vocab.txt`.
@@ -414,8 +391,8 @@ class BertTokenizer(tf.Module):
         vocabulary_path = os.path.join(directory, VOCABULARY_FILENAME)
         if not os.path.isfile(vocabulary_path):
             raise FileNotFoundError(f"No {VOCABULARY_FILENAME} in {directory!r}.")
-        settings = {}
         config_path = os.path.join(directory, CONFIG_FILENAME)
+        config = {}
         if os.path.isfile(config_path):
             try:
                 with open(config_path, encoding="utf-8") as handle:
@@ -424,16 +401,8 @@ class BertTokenizer(tf.Module):
                 raise ValueError(f"{config_path!r} is not valid JSON: {error}.") from error
             if not isinstance(config, dict):
                 raise ValueError(f"{config_path!r} must hold a JSON object, got {type(config).__name__}.")
-            for config_key, argument in (
-                ("do_lower_case", "lowercase"),
-                ("strip_accents", "strip_accents"),
-                ("tokenize_chinese_chars", "tokenize_chinese_chars"),
-                ("max_input_chars_per_word", "max_input_chars_per_word"),
-            ):
-                if config_key in config:
-                    settings[argument] = config[config_key]
-        settings.update(kwargs)
-        return cls(vocabulary_path, **settings)
+        settings = {argument: config[key] for key, argument in _CONFIG_ARGUMENTS.items() if key in config}
+        return cls(vocabulary_path, **{**settings, **kwargs})
 
     def save_pretrained(self, directory):
         """Write `vocab.txt` and `tokenizer_config.json` (atomically) so `from_pretrained` restores this.
@@ -444,14 +413,12 @@ class BertTokenizer(tf.Module):
         directory = os.fspath(directory)
         ensure_directory(directory)  # a file in the way is named, not "[Errno 17] File exists"
         atomic_write_text(os.path.join(directory, VOCABULARY_FILENAME), "".join(t + "\n" for t in self._tokens))
+        config = self.get_config()
         atomic_write_json(
             os.path.join(directory, CONFIG_FILENAME),
             {
                 "tokenizer_class": "BertTokenizer",
-                "do_lower_case": self.lowercase,
-                "strip_accents": self._strip_accents_setting,
-                "tokenize_chinese_chars": self.tokenize_chinese_chars,
-                "max_input_chars_per_word": self.max_input_chars_per_word,
+                **{key: config[argument] for key, argument in _CONFIG_ARGUMENTS.items()},
                 "pad_token": PAD_TOKEN,
                 "unk_token": UNK_TOKEN,
                 "cls_token": CLS_TOKEN,
@@ -497,9 +464,6 @@ class BertTokenizer(tf.Module):
             raise ValueError(f"Token id {token_id} is outside the vocabulary [0, {len(self._tokens)}).")
         return self._tokens[token_id]
 
-    # ----------------------------------------------------------------------------------------------
-    # TensorFlow graph path.
-
     def _settings(self):
         return self.max_input_chars_per_word, self.lowercase, self.strip_accents, self.tokenize_chinese_chars
 
@@ -512,10 +476,8 @@ class BertTokenizer(tf.Module):
         Returns:
             int32 token ids: a 1-D Tensor for a scalar input, a `(B, None)` RaggedTensor for `(B,)`.
         """
-        text = tf.convert_to_tensor(text, dtype=tf.string)
-        scalar = text.shape.rank == 0
-        batch = tf.reshape(text, [1]) if scalar else self._check_rank(text)
-        ids = _tokenize_batch(batch, self._wordpiece, *self._settings(), fast_wordpiece=self._fast_wordpiece)
+        batch, scalar = self._as_batch(text)
+        ids = _tokenize_batch(batch, self._wordpiece, self._fast_wordpiece, *self._settings())
         return ids[0] if scalar else ids
 
     def tokenize_with_offsets_tensor(self, text):
@@ -533,25 +495,23 @@ class BertTokenizer(tf.Module):
             (ids int32, starts int64, ends int64), each 1-D for a scalar input or a `(B, None)` RaggedTensor;
             ends are exclusive.
         """
-        text = tf.convert_to_tensor(text, dtype=tf.string)
-        scalar = text.shape.rank == 0
-        batch = tf.reshape(text, [1]) if scalar else self._check_rank(text)
+        batch, scalar = self._as_batch(text)
         ids, starts, ends = _tokenize_with_offsets_batch(batch, self._wordpiece, *self._settings())
         if scalar:
             return ids[0], starts[0], ends[0]
         return ids, starts, ends
 
     @staticmethod
-    def _check_rank(text):
-        if text.shape.rank != 1:
+    def _as_batch(text):
+        """`(text as a (B,) batch, whether it was a scalar)`."""
+        text = tf.convert_to_tensor(text, dtype=tf.string)
+        if text.shape.rank not in (0, 1):
             raise ValueError(f"Expected a scalar or 1-D tf.string tensor, got shape {text.shape}.")
-        return text
+        scalar = text.shape.rank == 0
+        return (tf.reshape(text, [1]) if scalar else text), scalar
 
-    # ----------------------------------------------------------------------------------------------
-    # Python path.
-
-    @staticmethod
-    def _as_string_list(texts):
+    def _run_python(self, texts, with_offsets):
+        """Tokenize a list of str in one graph call; numpy arrays per text (ids, or ids, starts, ends)."""
         encoded = []
         for index, text in enumerate(texts):
             if not isinstance(text, str):
@@ -563,11 +523,6 @@ class BertTokenizer(tf.Module):
                     f"Input {index} has a lone surrogate {text[error.start]!r} at character {error.start}; "
                     "it cannot be encoded as UTF-8."
                 ) from error
-        return encoded
-
-    def _run_python(self, texts, with_offsets):
-        """Tokenize a list of str in one graph call; numpy arrays per text (ids, or ids, starts, ends)."""
-        encoded = self._as_string_list(texts)
         if not encoded:
             return []
         function = _shared_batch_function(with_offsets, self.lowercase, self.strip_accents, self.tokenize_chinese_chars)
@@ -612,7 +567,10 @@ class BertTokenizer(tf.Module):
         texts = list(inputs)
         results = []
         for text, (row_ids, row_starts, row_ends) in zip(texts, self._run_python(texts, with_offsets=True)):
-            char_byte_starts = _character_byte_starts(text)
+            # The UTF-8 byte offset at which each character starts, and the total length.
+            code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+            byte_lengths = 1 + (code_points >= 0x80) + (code_points >= 0x800) + (code_points >= 0x10000)
+            char_byte_starts = np.concatenate([[0], np.cumsum(byte_lengths)]).astype(np.int64)
             results.append(
                 (
                     row_ids.tolist(),
@@ -647,10 +605,3 @@ class BertTokenizer(tf.Module):
             else:
                 words.append(token)
         return " ".join(words)
-
-
-def _character_byte_starts(text):
-    """UTF-8 byte offset at which each character of `text` starts, plus the total length, as int64."""
-    code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    byte_lengths = 1 + (code_points >= 0x80) + (code_points >= 0x800) + (code_points >= 0x10000)
-    return np.concatenate([[0], np.cumsum(byte_lengths)]).astype(np.int64)

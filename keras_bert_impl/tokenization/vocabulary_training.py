@@ -1,9 +1,7 @@
 """Learn a WordPiece vocabulary (`vocab.txt`) from a text corpus.
 
-TensorFlow at the data edge: the corpus is read and split with tf.data and tensorflow-text ops, and the
-vocabulary is learned by keras-hub's `compute_word_piece_vocabulary` (tensorflow-text's WordPiece learner).
-Words are produced by `split_words`, the exact splitting and normalisation `BertTokenizer` applies, so the
-learned pieces are the ones the tokenizer will look up (keras-hub's own splitting case-folds with NFKC).
+TensorFlow at the data edge: the words are `split_words`, exactly what `BertTokenizer` looks up (keras-hub's
+own splitting case-folds with NFKC), and the pieces are learned by tensorflow-text's WordPiece learner.
 """
 
 import collections

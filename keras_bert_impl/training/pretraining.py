@@ -221,7 +221,7 @@ def data_settings(settings):
     """The phase-1 packing and masking settings: `(masking, preprocessor settings, source)`.
 
     With `input_tfrecords` whose shards have the settings `create-data` wrote beside them
-    (`data.pretraining_tfrecord_settings.read_pretraining_settings`), those settings; a setting given that
+    (`data.pretraining_tfrecords.read_pretraining_settings`), those settings; a setting given that
     disagrees with them raises a one-line `ValueError` naming the setting, both values and the way out.
     Otherwise the settings given, and the defaults for the rest. `source` is the settings file, or None.
     """
@@ -230,7 +230,7 @@ def data_settings(settings):
     flags = {argument: _flag(name) for name, argument in PREPROCESSOR_SETTINGS.items()}
     recorded = None
     if settings.input_tfrecords:
-        from keras_bert_impl.data.pretraining_tfrecord_settings import read_pretraining_settings
+        from keras_bert_impl.data.pretraining_tfrecords import read_pretraining_settings
 
         recorded = read_pretraining_settings(list(settings.input_tfrecords))
     if recorded is None:

@@ -54,7 +54,7 @@ def test_pretrain_names_tfrecord_ids_beyond_the_model_vocabulary(capsys, tmp_pat
 
 
 def test_create_data_writes_its_packing_and_masking_settings_beside_the_shards(capsys, tmp_path):
-    from keras_bert_impl.data.pretraining_tfrecord_settings import read_pretraining_settings
+    from keras_bert_impl.data.pretraining_tfrecords import read_pretraining_settings
 
     corpus, vocab = write_corpus(tmp_path)
     status, out, _ = run_cli(capsys, "create-data", "--input-files", corpus, "--vocab", vocab, "--output-prefix",

@@ -310,7 +310,8 @@ def _general_path_ids(tokenizer, texts):
     from keras_bert_impl.tokenization import bert_tokenizer
 
     batch = tf.constant([text.encode("utf-8") if isinstance(text, str) else text for text in texts])
-    return bert_tokenizer._tokenize_batch(batch, tokenizer._wordpiece, *tokenizer._settings()).to_list()
+    values, row_splits = bert_tokenizer._tokenize_general(batch, tokenizer._wordpiece, *tokenizer._settings())
+    return tf.RaggedTensor.from_row_splits(values, row_splits).to_list()
 
 
 def _fast_path_lines():
