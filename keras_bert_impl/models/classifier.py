@@ -7,7 +7,6 @@ import keras
 import numpy as np
 
 from keras_bert_impl.checkpoints.name_map import classifier_head_specs
-from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.task import (
     DEFAULT_DROPOUT,
     BertTask,
@@ -22,14 +21,9 @@ class BertClassifier(BertTask):
     """Sentence and sentence-pair classification with BERT (Devlin et al., 2018, section 4.1).
 
     The backbone's pooled output (the tanh-projected [CLS] vector) goes through dropout and one
-    `Dense(num_classes)` layer named "classifier_dense", as `run_classifier.py`. Single sentences
-    (`[CLS] A [SEP]`) and pairs (`[CLS] A [SEP] B [SEP]`) differ only in the packed inputs
-    (`data.classification_data` packs them). `num_classes=1` is regression (STS-B): the one output is the
-    predicted score.
-
-    `compile()` without `loss` uses sparse categorical cross-entropy from logits and an "accuracy" metric
-    (mean squared error and no metric for regression). Works on TensorFlow, JAX and torch, with
-    `jit_compile=True` on TensorFlow and JAX.
+    `Dense(num_classes)` layer named "classifier_dense", as `run_classifier.py`. `num_classes=1` is
+    regression (STS-B): the one output is the predicted score. `compile()` without `loss` uses sparse
+    categorical cross-entropy from logits and "accuracy" (mean squared error and no metric for regression).
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -92,21 +86,10 @@ class BertClassifier(BertTask):
         """True for `num_classes=1` (one score, mean squared error)."""
         return self.num_classes == 1
 
-    @property
-    def label_vocabulary(self):
-        """The `LabelVocabulary` of `labels`, or None when the model has no label names."""
-        if self.labels is None:
-            return None
-        return LabelVocabulary(self.labels)
-
     # -- training ---------------------------------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the fine-tuning optimizer by default) with this task's loss when `loss` is None.
-
-        Classification: `SparseCategoricalCrossentropy(from_logits=True)` and, unless `metrics` is given,
-        `SparseCategoricalAccuracy(name="accuracy")`. Regression: `MeanSquaredError` and no metric.
-        """
+        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
         if loss is None:
             if self.is_regression:
                 loss = keras.losses.MeanSquaredError()
@@ -120,10 +103,7 @@ class BertClassifier(BertTask):
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
-        """`from_pretrained`'s head: our `BertClassifier` directories store it (`labels` too); Hugging Face
-        `BertForSequenceClassification` gives `classifier.*` (classes from the head's shape, label names from
-        `id2label` unless they are the default `LABEL_i`, dropout from `classifier_dropout`); original
-        `run_classifier.py` checkpoints give `output_weights` / `output_bias`.
+        """`from_pretrained`'s head: ours, Hugging Face `BertForSequenceClassification`'s or `run_classifier.py`'s.
 
         Args:
             checkpoint: `task_checkpoints.StoredCheckpoint`.
@@ -139,17 +119,8 @@ class BertClassifier(BertTask):
             head["labels"] = None
         return head
 
-    def checkpoint_files(self):
-        """For a model with `labels`: `label_vocabulary.json` (`LabelVocabulary.load` reads it), written by
-        `save_pretrained` into the checkpoint directory with the weights, atomically as a whole."""
-        if self.labels is None:
-            return {}
-        return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
-
     def keras_hub_task_head(self):
-        """A keras-hub `BertTextClassifier`: `keras_hub.models.BertTextClassifier.from_preset(path)` loads the
-        preset `save_to_preset` writes with this model's logits; `labels` have no place there (`save_pretrained`
-        keeps them)."""
+        """A keras-hub `BertTextClassifier` (without `labels`, which keras-hub has no place for)."""
         preprocessor = self._preprocessor_or_none()
         dense = self.get_layer("classifier_dense")
         return {"num_classes": self.num_classes, "dropout": self.dropout,

@@ -7,6 +7,7 @@ import keras
 
 from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
+from keras_bert_impl.models.classifier import top_classes
 from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout
 from keras_bert_impl.models.task_checkpoints import stored_head
 
@@ -15,15 +16,11 @@ from keras_bert_impl.models.task_checkpoints import stored_head
 class BertMultipleChoice(BertTask):
     """Pick the right ending among `C` with BERT (Devlin et al., 2018, section 4.4, SWAG).
 
-    Each choice is its own packed sequence, `[CLS] context [SEP] ending [SEP]`
-    (`preprocessing.BertMultipleChoicePreprocessor` packs them). The `B * C` sequences go through the
-    backbone as one batch; the pooled output (the tanh-projected [CLS] vector) of each goes through dropout
-    and one `Dense(1)` layer named "multiple_choice_dense", and the `C` scores of an example are its logits:
-    a softmax over the choices, as the paper and Hugging Face `BertForMultipleChoice` do. `C` may differ
-    from batch to batch.
-
-    `compile()` without `loss` uses sparse categorical cross-entropy from the logits and an "accuracy"
-    metric. Works on TensorFlow, JAX and torch, with `jit_compile=True` on TensorFlow and JAX.
+    Each choice is its own packed sequence, `[CLS] context [SEP] ending [SEP]`; the `B * C` sequences go
+    through the backbone as one batch, and each pooled output through dropout and one `Dense(1)` layer named
+    "multiple_choice_dense". An example's `C` scores are its logits, a softmax over the choices (as Hugging
+    Face `BertForMultipleChoice`); `C` may vary by batch. `compile()` without `loss` uses sparse categorical
+    cross-entropy from the logits and "accuracy".
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -81,9 +78,7 @@ class BertMultipleChoice(BertTask):
     # -- training ---------------------------------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`,
-        `SparseCategoricalCrossentropy(from_logits=True)` over the choices and, unless `metrics` is given,
-        `SparseCategoricalAccuracy(name="accuracy")`."""
+        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
         if loss is None:
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             if metrics is None:
@@ -94,10 +89,7 @@ class BertMultipleChoice(BertTask):
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, dropout=None):
-        """`from_pretrained`'s head: our `BertMultipleChoice` directories store its dropout; Hugging Face
-        `BertForMultipleChoice` gives `classifier.*` and `classifier_dropout` (else `hidden_dropout_prob`). A
-        head of another shape (a sequence classifier's with several classes) is reinitialised. The original
-        release has no multiple-choice head.
+        """`from_pretrained`'s head: ours or Hugging Face `BertForMultipleChoice`'s (the original has none).
 
         Args:
             checkpoint: `task_checkpoints.StoredCheckpoint`.
@@ -130,8 +122,6 @@ class BertMultipleChoice(BertTask):
         ...  for row in BertMultipleChoice(backbone).decode_predictions([[0.0, 0.0, 3.0]])]
         [(2, 0.9094)]
         """
-        from keras_bert_impl.models.classifier import top_classes
-
         choices, probabilities = top_classes(logits)
         return [{"choice": int(choice), "probability": float(probability)}
                 for choice, probability in zip(choices, probabilities)]

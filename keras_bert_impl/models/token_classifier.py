@@ -7,8 +7,8 @@ import keras
 from keras import ops
 
 from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
-from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
+from keras_bert_impl.models.losses import sparse_cross_entropy_from_logits
 from keras_bert_impl.models.task import (
     DEFAULT_DROPOUT,
     BertTask,
@@ -20,9 +20,8 @@ from keras_bert_impl.models.task import (
 
 
 def _targets_and_weights(y, y_pred, sample_weight):
-    """Labels cut to the logits' length, with ignored positions set to 0, and the weight of every token:
-    0 where ignored, else the example's `sample_weight` (1 without one). Length-bucketed batches cut the
-    inputs but not the targets; every position past the cut is padding (ignored), so cutting loses nothing."""
+    """Labels cut to the logits' length (length-bucketed batches cut inputs, not targets; the rest is padding),
+    ignored positions set to 0, and each token's weight: 0 where ignored, else the example's `sample_weight`."""
     labels = ops.cast(y, "int32")[:, : ops.shape(y_pred)[1]]  # (B, T)
     weights = ops.cast(ops.not_equal(labels, IGNORED_LABEL), "float32")  # (B, T)
     if sample_weight is not None:
@@ -48,8 +47,7 @@ def masked_token_cross_entropy(labels, logits, weights):
     >>> round(float(loss), 4)  # ln 4, the second token ignored
     1.3863
     """
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)  # (B, T, C)
-    nll = -ops.squeeze(ops.take_along_axis(log_probs, ops.expand_dims(labels, -1), axis=-1), axis=-1)  # (B, T)
+    nll = sparse_cross_entropy_from_logits(labels, logits)  # (B, T)
     return ops.sum(nll * weights) / ops.maximum(ops.sum(weights), 1.0)
 
 
@@ -59,13 +57,8 @@ class BertTokenClassifier(BertTask):
 
     Every token's sequence output goes through dropout and one `Dense(num_classes)` layer named
     "token_classifier_dense", as Hugging Face's `BertForTokenClassification`. Labels sit on the first
-    sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss and accuracy
-    skip. The backbone's pooler is not used and is frozen (`trainable = False`).
-
-    `compile()` without `loss` trains with the cross-entropy averaged over the labelled tokens of the batch
-    (`masked_token_cross_entropy`) and, unless `metrics` is given, reports `accuracy` over those tokens.
-    Targets may be longer than the batch's tokens (length-bucketed batches cut the inputs only); the extra
-    positions are padding. Works on TensorFlow, JAX and torch, with `jit_compile=True` on TensorFlow and JAX.
+    sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss
+    (`masked_token_cross_entropy`) and accuracy skip. The backbone's pooler is unused and frozen.
 
     With a preprocessor (`preprocessing.BertTokenClassificationPreprocessor`), `fit(words, tag_ids)` trains on
     pre-split sentences, and `predict(texts)` tags raw text: per text, its `words` (with `tag`, character
@@ -128,18 +121,11 @@ class BertTokenClassifier(BertTask):
         backbone.pooler.trainable = False
         self.uses_default_loss = False
 
-    @property
-    def label_vocabulary(self):
-        """The `LabelVocabulary` of `labels`, or None when the model has no tag names."""
-        return None if self.labels is None else LabelVocabulary(self.labels)
-
     # -- training ---------------------------------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`, the masked token
-        cross-entropy and accuracy over labelled
-        tokens (class docstring). With the default loss, `weighted_metrics` are computed over the labelled
-        tokens only (their weight is 0 elsewhere); `metrics` see every position."""
+        """`BertTask.compile`; without `loss`, the masked token cross-entropy and accuracy over labelled tokens.
+        With the default loss, `weighted_metrics` see the labelled tokens only; `metrics` see every position."""
         self.uses_default_loss = loss is None
         if loss is None and metrics is None and kwargs.get("weighted_metrics") is None:
             # Weighted: the token weights (0 on ignored positions) reach only `weighted_metrics`.
@@ -150,10 +136,7 @@ class BertTokenClassifier(BertTask):
         if not self.uses_default_loss:
             return super().compute_loss(x, y, y_pred, sample_weight, training)
         labels, weights = _targets_and_weights(y, y_pred, sample_weight)
-        loss = masked_token_cross_entropy(labels, y_pred, weights)
-        for extra_loss in self.losses:  # regularisation added by layers, if any
-            loss = loss + ops.cast(ops.sum(extra_loss), loss.dtype)
-        return loss
+        return self._with_layer_losses(masked_token_cross_entropy(labels, y_pred, weights))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         if not self.uses_default_loss:
@@ -187,12 +170,6 @@ class BertTokenClassifier(BertTask):
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def checkpoint_files(self):
-        """For a model with `labels`: `label_vocabulary.json`, written with the weights by `save_pretrained`."""
-        if self.labels is None:
-            return {}
-        return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
-
     @classmethod
     def reads_foreign_head(cls, checkpoint):
         """A foreign checkpoint's `classifier.*` is this head only in a Hugging Face `BertForTokenClassification`
@@ -201,9 +178,7 @@ class BertTokenClassifier(BertTask):
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
-        """`from_pretrained`'s head: our `BertTokenClassifier` directories store it (`labels` too); Hugging Face
-        `BertForTokenClassification` gives `classifier.*` (tags from `id2label` unless they are the default
-        `LABEL_i`, dropout from `classifier_dropout`, else `hidden_dropout_prob`).
+        """`from_pretrained`'s head: ours or Hugging Face `BertForTokenClassification`'s.
 
         Args:
             checkpoint: `task_checkpoints.StoredCheckpoint`.
