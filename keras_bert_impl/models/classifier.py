@@ -12,7 +12,9 @@ from keras_bert_impl.models.task import (
     BertTask,
     check_classification_head,
     classification_head_arguments,
+    head_logits,
     labelled_huggingface_config,
+    pooled_output,
 )
 
 
@@ -32,8 +34,7 @@ class BertClassifier(BertTask):
         labels: sequence of str, a `LabelVocabulary`, or None. The class names, id i being `labels[i]`;
             saved with the model (config and `label_vocabulary.json`). Defaults to None.
         preprocessor: `preprocessing.BertPreprocessor` or None. With one, `fit` / `evaluate` / `predict`
-            take raw texts (a list of str, or a tuple `(first_texts, second_texts)` for pairs). Defaults to
-            None (token ids only).
+            take raw texts, or `(first_texts, second_texts)` pairs. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
@@ -64,17 +65,9 @@ class BertClassifier(BertTask):
             raise ValueError("BertClassifier with num_classes=1 is a regression model; it takes no `labels`.")
         labels = check_classification_head("BertClassifier", num_classes, dropout, labels)
         inputs = dict(backbone.input)
-        # A (B, 0) `output_positions`: the backbone's last block computes the [CLS] row alone.
-        no_positions = keras.ops.zeros_like(inputs["token_ids"][:, :0])
-        pooled = backbone(inputs, output_positions=no_positions)["pooled_output"]  # (B, H)
-        pooled = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")(pooled)
-        logits = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="classifier_dense",
-        )(pooled)  # (B, C)
-        super().__init__(inputs=inputs, outputs=keras.ops.cast(logits, "float32"), **kwargs)
+        pooled = pooled_output(backbone, inputs)  # (B, H)
+        logits = head_logits(backbone, pooled, num_classes, "classifier", dropout)  # (B, C)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.backbone = backbone
         self.num_classes = num_classes
         self.dropout = dropout
@@ -107,12 +100,10 @@ class BertClassifier(BertTask):
 
         Args:
             checkpoint: `task_checkpoints.StoredCheckpoint`.
-            num_classes: int or None. Number of classes (1 = regression). None takes the checkpoint's head;
-                required for a checkpoint without one. Defaults to None.
-            labels: sequence of str, a `LabelVocabulary`, or None. Class names; None keeps the checkpoint's
-                when their number fits. Defaults to None.
-            classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
-                Defaults to None.
+            num_classes: int or None. None takes the checkpoint's head (required without one). Defaults to None.
+            labels: sequence of str, a `LabelVocabulary`, or None. None keeps the checkpoint's when their number
+                fits. Defaults to None.
+            classifier_dropout: float or None. None takes the checkpoint's, else 0.1. Defaults to None.
         """
         head = classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
         if head["num_classes"] == 1 and labels is None:  # regression: a score has no class names
@@ -161,13 +152,7 @@ class BertClassifier(BertTask):
 
 
 def top_classes(logits):
-    """The most probable class of each row of `logits` and its softmax probability.
-
-    Args:
-        logits: array `(B, C)`.
-
-    Returns:
-        `(class_ids, probabilities)`: int NumPy array `(B,)` and float NumPy array `(B,)`.
+    """The most probable class of each row of `logits` `(B, C)` and its softmax probability, two `(B,)` arrays.
 
     Example:
     >>> class_ids, probabilities = top_classes([[0.0, 2.0], [1.0, 1.0]])

@@ -8,7 +8,7 @@ import keras
 from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
 from keras_bert_impl.models.classifier import top_classes
-from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout
+from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout, head_logits, pooled_output
 from keras_bert_impl.models.task_checkpoints import stored_head
 
 
@@ -59,17 +59,9 @@ class BertMultipleChoice(BertTask):
             for name, tensor in backbone.input.items()
         }
         folded = {name: FoldChoices(name=f"fold_{name}")(tensor) for name, tensor in inputs.items()}  # (B * C, T)
-        # A (B * C, 0) `output_positions`: the backbone's last block computes the [CLS] row alone.
-        no_positions = keras.ops.zeros_like(folded["token_ids"][:, :0])
-        pooled = backbone(folded, output_positions=no_positions)["pooled_output"]  # (B * C, H)
-        pooled = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="multiple_choice_dropout")(pooled)
-        scores = keras.layers.Dense(
-            1,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="multiple_choice_dense",
-        )(pooled)  # (B * C, 1)
-        logits = UnfoldChoices(name="unfold_choices")(keras.ops.cast(scores, "float32"), inputs["token_ids"])  # (B, C)
+        pooled = pooled_output(backbone, folded)  # (B * C, H)
+        scores = head_logits(backbone, pooled, 1, "multiple_choice", dropout)  # (B * C, 1)
+        logits = UnfoldChoices(name="unfold_choices")(scores, inputs["token_ids"])  # (B, C)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.backbone = backbone
         self.dropout = dropout

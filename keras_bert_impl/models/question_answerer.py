@@ -8,7 +8,7 @@ from keras import ops
 
 from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
 from keras_bert_impl.models.losses import SpanCrossEntropy
-from keras_bert_impl.models.task import BertTask, _contains_strings
+from keras_bert_impl.models.task import BertTask, _contains_strings, head_logits
 
 LABEL_TO_OUTPUT = {"start_positions": "start_logits", "end_positions": "end_logits"}
 
@@ -70,13 +70,7 @@ class BertQuestionAnswerer(BertTask):
     def __init__(self, backbone, preprocessor=None, **kwargs):
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
-        span_logits = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="span_dense",
-        )(sequence_output)  # (B, T, 2)
-        span_logits = ops.cast(span_logits, "float32")
+        span_logits = head_logits(backbone, sequence_output, 2, "span")  # (B, T, 2)
         outputs = {"start_logits": span_logits[:, :, 0], "end_logits": span_logits[:, :, 1]}  # (B, T) each
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone

@@ -80,6 +80,26 @@ def labelled_huggingface_config(num_classes, labels, dropout):
     }
 
 
+def pooled_output(backbone, inputs):
+    """The backbone's pooled output `(B, H)`; a `(B, 0)` `output_positions` makes its last block compute [CLS] alone."""
+    no_positions = ops.zeros_like(inputs["token_ids"][:, :0])
+    return backbone(inputs, output_positions=no_positions)["pooled_output"]
+
+
+def head_logits(backbone, x, units, name, dropout=None):
+    """float32 logits of a `Dense(units)` named `{name}_dense` on `x` (after a `Dropout(dropout)` named
+    `{name}_dropout` when `dropout` is given), initialised and typed as the backbone's layers."""
+    if dropout is not None:
+        x = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name=f"{name}_dropout")(x)
+    logits = keras.layers.Dense(
+        units,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
+        dtype=backbone.dtype_policy,
+        name=f"{name}_dense",
+    )(x)
+    return ops.cast(logits, "float32")
+
+
 def _contains_strings(x):
     """Whether `x` (a model call's inputs) holds text, which only a preprocessor turns into model inputs."""
     if isinstance(x, (str, bytes)):
@@ -467,15 +487,12 @@ class BertTask(keras.Model):
                 raise ValueError(f"{', '.join(settings)} set the default optimizer (optimizer='auto'); this "
                                  f"compile() got optimizer={optimizer!r}, so set them on that optimizer.")
         else:
-            optimizer = self.default_optimizer(**settings)
+            if total_steps is not None and warmup_fraction is None:
+                warmup_fraction = self.default_warmup_fraction
+            optimizer = create_optimizer(learning_rate=learning_rate or self.default_learning_rate,
+                                         total_steps=total_steps, warmup_fraction=warmup_fraction,
+                                         weight_decay=0.01 if weight_decay is None else weight_decay)
         super().compile(optimizer=optimizer, **kwargs)
-
-    def default_optimizer(self, learning_rate=None, total_steps=None, warmup_fraction=None, weight_decay=0.01):
-        """The optimizer `compile()` uses by default; see `compile` for the arguments."""
-        if total_steps is not None and warmup_fraction is None:
-            warmup_fraction = self.default_warmup_fraction
-        return create_optimizer(learning_rate=learning_rate or self.default_learning_rate, total_steps=total_steps,
-                                warmup_fraction=warmup_fraction, weight_decay=weight_decay)
 
     def compile_from_config(self, config):
         """Compile a loaded `.keras` model as saved (Keras' own skips a model with its own `compile`)."""

@@ -15,6 +15,7 @@ from keras_bert_impl.models.task import (
     _contains_strings,
     check_classification_head,
     classification_head_arguments,
+    head_logits,
     labelled_huggingface_config,
 )
 
@@ -60,10 +61,9 @@ class BertTokenClassifier(BertTask):
     sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss
     (`masked_token_cross_entropy`) and accuracy skip. The backbone's pooler is unused and frozen.
 
-    With a preprocessor (`preprocessing.BertTokenClassificationPreprocessor`), `fit(words, tag_ids)` trains on
-    pre-split sentences, and `predict(texts)` tags raw text: per text, its `words` (with `tag`, character
-    `start` / `end`, `score`) and `entities` (`{"text", "type", "start", "end", "score"}`), long texts
-    windowed, not truncated. `predict(word_lists)` tags pre-split words the same way.
+    With a preprocessor, `fit(words, tag_ids)` trains on pre-split sentences and `predict(texts)` (or word
+    lists) returns per text its `words` (`tag`, character `start` / `end`, `score`) and `entities`
+    (`{"text", "type", "start", "end", "score"}`); long texts are windowed.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -103,15 +103,8 @@ class BertTokenClassifier(BertTask):
         labels = check_classification_head("BertTokenClassifier", num_classes, dropout, labels)
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
-        sequence_output = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
-                                               name="token_classifier_dropout")(sequence_output)
-        logits = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="token_classifier_dense",
-        )(sequence_output)  # (B, T, C)
-        super().__init__(inputs=inputs, outputs=ops.cast(logits, "float32"), **kwargs)
+        logits = head_logits(backbone, sequence_output, num_classes, "token_classifier", dropout)  # (B, T, C)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.backbone = backbone
         self.num_classes = num_classes
         self.dropout = dropout
@@ -172,22 +165,15 @@ class BertTokenClassifier(BertTask):
 
     @classmethod
     def reads_foreign_head(cls, checkpoint):
-        """A foreign checkpoint's `classifier.*` is this head only in a Hugging Face `BertForTokenClassification`
-        (a sequence classifier names its head the same); the original release has no token head."""
+        """Only a Hugging Face `BertForTokenClassification`'s `classifier.*` is this head (a sequence classifier's
+        has the same names)."""
         return cls.huggingface_architecture in checkpoint.huggingface_architectures
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
         """`from_pretrained`'s head: ours or Hugging Face `BertForTokenClassification`'s.
 
-        Args:
-            checkpoint: `task_checkpoints.StoredCheckpoint`.
-            num_classes: int or None. Number of tags; None takes the checkpoint's head, required without one.
-                Defaults to None.
-            labels: sequence of str, a `LabelVocabulary`, or None. Tags; None keeps the checkpoint's when their
-                number fits. Defaults to None.
-            classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
-                Defaults to None.
+        Args: as `BertClassifier.pretrained_head_arguments`.
         """
         return classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
 
