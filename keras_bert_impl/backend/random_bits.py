@@ -37,8 +37,7 @@ def fast_dropout_enabled():
 
 
 def dropout(inputs, rate, seed_generator, noise_shape=None):
-    """`keras.random.dropout(inputs, rate, noise_shape, seed=seed_generator)` with the random bits described
-    in the module docstring (training mode; the caller checks `training`).
+    """`keras.random.dropout(inputs, rate, noise_shape, seed=seed_generator)` with the module docstring's bits.
 
     Args:
         inputs: tensor of the active backend.

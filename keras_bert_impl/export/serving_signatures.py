@@ -150,8 +150,7 @@ def build_serving_module(model, kind, tokenizer, settings):
             `max_answer_length`, `n_best_size`, `version_2_with_negative`, `null_score_diff_threshold`.
 
     Returns:
-        (module, signatures): `signatures` maps signature names to concrete functions, `serving_default`
-        included. Attach assets to `module` before `tf.saved_model.save(module, path, signatures=signatures)`.
+        `(module, signatures)`: signature name -> concrete function, `serving_default` included.
     """
     module = _ServingModule(model)
     signatures = {}

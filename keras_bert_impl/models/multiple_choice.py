@@ -26,8 +26,7 @@ class BertMultipleChoice(BertTask):
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
         dropout: float. Dropout on the pooled output, applied only in training. Defaults to 0.1.
         preprocessor: `preprocessing.BertMultipleChoicePreprocessor` or None. With one, `fit` / `evaluate` /
-            `predict` take raw text: a tuple `(contexts, endings)`, contexts `(B,)` and endings `(B, C)`
-            strings. Defaults to None (token ids only).
+            `predict` take `(contexts, endings)` strings, `(B,)` and `(B, C)`. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): `token_ids`, `segment_ids` int `(B, C, T)`, `padding_mask` bool `(B, C, T)`.

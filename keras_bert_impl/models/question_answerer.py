@@ -35,8 +35,7 @@ class BertQuestionAnswerer(BertTask):
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
-        preprocessor: `preprocessing.BertQuestionAnsweringPreprocessor` or None. Defaults to None (token ids
-            only).
+        preprocessor: `preprocessing.BertQuestionAnsweringPreprocessor` or None. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.

@@ -271,9 +271,8 @@ class BertTask(keras.Model):
             path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
                 (`checkpoints.hub_cache`).
             preprocessor: "auto", a preprocessor, or None. "auto" attaches the one saved with the model, else
-                the task's default preprocessor (`default_preprocessor_class`) on the checkpoint's `vocab.txt`
-                and casing, so `fit` / `predict` take raw text (none when the directory has no vocabulary or
-                TensorFlow is not installed). Defaults to "auto".
+                `default_preprocessor_class` on the checkpoint's `vocab.txt` (none without a vocabulary or
+                TensorFlow). Defaults to "auto".
             sequence_length: int or None. The preprocessor's length; None keeps the saved one, else
                 `min(default_sequence_length, max_sequence_length)`. Defaults to None.
             revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
@@ -332,14 +331,12 @@ class BertTask(keras.Model):
 
     @classmethod
     def from_preset(cls, preset, *, vocabulary=None, sequence_length=None, lowercase=True, **kwargs):
-        """Build this task on a keras-hub BERT preset: its pretrained backbone and its tokenizer, as
-        `keras_hub.models.<Task>.from_preset` does (`checkpoints.keras_hub_presets`). The head starts from its
-        initial values, as in keras-hub when the preset holds no task.
+        """Build this task on a keras-hub BERT preset's pretrained backbone and tokenizer, as
+        `keras_hub.models.<Task>.from_preset` does; the head starts from its initial values.
 
         Args:
-            preset: str. A keras-hub preset directory (one `save_to_preset` wrote too) or handle
-                (`"bert_base_en_uncased"`, `"kaggle://..."`, `"hf://..."`). A published size ("tiny" ...
-                "large") without weights is `from_scratch`'s.
+            preset: str. A keras-hub preset directory or handle (`"bert_base_en_uncased"`, `"kaggle://..."`,
+                `"hf://..."`); a published size without weights is `from_scratch`'s.
             vocabulary: str, list of str, `BertTokenizer` or None. Overrides the preset's tokenizer. Defaults to
                 None.
             sequence_length: int or None. The preprocessor's length. Defaults to

@@ -71,8 +71,7 @@ class BertTokenClassifier(BertTask):
         dropout: float. Dropout on the sequence output, applied only in training. Defaults to 0.1.
         labels: sequence of str, a `LabelVocabulary`, or None. The tags (IOB2, "O" among them, to decode
             entities), id i being `labels[i]`; saved with the model. Defaults to None.
-        preprocessor: `preprocessing.BertTokenClassificationPreprocessor` or None. Defaults to None (token ids
-            only).
+        preprocessor: `preprocessing.BertTokenClassificationPreprocessor` or None. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.

@@ -181,8 +181,7 @@ def check_replaceable(path, markers=(), overwrite=False, what="output directory"
         markers: tuple of str. File names that identify a previous output of this kind.
         overwrite: bool. Replace whatever is there (the user asked for it). Defaults to False.
         what: str. What is written, for the message. Defaults to "output directory".
-        force_hint: str or None. How to force it (e.g. "pass --overwrite to replace it"); None says to
-            choose another path or remove it.
+        force_hint: str or None. How to force it (e.g. "pass --overwrite to replace it"). Defaults to None.
     """
     if overwrite or not os.path.lexists(path):
         return
