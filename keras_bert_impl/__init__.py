@@ -6,20 +6,14 @@ the package changes no global state (no import hook, no environment variable): q
 lines is the `keras-bert` command's business (`cli.command_line.main`).
 """
 
+import keras_bert_impl.models
 from keras_bert_impl.utils.lazy_exports import lazy_exports
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    # Models and layers (backend-agnostic).
-    "BertBackbone": "keras_bert_impl.models.backbone",
-    "BertPretrainer": "keras_bert_impl.models.pretrainer",
-    "BertClassifier": "keras_bert_impl.models.classifier",
-    "BertQuestionAnswerer": "keras_bert_impl.models.question_answerer",
-    "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
-    "BertMultipleChoice": "keras_bert_impl.models.multiple_choice",
-    "PRESETS": "keras_bert_impl.models.presets",
-    "load_task": "keras_bert_impl.models.task_loading",
+    # Models (the task classes of `models.registry`, the presets, `load_task`) and layers (backend-agnostic).
+    **keras_bert_impl.models.EXPORTS,
     "BertEmbeddings": "keras_bert_impl.layers.embeddings",
     "BertEncoderBlock": "keras_bert_impl.layers.encoder_block",
     "BertSelfAttention": "keras_bert_impl.layers.self_attention",

@@ -1,29 +1,18 @@
 """Dropout with cheaper random bits on XLA backends, through public APIs only.
 
-Dropout masks are the largest cost of a BERT training step that is not a matmul (13 masks per step at mini
-size, 18M random words at batch 32 x 128), and each backend's default generator is slow on XLA:CPU, in a
-different way (`benchmarks/RESULTS.md`, section 1). `dropout()` is `keras.random.dropout` (training mode) with
-the same distribution (each unit kept with probability `1 - rate`, kept values scaled by `1 / (1 - rate)`)
-and the same seeds (one `SeedGenerator.next()` per call), but these bits:
+Dropout masks are the largest non-matmul cost of a BERT training step, and each backend's default generator
+is slow on XLA:CPU (`benchmarks/RESULTS.md`, section 1). `dropout()` is `keras.random.dropout` (training mode)
+with the same distribution and seeds (one `SeedGenerator.next()` per call), but these bits:
 
-- **JAX**: Threefry-2x32-20 written out here in `jax.numpy` / `jax.lax` operations: the same algorithm, key and
-  counters as `jax.random` (JAX's default `threefry2x32` implementation), so the masks are **bit-identical**
-  to Keras' `Dropout`. `jax.random` lowers its threefry on CPU as a *rolled* 5-iteration `while` loop (every
-  round reads and writes the whole counter arrays); written out, XLA fuses the 20 rounds into one
-  elementwise loop. Under other JAX PRNG settings (`jax_threefry_partitionable=False`, another
-  `jax_default_prng_impl`) Keras' dropout runs, so the masks stay Keras'.
-- **TensorFlow**: `tf.random.stateless_uniform(alg="threefry")` drawn inside a small
-  `tf.function(jit_compile=True)`: inlined into an enclosing XLA-compiled step (`jit_compile=True`, which this
-  package's training uses), compiled on its own in eager mode and in graphs without XLA (TensorFlow has no
-  Threefry kernel outside XLA). About 4x less CPU per element than Keras' default (Philox) under XLA:CPU. A
-  different random stream from Keras' `Dropout`, the same one in eager, graph and XLA-compiled calls.
+- **JAX**: Threefry-2x32-20 written out in `jax.numpy`, the algorithm, key and counters of `jax.random`, so
+  the masks are bit-identical to Keras' `Dropout`; XLA fuses the 20 rounds that `jax.random` runs as a rolled
+  loop. Other JAX PRNG settings run Keras' dropout.
+- **TensorFlow**: `tf.random.stateless_uniform(alg="threefry")` in a small `tf.function(jit_compile=True)`
+  (about 4x cheaper than Philox under XLA:CPU): a different stream from Keras', the same in eager, graph and
+  XLA-compiled calls.
 - **torch**: Keras' dropout, unchanged.
 
-Opt out (Keras' own dropout on every backend): set the environment variable `KERAS_BERT_IMPL_FAST_DROPOUT=0`
-before the first training step is traced.
-
-XLA flags: none is set here (none measured faster than the noise, `benchmarks/RESULTS.md`); `XLA_FLAGS` is the
-user's.
+`KERAS_BERT_IMPL_FAST_DROPOUT=0`, set before the first step is traced, runs Keras' own dropout everywhere.
 """
 
 import math
@@ -48,8 +37,7 @@ def fast_dropout_enabled():
 
 
 def dropout(inputs, rate, seed_generator, noise_shape=None):
-    """`keras.random.dropout(inputs, rate, noise_shape, seed=seed_generator)` with the random bits described
-    in the module docstring (training mode; the caller checks `training`).
+    """`keras.random.dropout(inputs, rate, noise_shape, seed=seed_generator)` with the module docstring's bits.
 
     Args:
         inputs: tensor of the active backend.
@@ -71,8 +59,8 @@ def dropout(inputs, rate, seed_generator, noise_shape=None):
 
 
 def threefry_2x32(key1, key2, count1, count2):
-    """Threefry-2x32 with 20 rounds on uint32 `jax.Array`s: the block cipher of `jax.random`'s default PRNG,
-    written out round by round so XLA fuses it into one elementwise loop.
+    """Threefry-2x32 with 20 rounds on uint32 `jax.Array`s (`jax.random`'s default PRNG), written out round by
+    round so XLA fuses it.
 
     Args:
         key1, key2: uint32 scalars (the two words of a `jax.random` threefry key).
@@ -98,9 +86,8 @@ def threefry_2x32(key1, key2, count1, count2):
 
 
 def _jax_prng_is_partitionable_threefry():
-    """True under JAX's default PRNG settings, the ones `jax_random_bits` reproduces (public config flags,
-    read when the step is traced): `jax_default_prng_impl="threefry2x32"` and `jax_threefry_partitionable`.
-    False, so Keras' dropout runs, when a JAX release no longer has either flag (tests/backend then fail)."""
+    """True under the JAX PRNG settings `jax_random_bits` reproduces: `jax_default_prng_impl="threefry2x32"` and
+    `jax_threefry_partitionable` (False, so Keras' dropout runs, when a JAX release lacks either flag)."""
     import jax
 
     implementation = getattr(jax.config, "jax_default_prng_impl", None)
@@ -139,8 +126,8 @@ def _jax_dropout(inputs, rate, seed_generator):
 
 
 def tensorflow_threefry_uniform(shape, seed):
-    """float32 uniform [0, 1) values `shape` from `tf.random.stateless_uniform(alg="threefry")`, computed by
-    XLA whatever the context (eager, graph, or inside an XLA-compiled function, where it is inlined)."""
+    """float32 uniform [0, 1) values from `tf.random.stateless_uniform(alg="threefry")`, always computed by XLA
+    (TensorFlow has no Threefry kernel outside XLA; inside an XLA-compiled step it is inlined)."""
     global _tensorflow_uniform
     import tensorflow as tf
 

@@ -4,11 +4,7 @@
 - Original google-research/bert: `bert_config.json` + `bert_model.ckpt.{index,data-*}`.
 - Ours: `config.json` with `"format": "keras_bert_impl"` + `model.safetensors` keyed by variable path.
 
-Names map through one table, `name_map.py`.
-
-This package reads, writes and assigns tensors and configs; it never builds models (the model classes'
-`from_pretrained` do, with `read_checkpoint`, `backbone_config` and `load_weights`), so the dependency runs
-one way: models -> checkpoints.
+Names map through one table, `name_map.py`. This package never builds models (models -> checkpoints).
 """
 
 import os
@@ -35,19 +31,13 @@ __all__ = [
     "load_weights",
     "read_checkpoint",
     "resolve_checkpoint",
-    "save_backbone",
     "save_huggingface",
 ]
 
 
 def read_checkpoint(path, revision=None):
-    """Identify and read a checkpoint: `(format, backbone_config, tensors, extra)`.
-
-    `path` is a local checkpoint or a Hugging Face Hub model id (`hub_cache.resolve_checkpoint`; `revision`
-    picks a Hub branch, tag or commit). `format` is "native", "huggingface" or "original"; `tensors` maps
-    names in that format to arrays; `extra` holds what our own format stores beside the backbone
-    (task-model config).
-    """
+    """Identify and read a checkpoint (a path or Hub model id at `revision`): `(format, backbone_config,
+    tensors, extra)`, `format` "native", "huggingface" or "original", `extra` what ours stores beside."""
     path = resolve_checkpoint(path, revision)
     if not os.path.exists(path) and not os.path.exists(path + ".index"):
         raise CheckpointError(f"Checkpoint path {path} does not exist.")
@@ -77,10 +67,7 @@ def read_checkpoint(path, revision=None):
 
 def load_weights(model, backbone, fmt, tensors, path, head_specs=(), strict_backbone=True):
     """Assign backbone (and head) weights from tensors read by `read_checkpoint`; return a LoadReport.
-
-    Backbone weights must all be present (a silently random encoder is never what a user wants); head
-    weights that the checkpoint lacks keep their initial values and are listed in `report.missing`.
-    """
+    Missing backbone weights are an error (with `strict_backbone`); missing head weights stay initial."""
     if fmt == "native":
         unused = native.assign_native(model, tensors, path)
         return LoadReport(loaded=[v.path for v in model.weights], missing=[], unused=unused)
@@ -94,26 +81,11 @@ def load_weights(model, backbone, fmt, tensors, path, head_specs=(), strict_back
 
 
 def backbone_config(fmt, config, extra):
-    """The `BertBackbone` arguments a checkpoint read by `read_checkpoint` gives (without `name`/`trainable`).
-
-    A native task-model directory (a classifier, a pretrainer, ...) stores its encoder's config beside the
-    task config, in `extra["backbone_config"]`; every other checkpoint's config is the encoder's own.
-
-    Args:
-        fmt: str. "native", "huggingface" or "original", from `read_checkpoint`.
-        config: dict. The config from `read_checkpoint`.
-        extra: dict. The extra from `read_checkpoint`.
-
-    Returns:
-        dict, keyword arguments for `BertBackbone`.
-    """
+    """The `BertBackbone` arguments of a checkpoint `read_checkpoint` gave as `(fmt, config, extra)` (a native
+    task-model directory stores them in `extra["backbone_config"]`)."""
     if fmt == "native" and extra.get("class_name") != "BertBackbone":
         config = extra["backbone_config"]
     return {key: value for key, value in config.items() if key not in ("name", "trainable")}
-
-
-def save_backbone(backbone, path):
-    native.write_native(os.fspath(path), backbone, backbone.get_config())
 
 
 def save_huggingface(model, path, head_specs=(), architectures=("BertModel",), config_updates=None):

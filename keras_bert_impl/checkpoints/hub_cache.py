@@ -1,10 +1,7 @@
 """Checkpoint names: a local path, or a Hugging Face Hub model id fetched into `huggingface_hub`'s cache.
 
-`from_pretrained("google-bert/bert-base-uncased")` downloads the checkpoint's top-level config, weights and
-tokenizer files (not the TF / Flax / ONNX copies many repositories also hold) with
-`huggingface_hub.snapshot_download`, into the cache every Hugging Face library shares (`HF_HOME`,
-`HF_HUB_CACHE`). A cached model then loads without a network: with `HF_HUB_OFFLINE=1` the cache alone is
-read. `huggingface_hub` is optional (`pip install keras-bert-impl[hub]`); local paths never need it.
+Only the top-level config, weights and tokenizer files are downloaded (`snapshot_download`); with
+`HF_HUB_OFFLINE=1` the cache alone is read. `huggingface_hub` is optional; local paths never need it.
 """
 
 import os
@@ -13,14 +10,12 @@ import re
 from keras_bert_impl.checkpoints.conversion import CheckpointError
 
 HUB_INSTALL_HINT = "pip install 'keras-bert-impl[hub]'"
-# What a checkpoint directory holds: config and tokenizer files, safetensors weights (sharded or not), our
-# preprocessor and label files. Sub-folders (onnx/, coreml/, ...) are other formats of the same model.
+# Config, tokenizer, preprocessor and label files and safetensors weights; sub-folders hold other formats.
 HUB_FILE_PATTERNS = ["*.json", "*.safetensors", "*.txt"]
 HUB_SUBFOLDER_PATTERNS = ["*/*"]
 # The torch pickle, fetched only for repositories without safetensors weights.
 HUB_PYTORCH_FILE = "pytorch_model.bin"
-# `name` or `namespace/name`: letters, digits, `-`, `_`, `.` (the Hub's rule); a path has more parts or
-# starts with `/`, `.` or `~`.
+# `name` or `namespace/name` of letters, digits, `-`, `_`, `.` (the Hub's rule).
 HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
@@ -52,18 +47,14 @@ def resolve_checkpoint(name_or_path, revision=None):
     snapshot of the Hugging Face Hub model of that id (downloaded first unless `HF_HUB_OFFLINE=1`).
 
     Args:
-        name_or_path: str or path-like. A checkpoint directory or original-TF prefix, or a Hub model id
-            (`bert-base-uncased`, `org/name`).
+        name_or_path: str or path-like. A checkpoint directory or original-TF prefix, or a Hub model id.
         revision: str or None. A Hub branch, tag or commit; only for Hub ids. Defaults to None (`main`).
 
     Returns:
-        str. A local path for `checkpoints.read_checkpoint`. A path that does not exist and is no model id
-        comes back unchanged, for `read_checkpoint` to report.
+        str. A local path (a missing path that is no model id comes back unchanged, for `read_checkpoint`).
 
     Raises:
-        CheckpointError: one line naming the id and what to do, when the id cannot be resolved:
-            `huggingface_hub` not installed, not cached while offline, no such repository or revision,
-            gated, or the Hub unreachable.
+        CheckpointError: one line naming the id and what to do, when the id cannot be resolved.
 
     Example:
     >>> resolve_checkpoint("/no/such/dir")

@@ -24,6 +24,20 @@ HUGGINGFACE_ACTIVATIONS = {
     "swish": "silu",
 }
 OUR_ACTIVATIONS_TO_HUGGINGFACE = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu", "silu": "silu"}
+# `BertConfig` JSON field -> our `BertBackbone` argument and its default when absent (None: required).
+CONFIG_FIELDS = {
+    "vocab_size": ("vocabulary_size", None),
+    "num_hidden_layers": ("num_layers", None),
+    "num_attention_heads": ("num_heads", None),
+    "hidden_size": ("hidden_dim", None),
+    "intermediate_size": ("intermediate_dim", None),
+    "max_position_embeddings": ("max_sequence_length", 512),
+    "type_vocab_size": ("num_segments", 2),
+    "hidden_dropout_prob": ("dropout", 0.1),
+    "attention_probs_dropout_prob": ("attention_dropout", 0.1),
+    "layer_norm_eps": ("layer_norm_epsilon", 1e-12),
+    "initializer_range": ("initializer_range", 0.02),
+}
 
 
 def is_huggingface_directory(path):
@@ -36,13 +50,19 @@ def is_huggingface_directory(path):
 
 
 def read_json(path):
+    """The JSON document at `path`; `CheckpointError` naming the file and the problem."""
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except OSError as error:
         raise CheckpointError(f"Cannot read {path}: {error.strerror or error}.") from error
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except json.JSONDecodeError as error:
         raise CheckpointError(f"{path} is not valid JSON: {error}.") from error
+    except UnicodeDecodeError as error:
+        raise CheckpointError(
+            f"{path}: not UTF-8 text (byte {error.object[error.start:error.start + 1]!r} at offset {error.start}), "
+            "so not a checkpoint config; give the model directory's own config.json."
+        ) from error
 
 
 def backbone_config_from_huggingface(config, config_path):
@@ -77,42 +97,22 @@ def backbone_config_from_bert_json(config, config_path, activations, num_segment
         raise CheckpointError(
             f"{config_path}: hidden_act {activation!r} is not supported; supported: {sorted(activations)}."
         )
-    try:
-        return {
-            "vocabulary_size": int(config["vocab_size"]),
-            "num_layers": int(config["num_hidden_layers"]),
-            "num_heads": int(config["num_attention_heads"]),
-            "hidden_dim": int(config["hidden_size"]),
-            "intermediate_dim": int(config["intermediate_size"]),
-            "max_sequence_length": int(config.get("max_position_embeddings", 512)),
-            "num_segments": int(config.get("type_vocab_size", num_segments)),
-            "dropout": float(config.get("hidden_dropout_prob", 0.1)),
-            "attention_dropout": float(config.get("attention_probs_dropout_prob", 0.1)),
-            "hidden_activation": activations[activation],
-            "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12) if layer_norm_epsilon is None
-                                        else layer_norm_epsilon),
-            "initializer_range": float(config.get("initializer_range", 0.02)),
-        }
-    except KeyError as error:
-        raise CheckpointError(f"{config_path}: required field {error.args[0]!r} is missing.") from error
+    arguments = {"hidden_activation": activations[activation]}
+    for name, (ours, default) in dict(CONFIG_FIELDS, type_vocab_size=("num_segments", num_segments)).items():
+        if default is None and name not in config:
+            raise CheckpointError(f"{config_path}: required field {name!r} is missing.")
+        arguments[ours] = (float if isinstance(default, float) else int)(config.get(name, default))
+    if layer_norm_epsilon is not None:
+        arguments["layer_norm_epsilon"] = float(layer_norm_epsilon)
+    return arguments
 
 
 def huggingface_config_from_backbone(backbone, architectures=("BertModel",)):
     return {
         "architectures": list(architectures),
         "model_type": "bert",
-        "vocab_size": backbone.vocabulary_size,
-        "num_hidden_layers": backbone.num_layers,
-        "num_attention_heads": backbone.num_heads,
-        "hidden_size": backbone.hidden_dim,
-        "intermediate_size": backbone.intermediate_dim,
-        "max_position_embeddings": backbone.max_sequence_length,
-        "type_vocab_size": backbone.num_segments,
-        "hidden_dropout_prob": backbone.dropout,
-        "attention_probs_dropout_prob": backbone.attention_dropout,
+        **{name: getattr(backbone, ours) for name, (ours, _) in CONFIG_FIELDS.items()},
         "hidden_act": OUR_ACTIVATIONS_TO_HUGGINGFACE[backbone.hidden_activation],
-        "layer_norm_eps": backbone.layer_norm_epsilon,
-        "initializer_range": backbone.initializer_range,
         "position_embedding_type": "absolute",
         "pad_token_id": 0,
     }
@@ -134,7 +134,7 @@ def _normalise_names(tensors):
     return normalised
 
 
-def _load_safetensors(path):
+def load_safetensors(path):
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
@@ -149,7 +149,7 @@ def read_huggingface_tensors(directory):
     index_path = os.path.join(directory, SAFETENSORS_INDEX_FILE)
     safetensors_path = os.path.join(directory, SAFETENSORS_FILE)
     if os.path.exists(safetensors_path):
-        tensors = _load_safetensors(safetensors_path)
+        tensors = load_safetensors(safetensors_path)
     elif os.path.exists(index_path):
         shards = sorted(set(read_json(index_path).get("weight_map", {}).values()))
         if not shards:
@@ -159,7 +159,7 @@ def read_huggingface_tensors(directory):
             shard_path = os.path.join(directory, shard)
             if not os.path.exists(shard_path):
                 raise CheckpointError(f"{index_path} lists shard {shard!r}, which does not exist.")
-            tensors.update(_load_safetensors(shard_path))
+            tensors.update(load_safetensors(shard_path))
     else:
         tensors = _read_pytorch_bin(os.path.join(directory, PYTORCH_FILE))
     return _normalise_names(tensors)

@@ -1,15 +1,9 @@
 """keras-hub BERT presets, both ways: read one into our `BertBackbone` / tokenizer, write ours as one.
 
-A keras-hub preset (what `keras_hub.models.BertBackbone.save_to_preset` writes: `config.json`,
-`model.weights.h5`, `metadata.json`, and the tokenizer's `tokenizer.json` + `assets/tokenizer/vocabulary.txt`)
-is read and written through keras-hub's public API (`keras_hub.models.BertBackbone` / `BertTokenizer`,
-`from_preset`, `save_to_preset`), so any handle keras-hub accepts works: a directory, `"bert_base_en_uncased"`,
-`"kaggle://..."`, `"hf://..."`. keras-hub is imported only here, when a preset is read or written.
-
-Weights move through Hugging Face names, the pivot `name_map` already maps to ours: keras-hub keeps attention
-projections per head (`(H, N, H/N)` kernels), Hugging Face as `[out, in]` matrices. keras-hub's BERT fixes
-what our config makes explicit: tanh-approximated GELU (`"gelu_approximate"`), LayerNorm epsilon 1e-12, one
-dropout rate for hidden and attention dropout.
+Presets are read and written through keras-hub's public API (`from_preset`, `save_to_preset`), so any handle
+keras-hub accepts works (a directory, `"bert_base_en_uncased"`, `"kaggle://..."`, `"hf://..."`). Weights move
+through Hugging Face names, which `name_map` maps to ours. keras-hub's BERT fixes tanh GELU, LayerNorm epsilon
+1e-12 and one dropout rate.
 """
 
 import numpy as np
@@ -23,6 +17,9 @@ KERAS_HUB_INSTALL_HINT = "pip install keras-hub"
 KERAS_HUB_ACTIVATION = "gelu_approximate"
 KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
 PRESET_CONFIG_FILE = "config.json"
+# The `BertBackbone` arguments keras-hub's and ours share.
+SHARED_ARGUMENTS = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "dropout",
+                    "max_sequence_length", "num_segments")
 
 
 def _import_keras_hub(what):
@@ -100,19 +97,9 @@ def read_keras_hub_preset(preset):
     except (ValueError, OSError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CheckpointError(f"keras-hub cannot load {preset} as a BertBackbone preset ({first_line})") from error
-    config = {
-        "vocabulary_size": source.vocabulary_size,
-        "num_layers": source.num_layers,
-        "num_heads": source.num_heads,
-        "hidden_dim": source.hidden_dim,
-        "intermediate_dim": source.intermediate_dim,
-        "max_sequence_length": source.max_sequence_length,
-        "num_segments": source.num_segments,
-        "dropout": source.dropout,
-        "attention_dropout": source.dropout,
-        "hidden_activation": KERAS_HUB_ACTIVATION,
-        "layer_norm_epsilon": KERAS_HUB_LAYER_NORM_EPSILON,
-    }
+    config = {name: getattr(source, name) for name in SHARED_ARGUMENTS}
+    config.update(attention_dropout=source.dropout, hidden_activation=KERAS_HUB_ACTIVATION,
+                  layer_norm_epsilon=KERAS_HUB_LAYER_NORM_EPSILON)
     values = {variable.path: np.asarray(variable.numpy(), dtype="float32") for variable in source.weights}
     tensors = {
         name: _per_head(kind, values[path], source.num_heads, to_keras_hub=False)
@@ -138,11 +125,7 @@ def read_keras_hub_tokenizer(preset):
 
 def write_keras_hub_preset(backbone, path, tokenizer=None, classifier_head=None):
     """Write `backbone` (and `tokenizer`, and a classification head) as a keras-hub BERT preset directory,
-    atomically.
-
-    `keras_hub.models.BertBackbone.from_preset(path)` (and `BertTokenizer.from_preset`, `BertTextClassifier.
-    from_preset(path, num_classes=...)`) then load it with our outputs; with `classifier_head`,
-    `BertTextClassifier.from_preset(path)` loads the head too (keras-hub's task files).
+    atomically; with `classifier_head`, keras-hub's `BertTextClassifier.from_preset(path)` loads the head too.
 
     Args:
         backbone: `BertBackbone`. Its activation and LayerNorm epsilon must be keras-hub's (tanh GELU, 1e-12).
@@ -164,16 +147,7 @@ def write_keras_hub_preset(backbone, path, tokenizer=None, classifier_head=None)
             f"layer_norm_epsilon={KERAS_HUB_LAYER_NORM_EPSILON})) and write that."
         )
     keras_hub = _import_keras_hub("Writing a keras-hub preset")
-    target = keras_hub.models.BertBackbone(
-        vocabulary_size=backbone.vocabulary_size,
-        num_layers=backbone.num_layers,
-        num_heads=backbone.num_heads,
-        hidden_dim=backbone.hidden_dim,
-        intermediate_dim=backbone.intermediate_dim,
-        dropout=backbone.dropout,
-        max_sequence_length=backbone.max_sequence_length,
-        num_segments=backbone.num_segments,
-    )
+    target = keras_hub.models.BertBackbone(**{name: getattr(backbone, name) for name in SHARED_ARGUMENTS})
     tensors = export_tensors(backbone, backbone_weight_specs(backbone.num_layers), HUGGINGFACE)
     variables = {variable.path: variable for variable in target.weights}
     for keras_hub_path, name, kind in _name_table(backbone.num_layers):

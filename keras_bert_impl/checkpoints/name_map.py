@@ -1,11 +1,8 @@
 """The one table that maps our variable paths to Hugging Face and original google-research/bert names.
 
-Each `WeightSpec` names one of our variables (its Keras `variable.path`, stable because every layer is
-named) and the tensor(s) it corresponds to in each foreign format. A spec with three foreign names is our
-fused query/key/value projection: the foreign tensors are concatenated along the output axis
-(`[query | key | value]`). Layout rules live in `conversion.py`, not here: Hugging Face (torch) Linear
-weights are `[out, in]` and get transposed; original TF kernels are `[in, out]` except where a spec says
-`original_out_in` (the NSP `output_weights`, stored `[2, H]`).
+Each `WeightSpec` names one of our variables (`variable.path`) and its tensor(s) in each foreign format;
+three names are our fused query/key/value projection, concatenated along the output axis. Layouts live in
+`conversion.py`: Hugging Face weights are `[out, in]`, original kernels `[in, out]` unless `original_out_in`.
 """
 
 import dataclasses
@@ -105,9 +102,7 @@ def pretraining_head_specs():
 
 
 def classifier_head_specs():
-    """Specs for `BertClassifier`'s output layer: Hugging Face `BertForSequenceClassification`'s
-    `classifier`, the original `run_classifier.py`'s top-level `output_weights` (`[num_labels, H]`) and
-    `output_bias`."""
+    """Specs for `BertClassifier`'s output layer (`BertForSequenceClassification`, `run_classifier.py`)."""
     return [
         WeightSpec("classifier_dense/kernel", "kernel", ("classifier.weight",), ("output_weights",),
                    original_out_in=True),
@@ -116,9 +111,8 @@ def classifier_head_specs():
 
 
 def question_answering_head_specs():
-    """Specs for `BertQuestionAnswerer`'s span layer: Hugging Face `BertForQuestionAnswering`'s `qa_outputs`
-    and the original `run_squad.py`'s `cls/squad/output_weights` (`[2, H]`) / `cls/squad/output_bias`.
-    Row / column 0 is the start logit, 1 the end logit, in all three."""
+    """Specs for `BertQuestionAnswerer`'s span layer (`BertForQuestionAnswering`, `run_squad.py`); row / column
+    0 is the start logit, 1 the end logit."""
     return [
         WeightSpec("span_dense/kernel", "kernel", ("qa_outputs.weight",), ("cls/squad/output_weights",),
                    original_out_in=True),
@@ -127,9 +121,7 @@ def question_answering_head_specs():
 
 
 def token_classifier_head_specs():
-    """Specs for `BertTokenClassifier`'s output layer: Hugging Face `BertForTokenClassification`'s
-    `classifier` (`[num_labels, H]`). The original release has no token-classification script, so no
-    original names."""
+    """Specs for `BertTokenClassifier`'s output layer (`BertForTokenClassification`; the original has none)."""
     return [
         WeightSpec("token_classifier_dense/kernel", "kernel", ("classifier.weight",), ()),
         WeightSpec("token_classifier_dense/bias", "vector", ("classifier.bias",), ()),
@@ -137,9 +129,7 @@ def token_classifier_head_specs():
 
 
 def multiple_choice_head_specs():
-    """Specs for `BertMultipleChoice`'s scoring layer: Hugging Face `BertForMultipleChoice`'s `classifier`
-    (`[1, H]`, one score per choice). The original release has no multiple-choice script, so no original
-    names."""
+    """Specs for `BertMultipleChoice`'s scoring layer (`BertForMultipleChoice`; the original has none)."""
     return [
         WeightSpec("multiple_choice_dense/kernel", "kernel", ("classifier.weight",), ()),
         WeightSpec("multiple_choice_dense/bias", "vector", ("classifier.bias",), ()),

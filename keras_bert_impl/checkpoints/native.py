@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from keras_bert_impl.checkpoints.conversion import CheckpointError
-from keras_bert_impl.checkpoints.huggingface import read_json
+from keras_bert_impl.checkpoints.huggingface import load_safetensors, read_json
 from keras_bert_impl.utils.atomic_io import atomic_directory
 
 CONFIG_FILE = "config.json"
@@ -31,9 +31,6 @@ def is_native_directory(path):
 
 def read_native(path):
     """Return `(class_name, config, tensors)` from one of our checkpoint directories."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
     config_path = os.path.join(path, CONFIG_FILE)
     document = read_json(config_path)
     for field in ("class_name", "config"):
@@ -42,13 +39,7 @@ def read_native(path):
     weights_path = os.path.join(path, WEIGHTS_FILE)
     if not os.path.exists(weights_path):
         raise CheckpointError(f"{path} has {CONFIG_FILE} but no {WEIGHTS_FILE}.")
-    try:
-        tensors = load_file(weights_path)
-    except (SafetensorError, OSError, ValueError) as error:
-        raise CheckpointError(
-            f"Cannot read {weights_path}: the file is truncated or corrupt ({error})."
-        ) from error
-    return document["class_name"], document["config"], document.get("extra", {}), tensors
+    return document["class_name"], document["config"], document.get("extra", {}), load_safetensors(weights_path)
 
 
 def write_native(path, model, config, extra=None, files=None):

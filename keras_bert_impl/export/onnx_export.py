@@ -1,21 +1,11 @@
-"""Export BERT task models as ONNX files for ONNX Runtime and other ONNX serving stacks, from any Keras backend.
+"""Export BERT task models as ONNX files (Keras' own `export(format="onnx")`, tf2onnx), from any Keras backend.
 
-The graph is Keras' own ONNX export (`keras.Model.export(format="onnx")`), which on the TensorFlow backend
-converts the model's traced `call` with `tf2onnx`. Keras' torch path needs static shapes (its dynamic-shape
-TorchScript export fails on our attention masks) and its JAX path needs `jax2onnx`, so a model living under
-JAX or torch is saved with its own `save_pretrained` into a temporary directory and a subprocess with
-`KERAS_BACKEND=tensorflow` (`export.tensorflow_export_worker`) loads it with `from_pretrained` and exports it;
-`_export_for_backend` is the one place that chooses between the two.
-
-The ONNX graph takes numeric inputs only, the task model's own: `token_ids` int32 `(B, T)`, `segment_ids`
-int32 `(B, T)`, `padding_mask` bool `(B, T)` (and `mask_positions` int32 `(B, P)` for `BertPretrainer`),
-with `B`, `T` (and `P`) dynamic. Tokenization stays outside ONNX: run the model's preprocessor (or
-`BertPreprocessor(tokenizer, sequence_length)`) and feed its output dict to the session as it is. Outputs
-keep the task's names (`start_logits`, `end_logits`; `sequence_output`, `pooled_output`; `mlm_logits`,
-`nsp_logits`); a task with a single output (`BertClassifier`) names it `logits`. The model class, its
-labels and its position-table size are stored in the file's metadata (`METADATA_KEYS`).
-
-The file is written atomically (`utils.atomic_io.atomic_path`): a failed export leaves `path` as it was.
+Keras' torch path needs static shapes and its JAX path `jax2onnx`, so a JAX or torch model is exported by a
+TensorFlow subprocess (`export.tensorflow_subprocess`). The graph takes the task model's numeric inputs,
+`token_ids` int32 `(B, T)`, `segment_ids` int32 `(B, T)`, `padding_mask` bool `(B, T)` (and `mask_positions`
+int32 `(B, P)` for `BertPretrainer`), every axis dynamic: feed it the preprocessor's output dict. Outputs keep
+the task's names; a single output is named `logits`. The file's metadata holds `METADATA_KEYS`, and it is
+written atomically (`utils.atomic_io.atomic_path`).
 """
 
 import contextlib
@@ -29,8 +19,7 @@ import warnings
 import keras
 
 from keras_bert_impl.export.export_error import ExportError
-from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess
-from keras_bert_impl.models.registry import TASK_CLASSES
+from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess, exported_class_name
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
 
 logger = logging.getLogger(__name__)
@@ -41,18 +30,6 @@ EXPORT_PACKAGES = ("onnx", "tf2onnx")
 SINGLE_OUTPUT_NAME = "logits"
 # Metadata (`onnx.ModelProto.metadata_props`) every export carries.
 METADATA_KEYS = ("keras_bert_impl.model_class", "keras_bert_impl.labels", "keras_bert_impl.max_sequence_length")
-
-
-def _check_model(model):
-    """The class name of an exportable model; anything else is one ExportError line."""
-    class_name = type(model).__name__
-    inputs = getattr(model, "input", None) if isinstance(model, keras.Model) else None
-    if class_name not in TASK_CLASSES or not isinstance(inputs, dict) or "token_ids" not in inputs:
-        raise ExportError(
-            f"export_onnx supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}.{class_name}. "
-            "Export its backbone, or wrap it in one of these models."
-        )
-    return class_name
 
 
 def _check_packages():
@@ -77,15 +54,11 @@ def check_output(path, overwrite=False):
 def export_onnx(model, path=None, *, overwrite=False, opset=None):
     """Export a BERT task model as one ONNX file taking token ids, with dynamic batch and sequence length.
 
-    Works from every Keras backend (see the module docstring, which also lists the inputs and outputs).
-    The tokenizer is not part of the graph: preprocess text with the model's preprocessor and pass its
-    output dict to ONNX Runtime.
+    The tokenizer is not part of the graph (see the module docstring for inputs and outputs).
 
     Args:
-        model: a task model of `models.registry.TASK_CLASSES` (`BertBackbone`, `BertPretrainer`,
-            `BertClassifier`, `BertQuestionAnswerer`, ...).
-        path: str or None. The `.onnx` file to write. None writes `onnx_models/<model.name>.onnx` under
-            the working directory. Defaults to None.
+        model: a task model of `models.registry.TASK_CLASSES`.
+        path: str or None. The `.onnx` file to write. Defaults to None: `onnx_models/<model.name>.onnx`.
         overwrite: bool. Replace an existing file at `path`. Defaults to False.
         opset: int or None. ONNX opset; None takes tf2onnx's default. Defaults to None.
 
@@ -111,7 +84,7 @@ def export_onnx(model, path=None, *, overwrite=False, opset=None):
     >>> session.run(["logits"], preprocessor(["good film", "bad"]))[0].shape
     (2, 2)
     """
-    class_name = _check_model(model)
+    class_name = exported_class_name(model, "export_onnx")
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_ONNX_ROOT,
                                                                                   f"{model.name}.onnx"))
     check_output(path, overwrite)
@@ -142,11 +115,7 @@ def _metadata(model, class_name):
 
 @functools.cache
 def _register_erfc_conversion():
-    """Teach tf2onnx TensorFlow's `Erfc`, which it lacks: `erfc(x) = 1 - erf(x)` with ONNX's `Erf`.
-
-    TensorFlow computes the exact GELU (`"gelu"`, every Hugging Face BERT) as `0.5 x erfc(-x / sqrt(2))`; the
-    handler goes through tf2onnx's own extension point (`tf2onnx.handler.tf_op`), once per process.
-    """
+    """Teach tf2onnx TensorFlow's `Erfc` (the exact GELU's), as `1 - erf(x)`, through `tf2onnx.handler.tf_op`."""
     import numpy as np
     from tf2onnx import utils
     from tf2onnx.handler import tf_op

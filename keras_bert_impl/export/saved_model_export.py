@@ -1,13 +1,7 @@
 """Export BERT models as TensorFlow SavedModels that serve raw text, from any Keras backend.
 
-The SavedModel graph is TensorFlow, so it is built under the TensorFlow backend (`serving_signatures`). A
-model living under JAX or torch is saved with its own `save_pretrained` into a temporary directory and a
-subprocess with `KERAS_BACKEND=tensorflow` (`export.tensorflow_export_worker`) loads it with
-`from_pretrained` and exports it; `_export_for_backend` is the one place that chooses between the two.
-
-Writes are atomic (`utils.atomic_io.atomic_directory`): the SavedModel is written into a temporary
-directory beside the target and renamed into place only when complete, so a failed export leaves the
-target as it was (absent, or the previous export) and a re-export replaces the old directory in one step.
+The graph is built under the TensorFlow backend (`serving_signatures`); a JAX or torch model is exported by a
+TensorFlow subprocess (`export.tensorflow_subprocess`). Writes are atomic (`utils.atomic_io.atomic_directory`).
 """
 
 import json
@@ -18,8 +12,8 @@ import tempfile
 import keras
 
 from keras_bert_impl.export.export_error import ExportError
-from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess
-from keras_bert_impl.models.registry import TASK_CLASSES, task_kind
+from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess, exported_class_name
+from keras_bert_impl.models.registry import task_kind
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
 logger = logging.getLogger(__name__)
@@ -47,25 +41,9 @@ NOT_EXPORTED = {
 }
 
 
-def _model_kind(model):
-    class_name = type(model).__name__
-    if class_name not in TASK_CLASSES or not isinstance(model, keras.Model):
-        raise ExportError(
-            f"export_saved_model supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}."
-            f"{class_name}. Export its backbone, or wrap it in one of these models."
-        )
-    if class_name in NOT_EXPORTED:
-        raise ExportError(f"{class_name} has no SavedModel export: {NOT_EXPORTED[class_name]}")
-    return class_name, task_kind(class_name)
-
-
-def _backbone_of(model):
-    return model if type(model).__name__ == "BertBackbone" else model.backbone
-
-
 def _export_settings(model, kind, tokenizer, sequence_length, options):
     """Check and complete the export settings; every inconsistency is an ExportError before writing."""
-    backbone = _backbone_of(model)
+    backbone = model if kind == "backbone" else model.backbone
     known = {"question_answerer": tuple(QA_DEFAULTS), "token_classifier": TOKEN_CLASSIFIER_OPTIONS}
     unknown = sorted(set(options) - set(QA_DEFAULTS) - set(TOKEN_CLASSIFIER_OPTIONS))
     if unknown:
@@ -125,33 +103,24 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
 def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None, overwrite=False, **options):
     """Export a BERT model as a TensorFlow SavedModel with numeric and (with a tokenizer) raw-text signatures.
 
-    Works from every Keras backend (see the module docstring). The SavedModel needs only `tensorflow` and
-    `tensorflow_text` to serve (`tf.saved_model.load`, TF Serving); it carries `vocab.txt`,
-    `tokenizer_config.json` and `export_config.json` (model class and config, labels, export settings) as
-    assets. Signatures, inputs and outputs are listed in `export.serving_signatures`; in short:
-
-    - `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` (int32 `(B, T)`, mask 1 = real token).
-    - `serve_text` (and `serve_text_pair` for backbone and classifier; `question` + `context` for QA).
-    - `serving_default` is `serve_text` when there is one, else `serve_token_ids`.
+    Works from every Keras backend. The SavedModel serves with only `tensorflow` and `tensorflow_text`; it
+    carries `vocab.txt`, `tokenizer_config.json` and `export_config.json` (model class and config, labels,
+    settings) as assets. Signatures are listed in `export.serving_signatures`; `serving_default` is
+    `serve_text` when there is one, else `serve_token_ids`.
 
     Args:
-        model: `BertBackbone`, `BertPretrainer`, `BertClassifier` or `BertQuestionAnswerer`.
-        path: str or None. Output directory; replaced atomically if it is empty or a previous SavedModel
-            (else `OutputExistsError`, unless `overwrite`). None writes to `saved_models/<model.name>` under
-            the working directory. Defaults to None.
-        tokenizer: `BertTokenizer` or None. Adds the text signatures (not for `BertPretrainer`, which is
-            numeric-only) and the vocabulary asset. Defaults to None.
-        sequence_length: int or None. Longest packed text sequence (longer texts are truncated, or
-            windowed for QA); `max_sequence_length`, its old name, still works, deprecated. None: the
-            attached preprocessor's (a fine-tuned model's packing length), else the model's
-            `max_sequence_length` (its position table), for QA `min(384, that)`. Defaults to None.
-        overwrite: bool. Replace `path` even if it is a file or a folder that is not a SavedModel. Defaults
-            to False.
-        **options: QA only, each defaulting to the attached preprocessor's (a fine-tuning run's windows,
-            decoding settings and tuned null threshold), else to: `doc_stride` (128), `max_query_length`
-            (64), `max_answer_length` (30), `n_best_size` (20), `version_2_with_negative` (False: always
-            answer; True: answer "" iff null score - best span score > `null_score_diff_threshold`, and
-            return `null_odds`), `null_score_diff_threshold` (0.0).
+        model: a task model of `models.registry.TASK_CLASSES` but `BertMultipleChoice`.
+        path: str or None. Output directory, replaced atomically if empty or a previous SavedModel (else
+            `OutputExistsError`, unless `overwrite`). Defaults to None: `saved_models/<model.name>`.
+        tokenizer: `BertTokenizer` or None. Adds the text signatures (not for `BertPretrainer`) and the
+            vocabulary asset. Defaults to None.
+        sequence_length: int or None. Longest packed text sequence (longer texts are truncated, or windowed).
+            None: the attached preprocessor's, else the model's `max_sequence_length`, for QA `min(384, that)`.
+            Defaults to None.
+        overwrite: bool. Replace `path` whatever it holds. Defaults to False.
+        **options: QA: `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`,
+            `version_2_with_negative`, `null_score_diff_threshold` (defaults: the attached preprocessor's, else
+            `QA_DEFAULTS`); token classifier: `stride` (the preprocessor's, else half a window).
 
     Returns:
         str. The absolute path of the written SavedModel.
@@ -170,7 +139,10 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
     >>> served.signatures["serve_text"](text=tf.constant(["good film"]))["label"].shape
     TensorShape([1])
     """
-    class_name, kind = _model_kind(model)
+    class_name = exported_class_name(model, "export_saved_model")
+    if class_name in NOT_EXPORTED:
+        raise ExportError(f"{class_name} has no SavedModel export: {NOT_EXPORTED[class_name]}")
+    kind = task_kind(class_name)
     settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
     check_replaceable(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel", "pass --overwrite to replace it")

@@ -1,51 +1,31 @@
 """The serving signatures of an exported BERT model, as `tf.function`s over a Keras model (TensorFlow backend).
 
-TensorFlow at the export edge: this module turns a Keras model that lives under the TensorFlow backend into
-a `tf.Module` whose concrete functions become the SavedModel's signatures. Text signatures contain the
-tokenizer (`BertTokenizer.tokenize_tensor`, tensorflow-text ops) and `[CLS] A [SEP] B [SEP]` packing
-(`SegmentPacker`, TF ops), so a served model takes raw strings and the serving process needs only
-`tensorflow` and `tensorflow_text`.
+Text signatures hold the tokenizer and packing (TF ops), so serving needs only `tensorflow` and
+`tensorflow_text`. Signatures (B batch, T tokens, H hidden width, C classes, P masked slots, V vocabulary,
+E entities):
 
-Signatures (B batch, T tokens, H hidden width, C classes, P masked slots, V vocabulary):
-
-- every model: `serve_token_ids(token_ids, segment_ids, padding_mask)`, int32 `(B, T)` each, dynamic B and
-  T; `padding_mask` is int32, 1 on real tokens and 0 on padding (int rather than bool so JSON / gRPC
-  clients send the same type for all three). `BertPretrainer` adds `mask_positions` int32 `(B, P)`.
+- every model: `serve_token_ids(token_ids, segment_ids, padding_mask)`, int32 `(B, T)` each (mask 1 on real
+  tokens); `BertPretrainer` adds `mask_positions` int32 `(B, P)` and returns `mlm_logits` `(B, P, V)`,
+  `nsp_logits` `(B, 2)`.
 - `BertBackbone` with a tokenizer: `serve_text(text)` and `serve_text_pair(text, text_pair)`, tf.string
-  `(B,)`, -> `sequence_output` float32 `(B, T, H)`, `pooled_output` float32 `(B, H)` and the
-  `padding_mask` int32 `(B, T)` of the packed batch (T = the longest packed row, at most
-  `sequence_length`).
-- `BertClassifier` with a tokenizer: `serve_text(text)` and `serve_text_pair(text, text_pair)` ->
-  `probabilities` float32 `(B, C)`, `label_id` int32 `(B,)`, `label` tf.string `(B,)`, and `logits`
-  float32 `(B, C)`; regression models (`num_classes=1`) return `score` float32 `(B,)` instead.
+  `(B,)` -> `sequence_output` float32 `(B, T, H)`, `pooled_output` `(B, H)`, `padding_mask` int32 `(B, T)`.
+- `BertClassifier` with a tokenizer: the same signatures -> `probabilities` float32 `(B, C)`, `label_id`
+  int32 `(B,)`, `label` tf.string `(B,)`, `logits` `(B, C)`; regression returns `score` float32 `(B,)`.
 - `BertQuestionAnswerer` with a tokenizer: `serve_text(question, context)` -> `answer` tf.string `(B,)`,
-  `start_char` / `end_char` int64 `(B,)` (Unicode code point offsets into the context, end exclusive,
-  -1 when there is no answer) and `score` float32 `(B,)` (start + end logit of the answer span, -inf when
-  there is none). Long contexts are windowed (see `preprocessing.squad_span_graph`).
-- `BertTokenClassifier`: `serve_token_ids` -> `logits` float32 `(B, T, C)`; with a tokenizer
-  `serve_text(text)` -> the entities of each text, padded to the most any text has (E): `entity_text`,
-  `entity_type` tf.string `(B, E)`, `entity_start` / `entity_end` int64 `(B, E)` (code point offsets into the
-  text, end exclusive, -1 as padding), `entity_score` float32 `(B, E)` and `num_entities` int32 `(B,)`.
-  Long texts are windowed, not truncated (`preprocessing.entity_span_graph`).
-- `BertPretrainer`: numeric only (`mlm_logits` `(B, P, V)`, `nsp_logits` `(B, 2)`); pretraining inputs need
-  masking, which belongs to the training pipeline, not to serving.
+  `start_char` / `end_char` int64 `(B,)` (code point offsets into the context, -1 for no answer), `score`
+  float32 `(B,)`; long contexts are windowed (`preprocessing.squad_span_graph`).
+- `BertTokenClassifier`: `logits` float32 `(B, T, C)`; with a tokenizer `serve_text(text)` -> `entity_text`,
+  `entity_type` tf.string `(B, E)`, `entity_start` / `entity_end` int64 `(B, E)` (-1 as padding),
+  `entity_score` float32 `(B, E)`, `num_entities` int32 `(B,)` (`preprocessing.entity_span_graph`).
 
-Text inputs are truncated (classification: longest segment first, `run_classifier.py`) or windowed (QA),
-never rejected for length; empty strings are valid (`[CLS] [SEP]`, or "" as the answer). Invalid UTF-8
-byte sequences are replaced by U+FFFD, which the tokenizer deletes (as the original decodes with
-`errors="ignore"`); QA answers and offsets refer to the context with that replacement (identical to the
-input for valid UTF-8).
-
-Numeric inputs are checked in the graph before the model runs: the three (or four) inputs agree in shape
-and batch size, rows are at most the position table long, token and segment ids are inside their tables, mask
-positions inside the row; text pairs agree in batch size. A failed check raises `InvalidArgumentError` whose
-text holds `assertion failed: [<input> ...: <what to do>]`, naming the input, its value and the limit.
+Text is truncated (longest segment first) or windowed, never rejected for length. Numeric inputs are checked
+in the graph first; a failed check raises `InvalidArgumentError` naming the input, its value and the limit.
 """
 
 import tensorflow as tf
 
-from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.preprocessing import entity_span_graph, squad_span_graph
+from keras_bert_impl.preprocessing.preprocessor import Preprocessor
 
 SERVE_TOKEN_IDS = "serve_token_ids"
 SERVE_TEXT = "serve_text"
@@ -61,12 +41,8 @@ def _numeric_inputs(token_ids, segment_ids, padding_mask):
 
 
 class _ServingModule(tf.Module):
-    """Holds the model's variables and the assets, so that the SavedModel saves them.
-
-    The Keras model itself is not attached: its variables are, as `keras.export.ExportArchive` does, so the
-    SavedModel holds only what serving needs. The functions travel as signatures only (attaching them as
-    attributes too would save every graph twice, which makes exporting markedly slower).
-    """
+    """Holds the model's variables (not the model, as `keras.export.ExportArchive`) and the assets; the
+    functions travel as signatures only (attributes too would save every graph twice)."""
 
     def __init__(self, model):
         super().__init__(name="bert_serving")
@@ -88,20 +64,24 @@ def _classifier_outputs(model, logits):
 
 
 def _at_least_two_columns(packed):
-    """An empty batch packs to width 0, which the pooler's [CLS] slice rejects; every real row is at least
-    `[CLS] [SEP]` wide, so this pads only empty batches."""
+    """Pad an empty batch (width 0, which the pooler's [CLS] slice rejects) to `[CLS] [SEP]` width."""
     missing = tf.maximum(2 - tf.shape(packed["token_ids"])[1], 0)
     return {name: tf.pad(value, [[0, 0], [0, missing]]) for name, value in packed.items()}
 
 
 def _check(condition, template, values):
-    """An in-graph check whose failure reads `assertion failed: [<one sentence>]`: what is wrong, the values
-    and what to do, formatted into one string (tf.debugging.assert_* would split it into pieces)."""
+    """An in-graph check whose failure reads `assertion failed: [<one sentence>]` (one formatted string)."""
     return tf.debugging.Assert(condition, [tf.strings.format(template, values)], summarize=8)
 
 
+def _after(checks, *tensors):
+    """`tensors`, each waiting for `checks`, so no op of the model fails first with a vaguer error."""
+    with tf.control_dependencies(checks):
+        return [tf.identity(tensor) for tensor in tensors]
+
+
 def _assert_same_batch_size(first, second, first_name, second_name):
-    """Rows pair up one to one; without this check a mismatch fails deep inside packing with a shape error."""
+    """Rows pair up one to one (a mismatch would fail deep inside packing)."""
     first_rows, second_rows = tf.size(first), tf.size(second)
     return _check(
         tf.equal(first_rows, second_rows),
@@ -112,9 +92,8 @@ def _assert_same_batch_size(first, second, first_name, second_name):
 
 
 def _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_positions=None):
-    """Checks of the numeric inputs that the model would otherwise answer with a gather or shape error deep
-    in the graph (or, for a token id below 0 or a batch of 1 beside a larger one, a silently wrong result).
-    A few scalar reductions: cheap beside the model."""
+    """Checks of the numeric inputs the model would otherwise answer with an error deep in the graph or a
+    silently wrong result (a negative id, a batch of 1 beside a larger one)."""
     shape = tf.shape(token_ids)
     checks = []
     for name, value in (("segment_ids", segment_ids), ("padding_mask", padding_mask)):
@@ -160,31 +139,18 @@ def _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_pos
     return checks
 
 
-def _text_packer(tokenizer, sequence_length):
-    return SegmentPacker(
-        sequence_length=sequence_length,
-        cls_token_id=tokenizer.cls_token_id,
-        sep_token_id=tokenizer.sep_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        truncation="longest_first",
-        padding="dynamic",
-    )
-
-
 def build_serving_module(model, kind, tokenizer, settings):
     """A `tf.Module` holding the model's variables, and the signature functions by name.
 
     Args:
-        model: a Keras model under the TensorFlow backend (`BertBackbone`, `BertPretrainer`, `BertClassifier`
-            or `BertQuestionAnswerer`).
-        kind: str. "backbone", "pretrainer", "classifier" or "question_answerer".
+        model: a task model of `models.registry` under the TensorFlow backend.
+        kind: str. Its kind (`models.registry.TASK_KINDS`).
         tokenizer: `BertTokenizer` or None (numeric signature only).
         settings: dict. `sequence_length`, and for QA `doc_stride`, `max_query_length`,
             `max_answer_length`, `n_best_size`, `version_2_with_negative`, `null_score_diff_threshold`.
 
     Returns:
-        (module, signatures): `signatures` maps signature names to concrete functions, `serving_default`
-        included. Attach assets to `module` before `tf.saved_model.save(module, path, signatures=signatures)`.
+        `(module, signatures)`: signature name -> concrete function, `serving_default` included.
     """
     module = _ServingModule(model)
     signatures = {}
@@ -198,12 +164,9 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TOKEN_SPEC] * 4, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask, mask_positions):
-            with tf.control_dependencies(
-                _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_positions)
-            ):  # every input waits for the checks, so no op of the model fails first with a vaguer error
-                token_ids, segment_ids, padding_mask, mask_positions = (
-                    tf.identity(token_ids), tf.identity(segment_ids), tf.identity(padding_mask),
-                    tf.identity(mask_positions))
+            checks = _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_positions)
+            token_ids, segment_ids, padding_mask, mask_positions = _after(
+                checks, token_ids, segment_ids, padding_mask, mask_positions)
             inputs = _numeric_inputs(token_ids, segment_ids, padding_mask)
             outputs = run_model({**inputs, "mask_positions": mask_positions})
             return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
@@ -212,9 +175,8 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TOKEN_SPEC] * 3, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask):
-            with tf.control_dependencies(_token_input_checks(backbone, token_ids, segment_ids, padding_mask)):
-                token_ids, segment_ids, padding_mask = (
-                    tf.identity(token_ids), tf.identity(segment_ids), tf.identity(padding_mask))
+            checks = _token_input_checks(backbone, token_ids, segment_ids, padding_mask)
+            token_ids, segment_ids, padding_mask = _after(checks, token_ids, segment_ids, padding_mask)
             outputs = run_model(_numeric_inputs(token_ids, segment_ids, padding_mask))
             if kind == "classifier":
                 return _classifier_outputs(model, outputs)
@@ -225,7 +187,7 @@ def build_serving_module(model, kind, tokenizer, settings):
     signatures[SERVE_TOKEN_IDS] = serve_token_ids.get_concrete_function()
 
     if tokenizer is not None and kind in ("backbone", "classifier"):
-        packer = _text_packer(tokenizer, settings["sequence_length"])
+        packer = Preprocessor(tokenizer, settings["sequence_length"]).segment_packer(padding="dynamic")
 
         def packed_outputs(text, text_pair):
             second = None if text_pair is None else tokenizer.tokenize_tensor(text_pair)
@@ -242,8 +204,8 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
         def serve_text_pair(text, text_pair):
-            with tf.control_dependencies([_assert_same_batch_size(text, text_pair, "text", "text_pair")]):
-                return packed_outputs(tf.identity(text), text_pair)
+            (text,) = _after([_assert_same_batch_size(text, text_pair, "text", "text_pair")], text)
+            return packed_outputs(text, text_pair)
 
         signatures[SERVE_TEXT] = serve_text.get_concrete_function()
         signatures[SERVE_TEXT_PAIR] = serve_text_pair.get_concrete_function()
@@ -260,15 +222,13 @@ def build_serving_module(model, kind, tokenizer, settings):
 
 
 def _question_answering_function(run_model, tokenizer, settings):
-    """`serve_text(question, context)`: the windowing of `preprocessing.squad_span_graph` and the span decoder of
-    `squad.decode_squad_predictions` (`squad.span_ranking`), so it answers what that function answers."""
+    """`serve_text(question, context)`: `preprocessing.squad_span_graph`'s windowing and span decoding."""
     sequence_length = settings["sequence_length"]
     packer = squad_span_graph.window_packer(tokenizer, sequence_length)
 
     @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
     def serve_text(question, context):
-        with tf.control_dependencies([_assert_same_batch_size(question, context, "question", "context")]):
-            context = tf.identity(context)
+        (context,) = _after([_assert_same_batch_size(question, context, "question", "context")], context)
         features = squad_span_graph.windowed_features(
             tokenizer, packer, question, context, sequence_length, settings["doc_stride"],
             settings["max_query_length"],
@@ -288,13 +248,11 @@ def _question_answering_function(run_model, tokenizer, settings):
 
 
 def _entity_function(run_model, labels, tokenizer, settings):
-    """`serve_text(text)`: the windowing of `BertTokenClassificationPreprocessor` (dynamic padding) and the
-    entity decoding of `preprocessing.entity_span_graph`, which give the entities `BertTokenClassifier.predict`
-    gives."""
+    """`serve_text(text)`: `BertTokenClassificationPreprocessor`'s windowing and `entity_span_graph`'s decoding."""
     from keras_bert_impl.preprocessing.token_classification_preprocessor import first_piece_table, window_features
 
     sequence_length, stride = settings["sequence_length"], settings["stride"]
-    packer = _text_packer(tokenizer, sequence_length)
+    packer = Preprocessor(tokenizer, sequence_length).segment_packer(padding="dynamic")
     first_pieces = first_piece_table(tokenizer)
 
     @tf.function(input_signature=[_TEXT_SPEC], autograph=False)

@@ -1,10 +1,6 @@
 """The TensorFlow export worker: loads a model a JAX or torch process saved and exports it under TensorFlow.
 
-Run as `python -m keras_bert_impl.export.tensorflow_export_worker` with `KERAS_BACKEND=tensorflow` by
-`export.tensorflow_subprocess.export_in_tensorflow_subprocess` (the parent's side), it loads the model with its
-class's `from_pretrained` and exports it in-process with `export_saved_model` or `export_onnx`. It imports the
-exporters; they launch it by its module name (`WORKER_MODULE`) and never import it, so the export modules form
-no import cycle.
+Launched by `export.tensorflow_subprocess` by module name, so the exporters it imports never import it.
 
 Example:
     KERAS_BACKEND="tensorflow" python -m keras_bert_impl.export.tensorflow_export_worker --format onnx \\
@@ -19,7 +15,7 @@ import sys
 from keras_bert_impl.export.tensorflow_subprocess import FORMATS, WORKER_MODULE
 
 
-def _parse_args(argv):
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--format", required=True, choices=sorted(FORMATS))
     parser.add_argument("--model-class", required=True, help="BertBackbone, BertPretrainer, BertClassifier, ...")
@@ -30,11 +26,7 @@ def _parse_args(argv):
     parser.add_argument("--options", required=True,
                         help="JSON keyword arguments of export_saved_model (sequence_length, QA options) or "
                              "export_onnx (opset).")
-    return parser.parse_args(argv)
-
-
-def main(argv=None):
-    args = _parse_args(argv)
+    args = parser.parse_args(argv)
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     import keras
 

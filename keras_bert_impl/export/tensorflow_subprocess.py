@@ -1,11 +1,7 @@
 """Exports from JAX and torch, done by a subprocess under the TensorFlow backend: the parent's side.
 
-A SavedModel is a TensorFlow graph, and Keras exports ONNX with dynamic shapes only through tf2onnx, so a model
-living under JAX or torch is saved with its own `save_pretrained` into a temporary directory; the worker
-(`export.tensorflow_export_worker`, run as `python -m` with `KERAS_BACKEND=tensorflow`) loads it with the model
-class's `from_pretrained` and exports it in-process. `export_in_tensorflow_subprocess` is the one launcher for
-both formats; `export_saved_model` and `export_onnx` call it and the worker calls them, so this module imports
-neither.
+The model is saved with `save_pretrained` into a temporary directory; the worker
+(`export.tensorflow_export_worker`) loads it with `from_pretrained` and exports it under TensorFlow.
 """
 
 import json
@@ -15,6 +11,7 @@ import sys
 import tempfile
 
 from keras_bert_impl.export.export_error import ExportError
+from keras_bert_impl.models.registry import TASK_CLASSES
 
 WORKER_MODULE = "keras_bert_impl.export.tensorflow_export_worker"
 # --format value -> how messages name it.
@@ -22,15 +19,27 @@ FORMATS = {"saved_model": "SavedModel", "onnx": "ONNX"}
 _WORKER_OUTPUT_TAIL = 4000  # characters of a failed worker's output quoted in the error
 
 
+def exported_class_name(model, exporter):
+    """The class name of `model`, a task model of `models.registry.TASK_CLASSES`; else one `ExportError` line."""
+    import keras
+
+    class_name = type(model).__name__
+    if class_name not in TASK_CLASSES or not isinstance(model, keras.Model):
+        raise ExportError(
+            f"{exporter} supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}.{class_name}. Export its "
+            "backbone, or wrap it in one of these models."
+        )
+    return class_name
+
+
 def export_in_tensorflow_subprocess(model, class_name, export_format, path, options, tokenizer=None,
                                     overwrite=False):
     """Save `model` with `save_pretrained`, then let the worker (KERAS_BACKEND=tensorflow) load and export it.
 
     Args:
-        model: the task model, under any backend.
-        class_name: its registered class name (`models.registry.TASK_CLASSES`).
+        model: the task model, under any backend; `class_name` its registered class name.
         export_format: "saved_model" or "onnx".
-        path: str. Where the worker writes (atomically; on failure nothing is written there).
+        path: str. Where the worker writes, atomically.
         options: dict. JSON-serialisable keyword arguments of `export_saved_model` / `export_onnx`.
         tokenizer: `BertTokenizer` or None. Saved for the worker (SavedModels that serve raw text).
         overwrite: bool. Replace an existing export at `path`.

@@ -1,8 +1,7 @@
 """Activation names accepted by BERT configs, and how each is computed.
 
-The original BERT's `gelu` is the tanh approximation; Hugging Face's `"gelu"` is the exact erf form. Mixing
-them up is the ~2e-3 gap between keras-hub's BERT and Hugging Face on real checkpoints, so every config
-names its activation explicitly and converted checkpoints keep their source's.
+The original BERT's `gelu` is the tanh approximation, Hugging Face's the exact erf form (a ~2e-3 gap on real
+checkpoints), so every config names its activation and converted checkpoints keep their source's.
 """
 
 from keras import ops

@@ -1,9 +1,5 @@
-"""Fold the choices of multiple-choice inputs into the batch, and unfold one score per choice back out.
-
-A multiple-choice model (SWAG) scores `C` packed sequences per example with the same encoder: its inputs
-`(B, C, T)` are run as `B * C` sequences `(B * C, T)`, and the `B * C` scores come back as `(B, C)`. `B`, `C`
-and `T` may all vary from call to call (dynamic shapes), which a functional graph cannot express with
-`keras.ops.reshape` on symbolic tensors alone; these layers do it on the concrete tensors.
+"""Fold the choices of multiple-choice inputs `(B, C, T)` into the batch, and unfold one score per choice back
+out, for dynamic `B`, `C` and `T` (which `keras.ops.reshape` on symbolic tensors cannot express).
 
 Shape legend: B batch, C choices, T tokens.
 """
@@ -15,9 +11,6 @@ from keras import ops
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class FoldChoices(keras.layers.Layer):
     """`(B, C, T)` -> `(B * C, T)`: every choice of every example becomes a row of the batch.
-
-    Args:
-        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
         inputs: tensor `(B, C, T)`.
@@ -42,9 +35,6 @@ class FoldChoices(keras.layers.Layer):
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class UnfoldChoices(keras.layers.Layer):
     """`(B * C, 1)` scores -> `(B, C)`, the layout of the `(B, C, T)` inputs they were computed from.
-
-    Args:
-        **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
         scores: tensor `(B * C, 1)` (or `(B * C,)`), one score per folded row (`FoldChoices`' order).

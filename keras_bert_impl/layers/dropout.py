@@ -9,12 +9,8 @@ from keras_bert_impl.backend import random_bits
 class BertDropout(keras.layers.Dropout):
     """`keras.layers.Dropout` whose training-mode mask comes from `keras_bert_impl.backend.random_bits.dropout`.
 
-    Same arguments, config, seeding (`seed`, the layer's `SeedGenerator`) and distribution as Keras' layer:
-    each unit is kept with probability `1 - rate` and scaled by `1 / (1 - rate)`; at inference it is the
-    identity. On JAX the masks are bit-identical to Keras' (Threefry written out so XLA fuses it); on
-    TensorFlow they come from the Threefry algorithm, computed by XLA, instead of Philox (a different stream,
-    about 4x cheaper on XLA:CPU, the same in eager, graph and XLA-compiled calls). Set
-    `KERAS_BERT_IMPL_FAST_DROPOUT=0` for Keras' own dropout everywhere.
+    Same arguments, config, seeding and distribution as Keras' layer; bit-identical masks on JAX, a cheaper
+    Threefry stream on TensorFlow. `KERAS_BERT_IMPL_FAST_DROPOUT=0` restores Keras' own dropout everywhere.
 
     Example:
     >>> import numpy as np

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.input_validation import check_token_ids_in_range
 
@@ -102,16 +103,4 @@ class BertEmbeddings(keras.layers.Layer):
         return tuple(token_ids_shape) + (self.hidden_dim,)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "hidden_dim": self.hidden_dim,
-                "max_sequence_length": self.max_sequence_length,
-                "num_segments": self.num_segments,
-                "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self)}

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation, validate_activation
+from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.self_attention import BertSelfAttention
 
@@ -117,17 +118,4 @@ class BertEncoderBlock(keras.layers.Layer):
         return tuple(query_positions_shape) + (x_shape[-1],)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "hidden_dim": self.hidden_dim,
-                "num_heads": self.num_heads,
-                "intermediate_dim": self.intermediate_dim,
-                "dropout": self.dropout,
-                "attention_dropout": self.attention_dropout,
-                "hidden_activation": self.hidden_activation,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self)}

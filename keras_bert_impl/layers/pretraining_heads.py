@@ -2,25 +2,22 @@
 
 Shape legend: B batch, T tokens, P predictions per sequence (masked slots), H hidden width, V vocabulary.
 
-Both heads return float32 logits whatever the dtype policy (e.g. `"mixed_bfloat16"`): the vocabulary
-softmax and the cross-entropy over it are where reduced precision hurts most. Their own weights are created
-with `autocast=False` so the float32 values are used as stored.
+Both heads return float32 logits whatever the dtype policy; their own weights are float32 (`autocast=False`).
 """
 
 import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation, validate_activation
+from keras_bert_impl.layers.constructor_config import constructor_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class MaskedLMHead(keras.layers.Layer):
     """Predicts the original ids of masked tokens (Devlin et al., 2018, section 3.1, task #1).
 
-    As the original `get_masked_lm_output`: the hidden states of the masked positions are gathered first (so
-    the vocabulary-sized work is `P` rows per sequence, not `T`), transformed by Dense(H) + activation +
-    LayerNorm, and scored against the token embedding matrix (weight tying, no second `(V, H)` table) plus a
-    separate zero-initialised output bias over the vocabulary.
+    As the original `get_masked_lm_output`: the masked positions' hidden states are gathered, transformed by
+    Dense(H) + activation + LayerNorm, and scored against the tied token embedding matrix plus an output bias.
 
     Args:
         token_embedding: `keras.layers.Embedding`. The backbone's token embedding (`backbone.token_embedding`);
@@ -30,10 +27,8 @@ class MaskedLMHead(keras.layers.Layer):
         layer_norm_epsilon: float. Defaults to 1e-12.
         initializer_range: float. Stddev of the truncated-normal transform kernel initializer. Defaults to 0.02.
 
-    Inputs: `sequence_output` float `(B, T, H)`; `mask_positions` int `(B, P)` indices into `T` (padding
-    slots may hold any valid index, usually 0; their predictions are ignored by the loss). Without
-    `mask_positions`, `sequence_output` holds the masked positions' rows already, `(B, P, H)` (what
-    `BertBackbone(..., output_positions=mask_positions)` returns).
+    Inputs: `sequence_output` float `(B, T, H)`; `mask_positions` int `(B, P)` indices into `T` (padding slots
+    hold any valid index). Without `mask_positions`, `sequence_output` holds those rows already, `(B, P, H)`.
     Output: float32 logits `(B, P, V)`.
 
     Example:
@@ -113,15 +108,8 @@ class MaskedLMHead(keras.layers.Layer):
         return keras.KerasTensor(shape, dtype="float32")
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "token_embedding": keras.layers.serialize(self.token_embedding),
-                "hidden_activation": self.hidden_activation,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
+        config = {**super().get_config(), **constructor_config(self)}
+        config["token_embedding"] = keras.layers.serialize(self.token_embedding)
         return config
 
     @classmethod
@@ -136,8 +124,7 @@ class MaskedLMHead(keras.layers.Layer):
 class NextSentenceHead(keras.layers.Layer):
     """Classifies whether segment B follows segment A (Devlin et al., 2018, section 3.1, task #2).
 
-    A `(H, 2)` kernel and `(2,)` bias on the pooled `[CLS]` output, as the original
-    `cls/seq_relationship/output_weights` (stored there as `[2, H]`). Class 0 = IsNext, 1 = random next.
+    A `(H, 2)` kernel and `(2,)` bias on the pooled `[CLS]` output. Class 0 = IsNext, 1 = random next.
 
     Args:
         initializer_range: float. Stddev of the truncated-normal kernel initializer. Defaults to 0.02.
@@ -171,6 +158,4 @@ class NextSentenceHead(keras.layers.Layer):
         return keras.KerasTensor((pooled_output.shape[0], 2), dtype="float32")
 
     def get_config(self):
-        config = super().get_config()
-        config.update({"initializer_range": self.initializer_range})
-        return config
+        return {**super().get_config(), **constructor_config(self)}

@@ -8,23 +8,18 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.dropout import BertDropout
 
 
 def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads, quantized=False):
     """Whether `BertSelfAttention` attends `num_queries` query rows without projecting keys and values.
 
-    With `queries` (the last encoder block of `BertBackbone(..., output_positions=...)`), the layer takes one
-    of two paths: project keys and values for all `T` tokens (`T H` multiplies per head width), or, when this
-    returns True, its few-query path (`_attend_few_queries`: the queries are mapped into input space instead,
-    about `P (H + N T)` multiplies per head width, the same result to float rounding). The layer calls this
-    function itself, so callers that count FLOPs (`benchmarks/flops.py`) get the same
-    answer as a layer of these sizes, built or not.
-
-    The few-query einsums run well below the rate of the large projection matmuls, so the path needs a 4x
-    margin in multiplies: [CLS] alone at T=128 qualifies (40x fewer); 21 pretraining rows (2x fewer) measured
-    neutral. Only static shapes qualify (a symbolic count or length takes the projection path), and a quantized
-    projection never does (the path reads the kernel as float weights).
+    The few-query path (`_attend_few_queries`) maps the queries into input space instead of projecting keys
+    and values: about `P (H + N T)` multiplies per head width instead of `T H`. Its einsums run slower than
+    the projection matmuls, so it needs a 4x margin ([CLS] alone at T=128 qualifies; 21 pretraining rows
+    measured neutral). Symbolic sizes and quantized projections take the projection path. FLOP counters
+    (`benchmarks/flops.py`) call this function as the layer does.
 
     Args:
         num_queries: int. `P`, the query rows per sequence.
@@ -54,12 +49,9 @@ def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads,
 class BertSelfAttention(keras.layers.Layer):
     """BERT's scaled dot-product self-attention (Vaswani et al., 2017; Devlin et al., 2018).
 
-    One Dense layer projects to queries, keys and values at once (kernel `(H, 3H)`, laid out as
-    `[query | key | value]`), which is one large matmul instead of three. When no attention dropout is
-    active (inference, or `attention_dropout=0`) the attention itself goes through
-    `keras.ops.dot_product_attention`, so GPUs get fused / flash kernels; with attention dropout in training
-    it is computed explicitly, with the softmax in float32, so dropout can be applied to the probabilities
-    as the original does.
+    One Dense layer projects to queries, keys and values at once (kernel `(H, 3H)`, `[query | key | value]`).
+    Without active attention dropout the attention is `keras.ops.dot_product_attention` (fused kernels on
+    GPUs); with it, it is computed explicitly with a float32 softmax and dropout on the probabilities.
 
     Args:
         hidden_dim: int. Model width `H`.
@@ -127,13 +119,11 @@ class BertSelfAttention(keras.layers.Layer):
             if training and self.attention_dropout > 0:
                 context = self._attention_with_dropout(query, key, value, mask, scale, training)
             else:
-                # The mask goes in as (B, N, T or P, T): cuDNN's fused attention (JAX on GPU) takes no (B, 1, 1, T)
-                # bias and would fall back to XLA's unfused attention (2x slower on an H200 at T=512).
+                # (B, N, T or P, T): cuDNN's fused attention (JAX on GPU) takes no (B, 1, 1, T) mask (2x slower).
                 mask = ops.broadcast_to(
                     mask, (batch_size, self.num_heads, ops.shape(query)[1], sequence_length)
                 )  # (B, N, T or P, T)
-                # A few query rows over all keys (P != T) is a shape cuDNN's fused kernel rejects; asking for it
-                # would log a traceback at every trace before Keras falls back, so those rows ask for none.
+                # cuDNN's fused kernel rejects P != T; asking would log a traceback at every trace.
                 flash_attention = None if queries is None else False
                 context = ops.dot_product_attention(
                     query, key, value, mask=mask, scale=scale, flash_attention=flash_attention
@@ -144,9 +134,7 @@ class BertSelfAttention(keras.layers.Layer):
         return ops.reshape(output, (batch_size, num_queries, self.hidden_dim))  # (B, T or P, H)
 
     def attention_probabilities(self, x, padding_mask):
-        """Every head's attention probabilities, for inspection (attention maps).
-
-        `call` does not return them: at inference they stay inside the fused `dot_product_attention`.
+        """Every head's attention probabilities, for inspection (`call` keeps them inside the fused kernel).
 
         Args:
             x: float `(B, T, H)`, the layer's input.
@@ -162,9 +150,7 @@ class BertSelfAttention(keras.layers.Layer):
 
     def _split_query_key_value(self, x):
         batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
-        # Projections run on (B*T, H) rows, not (B, T, H): the same matmul, but JAX differentiates a 3-D
-        # `x @ W` into a kernel gradient that XLA:CPU computes after a transposed copy of the output
-        # gradient, with a slower matmul form; 2-D rows give the plain `x^T dy` (RESULTS.md, section 1).
+        # (B*T, H) rows, not (B, T, H): JAX's kernel gradient of a 3-D `x @ W` is slower on XLA:CPU (RESULTS.md).
         qkv = self.query_key_value(ops.reshape(x, (-1, self.hidden_dim)))  # (B*T, 3H)
         qkv = ops.reshape(qkv, (batch_size, sequence_length, 3, self.num_heads, self.head_dim))
         return qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
@@ -197,18 +183,15 @@ class BertSelfAttention(keras.layers.Layer):
         return query, key_value[:, :, 0], key_value[:, :, 1]
 
     def _few_queries_are_cheaper(self, num_queries, sequence_length):
-        """This layer's choice of `few_queries_are_cheaper` (module level): its sizes, and whether it is quantized."""
+        """`few_queries_are_cheaper` for this layer's sizes and quantization."""
         projection = getattr(self, "query_key_value", None)  # None before `build`: a float layer
         quantized = projection is not None and projection.quantization_mode is not None
         return few_queries_are_cheaper(num_queries, sequence_length, self.hidden_dim, self.num_heads, quantized)
 
     def _attend_few_queries(self, queries, x, mask, scale, training):
-        """Attention of a few query rows over all of `x` without projecting keys and values.
-
-        Per head n, `q . (x W_k + b_k)` is `(W_k q) . x` plus a constant over the keys (which the softmax
-        ignores), and `sum_t p_t (x_t W_v + b_v)` is `(sum_t p_t x_t) W_v + (sum_t p_t) b_v`: the same result
-        (to float rounding) with about `P (H + N T)` multiplies per head width instead of `T H`.
-        """
+        """Attention of a few query rows over all of `x` without projecting keys and values: per head,
+        `q . (x W_k + b_k)` is `(W_k q) . x` plus a constant the softmax ignores, and `sum_t p_t (x_t W_v + b_v)`
+        is `(sum_t p_t x_t) W_v + (sum_t p_t) b_v`."""
         h, heads, head_dim = self.hidden_dim, self.num_heads, self.head_dim
         kernel, bias = self._float_projection()
         query = self._project_queries(queries, kernel, bias)  # (B, P, N, D)
@@ -241,13 +224,4 @@ class BertSelfAttention(keras.layers.Layer):
         return tuple(x_shape) if queries_shape is None else tuple(queries_shape)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "hidden_dim": self.hidden_dim,
-                "num_heads": self.num_heads,
-                "attention_dropout": self.attention_dropout,
-                "initializer_range": self.initializer_range,
-            }
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self)}

@@ -1,12 +1,28 @@
 """The BERT encoder: embeddings -> N post-LN transformer blocks -> tanh pooler on [CLS]."""
 
+import logging
+import os
+
 import keras
 from keras import ops
 
+from keras_bert_impl.checkpoints import (
+    HUGGINGFACE,
+    CheckpointError,
+    backbone_config,
+    load_weights,
+    native,
+    read_checkpoint,
+    resolve_checkpoint,
+)
+from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset, write_keras_hub_preset
 from keras_bert_impl.layers.activations import validate_activation
+from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.encoder_block import BertEncoderBlock
 from keras_bert_impl.models.presets import preset_config, refuse_size_as_preset
+
+logger = logging.getLogger(__name__)
 
 
 def _encode(embeddings, blocks, inputs, training=None, output_positions=None):
@@ -18,8 +34,7 @@ def _encode(embeddings, blocks, inputs, training=None, output_positions=None):
     if output_positions is None:
         x = blocks[-1](x, padding_mask, training=training)
         return x, x[:, 0, :]  # (B, T, H), (B, H)
-    # Nothing after the last block mixes positions, so it only needs [CLS] (for the pooler) and the requested
-    # rows as queries; keys and values still come from every position.
+    # Nothing after the last block mixes positions: its queries are [CLS] (for the pooler) and the requested rows.
     cls_position = ops.zeros_like(ops.cast(inputs["token_ids"][:, :1], "int32"))  # (B, 1)
     query_positions = ops.concatenate([cls_position, ops.cast(output_positions, "int32")], axis=1)  # (B, 1 + P)
     x = blocks[-1](x, padding_mask, training=training, query_positions=query_positions)  # (B, 1 + P, H)
@@ -28,10 +43,7 @@ def _encode(embeddings, blocks, inputs, training=None, output_positions=None):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertBackbone(keras.Model):
-    """BERT encoder network (Devlin et al., 2018), shared by every task model.
-
-    A functional Keras model with a plain constructor: the arguments are the config. Task models
-    (pretraining, classification, question answering) take a backbone and add only their head.
+    """BERT encoder network (Devlin et al., 2018), shared by every task model; the arguments are the config.
 
     Args:
         vocabulary_size: int. Number of WordPiece ids.
@@ -55,10 +67,8 @@ class BertBackbone(keras.Model):
     Outputs (dict): `sequence_output` `(B, T, H)`, `pooled_output` `(B, H)`.
 
     Calling it with `output_positions` (int `(B, P)`) returns `sequence_output` at those positions only,
-    `(B, P, H)`, equal to gathering them from the full output: the last block then computes its queries,
-    attention output and feed-forward only for [CLS] and those rows (about 70% less work in that block at
-    T=128, P=20). The pretraining MLM head uses it; a `(B, 0)` array asks for `pooled_output` alone
-    (classification).
+    `(B, P, H)`, equal to gathering them from the full output, with the last block computing only those rows
+    and [CLS] (the MLM head's use; a `(B, 0)` array asks for `pooled_output` alone).
 
     Example:
     >>> import numpy as np
@@ -138,7 +148,7 @@ class BertBackbone(keras.Model):
         ]
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         sequence_output, cls_row = _encode(embeddings, blocks, inputs)
-        # Created after the blocks ran, as before: unseeded initializers draw their seeds in creation order.
+        # Created after the blocks: unseeded initializers draw their seeds in creation order.
         pooler = keras.layers.Dense(
             hidden_dim,
             activation="tanh",
@@ -201,23 +211,8 @@ class BertBackbone(keras.Model):
         return self.get_layer("pooler_dense")
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "vocabulary_size": self.vocabulary_size,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "hidden_dim": self.hidden_dim,
-            "intermediate_dim": self.intermediate_dim,
-            "max_sequence_length": self.max_sequence_length,
-            "num_segments": self.num_segments,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "hidden_activation": self.hidden_activation,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "initializer_range": self.initializer_range,
-        }
+        dtype = keras.dtype_policies.serialize(self.dtype_policy)
+        return {"name": self.name, "trainable": self.trainable, "dtype": dtype, **constructor_config(self, ("dtype",))}
 
     @classmethod
     def from_config(cls, config):
@@ -228,18 +223,9 @@ class BertBackbone(keras.Model):
 
     @classmethod
     def from_preset(cls, name, **overrides):
-        """A backbone from a keras-hub BERT preset, with its weights (`checkpoints.keras_hub_presets`: a
-        directory keras-hub's or our `save_to_preset` wrote, or a handle keras-hub loads, such as
-        "bert_base_en_uncased"). A published size without weights is `from_scratch`'s.
-
-        A keras-hub preset keeps keras-hub's computation (tanh GELU, LayerNorm epsilon 1e-12), so outputs equal
-        `keras_hub.models.BertBackbone.from_preset(name)`'s. `overrides` change config values (e.g. `dropout`).
-        """
+        """A backbone from a keras-hub BERT preset directory or handle (e.g. "bert_base_en_uncased"), with its
+        weights (`checkpoints.keras_hub_presets`); outputs equal keras-hub's. `overrides` change config values."""
         refuse_size_as_preset(cls.__name__, name)
-        from keras_bert_impl.checkpoints import CheckpointError, load_weights
-        from keras_bert_impl.checkpoints.conversion import HUGGINGFACE
-        from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset
-
         try:
             config, tensors = read_keras_hub_preset(name)
         except CheckpointError as error:
@@ -263,36 +249,22 @@ class BertBackbone(keras.Model):
         return cls(**preset_config(size, **overrides))
 
     def save_to_preset(self, path, tokenizer=None):
-        """Write this backbone (and our `tokenizer`) as a keras-hub preset directory, atomically, which
-        `keras_hub.models.BertBackbone.from_preset(path)` loads (`checkpoints.keras_hub_presets`)."""
-        from keras_bert_impl.checkpoints.keras_hub_presets import write_keras_hub_preset
-
+        """Write this backbone (and `tokenizer`) as a keras-hub preset directory, atomically."""
         write_keras_hub_preset(self, path, tokenizer=tokenizer)
 
     @classmethod
     def from_pretrained(cls, path, revision=None, **overrides):
-        """Load a Hugging Face, original TF, or our own checkpoint directory (see `checkpoints`), or a Hugging
-        Face Hub model id (`"google-bert/bert-base-uncased"`, at `revision`) through the Hub cache
-        (`checkpoints.hub_cache`: downloaded once, offline afterwards with `HF_HUB_OFFLINE=1`).
-
-        A task model's directory (a classifier, a pretrainer, ...) gives its encoder. `overrides` change
-        config values (e.g. `dropout=0.0`, `dtype="mixed_bfloat16"`) without touching weights. The returned
-        backbone's `load_report` (a `checkpoints.LoadReport`) says what was loaded.
-        """
-        import logging
-
-        from keras_bert_impl.checkpoints import backbone_config, load_weights, read_checkpoint, resolve_checkpoint
-
+        """Load a Hugging Face, original TF or our own checkpoint (a task model's gives its encoder), or a Hugging
+        Face Hub model id at `revision` (`checkpoints.hub_cache`). `overrides` change config values (e.g.
+        `dtype="mixed_bfloat16"`); `load_report` (a `checkpoints.LoadReport`) says what was loaded."""
         path = resolve_checkpoint(path, revision)
         fmt, config, tensors, extra = read_checkpoint(path)
         backbone = cls(**{**backbone_config(fmt, config, extra), **overrides})
         report = load_weights(backbone, backbone, fmt, tensors, path)
-        logging.getLogger(__name__).info("Loaded %s from %s (%s): %s", cls.__name__, path, fmt, report.summary())
+        logger.info("Loaded %s from %s (%s): %s", cls.__name__, path, fmt, report.summary())
         backbone.load_report = report
         return backbone
 
     def save_pretrained(self, path):
-        """Write `config.json` + `model.weights.h5` to directory `path`, atomically."""
-        from keras_bert_impl.checkpoints import save_backbone
-
-        save_backbone(self, path)
+        """Write `config.json` + `model.safetensors` to directory `path`, atomically."""
+        native.write_native(os.fspath(path), self, self.get_config())

@@ -7,13 +7,14 @@ import keras
 import numpy as np
 
 from keras_bert_impl.checkpoints.name_map import classifier_head_specs
-from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.task import (
     DEFAULT_DROPOUT,
     BertTask,
     check_classification_head,
     classification_head_arguments,
+    head_logits,
     labelled_huggingface_config,
+    pooled_output,
 )
 
 
@@ -22,14 +23,9 @@ class BertClassifier(BertTask):
     """Sentence and sentence-pair classification with BERT (Devlin et al., 2018, section 4.1).
 
     The backbone's pooled output (the tanh-projected [CLS] vector) goes through dropout and one
-    `Dense(num_classes)` layer named "classifier_dense", as `run_classifier.py`. Single sentences
-    (`[CLS] A [SEP]`) and pairs (`[CLS] A [SEP] B [SEP]`) differ only in the packed inputs
-    (`data.classification_data` packs them). `num_classes=1` is regression (STS-B): the one output is the
-    predicted score.
-
-    `compile()` without `loss` uses sparse categorical cross-entropy from logits and an "accuracy" metric
-    (mean squared error and no metric for regression). Works on TensorFlow, JAX and torch, with
-    `jit_compile=True` on TensorFlow and JAX.
+    `Dense(num_classes)` layer named "classifier_dense", as `run_classifier.py`. `num_classes=1` is
+    regression (STS-B): the one output is the predicted score. `compile()` without `loss` uses sparse
+    categorical cross-entropy from logits and "accuracy" (mean squared error and no metric for regression).
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -38,8 +34,7 @@ class BertClassifier(BertTask):
         labels: sequence of str, a `LabelVocabulary`, or None. The class names, id i being `labels[i]`;
             saved with the model (config and `label_vocabulary.json`). Defaults to None.
         preprocessor: `preprocessing.BertPreprocessor` or None. With one, `fit` / `evaluate` / `predict`
-            take raw texts (a list of str, or a tuple `(first_texts, second_texts)` for pairs). Defaults to
-            None (token ids only).
+            take raw texts, or `(first_texts, second_texts)` pairs. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
@@ -70,17 +65,9 @@ class BertClassifier(BertTask):
             raise ValueError("BertClassifier with num_classes=1 is a regression model; it takes no `labels`.")
         labels = check_classification_head("BertClassifier", num_classes, dropout, labels)
         inputs = dict(backbone.input)
-        # A (B, 0) `output_positions`: the backbone's last block computes the [CLS] row alone.
-        no_positions = keras.ops.zeros_like(inputs["token_ids"][:, :0])
-        pooled = backbone(inputs, output_positions=no_positions)["pooled_output"]  # (B, H)
-        pooled = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")(pooled)
-        logits = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="classifier_dense",
-        )(pooled)  # (B, C)
-        super().__init__(inputs=inputs, outputs=keras.ops.cast(logits, "float32"), **kwargs)
+        pooled = pooled_output(backbone, inputs)  # (B, H)
+        logits = head_logits(backbone, pooled, num_classes, "classifier", dropout)  # (B, C)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.backbone = backbone
         self.num_classes = num_classes
         self.dropout = dropout
@@ -92,21 +79,10 @@ class BertClassifier(BertTask):
         """True for `num_classes=1` (one score, mean squared error)."""
         return self.num_classes == 1
 
-    @property
-    def label_vocabulary(self):
-        """The `LabelVocabulary` of `labels`, or None when the model has no label names."""
-        if self.labels is None:
-            return None
-        return LabelVocabulary(self.labels)
-
     # -- training ---------------------------------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the fine-tuning optimizer by default) with this task's loss when `loss` is None.
-
-        Classification: `SparseCategoricalCrossentropy(from_logits=True)` and, unless `metrics` is given,
-        `SparseCategoricalAccuracy(name="accuracy")`. Regression: `MeanSquaredError` and no metric.
-        """
+        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
         if loss is None:
             if self.is_regression:
                 loss = keras.losses.MeanSquaredError()
@@ -120,36 +96,22 @@ class BertClassifier(BertTask):
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
-        """`from_pretrained`'s head: our `BertClassifier` directories store it (`labels` too); Hugging Face
-        `BertForSequenceClassification` gives `classifier.*` (classes from the head's shape, label names from
-        `id2label` unless they are the default `LABEL_i`, dropout from `classifier_dropout`); original
-        `run_classifier.py` checkpoints give `output_weights` / `output_bias`.
+        """`from_pretrained`'s head: ours, Hugging Face `BertForSequenceClassification`'s or `run_classifier.py`'s.
 
         Args:
             checkpoint: `task_checkpoints.StoredCheckpoint`.
-            num_classes: int or None. Number of classes (1 = regression). None takes the checkpoint's head;
-                required for a checkpoint without one. Defaults to None.
-            labels: sequence of str, a `LabelVocabulary`, or None. Class names; None keeps the checkpoint's
-                when their number fits. Defaults to None.
-            classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
-                Defaults to None.
+            num_classes: int or None. None takes the checkpoint's head (required without one). Defaults to None.
+            labels: sequence of str, a `LabelVocabulary`, or None. None keeps the checkpoint's when their number
+                fits. Defaults to None.
+            classifier_dropout: float or None. None takes the checkpoint's, else 0.1. Defaults to None.
         """
         head = classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
         if head["num_classes"] == 1 and labels is None:  # regression: a score has no class names
             head["labels"] = None
         return head
 
-    def checkpoint_files(self):
-        """For a model with `labels`: `label_vocabulary.json` (`LabelVocabulary.load` reads it), written by
-        `save_pretrained` into the checkpoint directory with the weights, atomically as a whole."""
-        if self.labels is None:
-            return {}
-        return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
-
     def keras_hub_task_head(self):
-        """A keras-hub `BertTextClassifier`: `keras_hub.models.BertTextClassifier.from_preset(path)` loads the
-        preset `save_to_preset` writes with this model's logits; `labels` have no place there (`save_pretrained`
-        keeps them)."""
+        """A keras-hub `BertTextClassifier` (without `labels`, which keras-hub has no place for)."""
         preprocessor = self._preprocessor_or_none()
         dense = self.get_layer("classifier_dense")
         return {"num_classes": self.num_classes, "dropout": self.dropout,
@@ -190,13 +152,7 @@ class BertClassifier(BertTask):
 
 
 def top_classes(logits):
-    """The most probable class of each row of `logits` and its softmax probability.
-
-    Args:
-        logits: array `(B, C)`.
-
-    Returns:
-        `(class_ids, probabilities)`: int NumPy array `(B,)` and float NumPy array `(B,)`.
+    """The most probable class of each row of `logits` `(B, C)` and its softmax probability, two `(B,)` arrays.
 
     Example:
     >>> class_ids, probabilities = top_classes([[0.0, 2.0], [1.0, 1.0]])

@@ -8,14 +8,15 @@ from keras import ops
 
 
 def sparse_cross_entropy_from_logits(labels, logits):
-    """Per-example negative log-likelihood of integer `labels` under `logits`, in float32.
+    """Negative log-likelihood of each integer label under `logits`, in float32: the one cross-entropy of the
+    task models (span, token and pretraining losses).
 
     Args:
-        labels: int tensor `(B,)` (or `(B, 1)`). Class ids in `[0, C)`.
-        logits: float tensor `(B, C)`. Unnormalised scores.
+        labels: int tensor `(...)` (or `(B, 1)` for `(B, C)` logits). Class ids in `[0, C)`.
+        logits: float tensor `(..., C)`. Unnormalised scores.
 
     Returns:
-        float32 tensor `(B,)`.
+        float32 tensor `(...)`, the shape of `logits` without its last axis.
 
     Example:
     >>> import numpy as np
@@ -23,19 +24,17 @@ def sparse_cross_entropy_from_logits(labels, logits):
     >>> round(float(loss[0]), 4)  # ln 4
     1.3863
     """
-    labels = ops.reshape(ops.cast(labels, "int32"), (-1,))  # (B,)
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)  # (B, C)
-    return -ops.squeeze(ops.take_along_axis(log_probs, labels[:, None], axis=-1), axis=-1)
+    labels = ops.reshape(ops.cast(labels, "int32"), ops.shape(logits)[:-1])  # (...)
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)  # (..., C)
+    return -ops.squeeze(ops.take_along_axis(log_probs, labels[..., None], axis=-1), axis=-1)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class SpanCrossEntropy(keras.losses.Loss):
     """The SQuAD span loss of `run_squad.py`: `(CE(start) + CE(end)) / 2`, averaged over the batch.
 
-    Each of the start and end logits is a softmax over the `T` positions of the window; position 0 ([CLS])
-    is the label of impossible questions and of windows that do not hold the answer. Padded positions keep
-    their raw logits, as in the original and Hugging Face: the labels never point at them, and the model
-    learns to give them low scores.
+    Start and end are each a softmax over the window's `T` positions; position 0 ([CLS]) labels windows
+    without the answer. Padded positions keep their raw logits, as in the original and Hugging Face.
 
     Args:
         name: str. Defaults to "span_cross_entropy".

@@ -7,7 +7,8 @@ import keras
 
 from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
-from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout
+from keras_bert_impl.models.classifier import top_classes
+from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout, head_logits, pooled_output
 from keras_bert_impl.models.task_checkpoints import stored_head
 
 
@@ -15,22 +16,17 @@ from keras_bert_impl.models.task_checkpoints import stored_head
 class BertMultipleChoice(BertTask):
     """Pick the right ending among `C` with BERT (Devlin et al., 2018, section 4.4, SWAG).
 
-    Each choice is its own packed sequence, `[CLS] context [SEP] ending [SEP]`
-    (`preprocessing.BertMultipleChoicePreprocessor` packs them). The `B * C` sequences go through the
-    backbone as one batch; the pooled output (the tanh-projected [CLS] vector) of each goes through dropout
-    and one `Dense(1)` layer named "multiple_choice_dense", and the `C` scores of an example are its logits:
-    a softmax over the choices, as the paper and Hugging Face `BertForMultipleChoice` do. `C` may differ
-    from batch to batch.
-
-    `compile()` without `loss` uses sparse categorical cross-entropy from the logits and an "accuracy"
-    metric. Works on TensorFlow, JAX and torch, with `jit_compile=True` on TensorFlow and JAX.
+    Each choice is its own packed sequence, `[CLS] context [SEP] ending [SEP]`; the `B * C` sequences go
+    through the backbone as one batch, and each pooled output through dropout and one `Dense(1)` layer named
+    "multiple_choice_dense". An example's `C` scores are its logits, a softmax over the choices (as Hugging
+    Face `BertForMultipleChoice`); `C` may vary by batch. `compile()` without `loss` uses sparse categorical
+    cross-entropy from the logits and "accuracy".
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
         dropout: float. Dropout on the pooled output, applied only in training. Defaults to 0.1.
         preprocessor: `preprocessing.BertMultipleChoicePreprocessor` or None. With one, `fit` / `evaluate` /
-            `predict` take raw text: a tuple `(contexts, endings)`, contexts `(B,)` and endings `(B, C)`
-            strings. Defaults to None (token ids only).
+            `predict` take `(contexts, endings)` strings, `(B,)` and `(B, C)`. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): `token_ids`, `segment_ids` int `(B, C, T)`, `padding_mask` bool `(B, C, T)`.
@@ -62,17 +58,9 @@ class BertMultipleChoice(BertTask):
             for name, tensor in backbone.input.items()
         }
         folded = {name: FoldChoices(name=f"fold_{name}")(tensor) for name, tensor in inputs.items()}  # (B * C, T)
-        # A (B * C, 0) `output_positions`: the backbone's last block computes the [CLS] row alone.
-        no_positions = keras.ops.zeros_like(folded["token_ids"][:, :0])
-        pooled = backbone(folded, output_positions=no_positions)["pooled_output"]  # (B * C, H)
-        pooled = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="multiple_choice_dropout")(pooled)
-        scores = keras.layers.Dense(
-            1,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="multiple_choice_dense",
-        )(pooled)  # (B * C, 1)
-        logits = UnfoldChoices(name="unfold_choices")(keras.ops.cast(scores, "float32"), inputs["token_ids"])  # (B, C)
+        pooled = pooled_output(backbone, folded)  # (B * C, H)
+        scores = head_logits(backbone, pooled, 1, "multiple_choice", dropout)  # (B * C, 1)
+        logits = UnfoldChoices(name="unfold_choices")(scores, inputs["token_ids"])  # (B, C)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.backbone = backbone
         self.dropout = dropout
@@ -81,9 +69,7 @@ class BertMultipleChoice(BertTask):
     # -- training ---------------------------------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`,
-        `SparseCategoricalCrossentropy(from_logits=True)` over the choices and, unless `metrics` is given,
-        `SparseCategoricalAccuracy(name="accuracy")`."""
+        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
         if loss is None:
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             if metrics is None:
@@ -94,10 +80,7 @@ class BertMultipleChoice(BertTask):
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, dropout=None):
-        """`from_pretrained`'s head: our `BertMultipleChoice` directories store its dropout; Hugging Face
-        `BertForMultipleChoice` gives `classifier.*` and `classifier_dropout` (else `hidden_dropout_prob`). A
-        head of another shape (a sequence classifier's with several classes) is reinitialised. The original
-        release has no multiple-choice head.
+        """`from_pretrained`'s head: ours or Hugging Face `BertForMultipleChoice`'s (the original has none).
 
         Args:
             checkpoint: `task_checkpoints.StoredCheckpoint`.
@@ -130,8 +113,6 @@ class BertMultipleChoice(BertTask):
         ...  for row in BertMultipleChoice(backbone).decode_predictions([[0.0, 0.0, 3.0]])]
         [(2, 0.9094)]
         """
-        from keras_bert_impl.models.classifier import top_classes
-
         choices, probabilities = top_classes(logits)
         return [{"choice": int(choice), "probability": float(probability)}
                 for choice, probability in zip(choices, probabilities)]

@@ -2,10 +2,8 @@
 
 Shape legend: B batch, T tokens, P masked slots per sequence, H hidden width, V vocabulary.
 
-The loss math is written once (`pretraining_losses`, keras.ops) and handed to Keras through the public
-`compute_loss` hook: each backend's `keras.Model.train_step` / `test_step` (TensorFlow `GradientTape`, JAX
-`value_and_grad` over the stateless variables, torch `backward()`) runs the forward pass, differentiates
-that loss and applies the optimizer, as for any Keras model.
+The loss math is written once (`pretraining_losses`, keras.ops) and handed to each backend's own
+`keras.Model.train_step` / `test_step` through the public `compute_loss` hook.
 """
 
 import keras
@@ -13,27 +11,20 @@ from keras import ops
 
 from keras_bert_impl.checkpoints.name_map import pretraining_head_specs
 from keras_bert_impl.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
+from keras_bert_impl.models.losses import sparse_cross_entropy_from_logits
 from keras_bert_impl.models.task import BertTask
 
 # The original `get_masked_lm_output` adds this to the weight sum so a batch without masks divides safely.
 MASKED_LM_WEIGHT_EPSILON = 1e-5
-# The `fit` / `evaluate` logs, in order. "loss" is Keras' own loss tracker (created by `compile`, updated by
-# Keras' step from what `compute_loss` returns); `compute_loss` updates the model's trackers of the others.
+# The `fit` / `evaluate` logs, in order: Keras' own "loss" tracker, then the model's, updated by `compute_loss`.
 METRIC_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
-
-
-def _cross_entropy(logits, labels):
-    """Per-element negative log-likelihood of integer `labels` under float32 `logits` (..., C)."""
-    log_probs = ops.log_softmax(logits, axis=-1)
-    return -ops.squeeze(ops.take_along_axis(log_probs, labels[..., None], axis=-1), axis=-1)
 
 
 def _first_argmax(logits):
     """int32 index of the first maximum along the last axis, as `np.argmax` (ties: the lowest index).
 
-    Written as max + compare + min instead of `ops.argmax`: on CPU, Keras' JAX `argmax` adds two full passes
-    over its input (a -0.0 workaround: compare, then select), which over the `(B, P, V)` vocabulary logits
-    cost about 4% of a mini pretraining step on JAX, and XLA's TensorFlow argmax was no cheaper.
+    Max + compare + min instead of `ops.argmax`, whose JAX form adds two passes over the `(B, P, V)` logits
+    (about 4% of a mini pretraining step on CPU).
     """
     num_classes = ops.shape(logits)[-1]
     is_max = ops.equal(logits, ops.max(logits, axis=-1, keepdims=True))
@@ -72,12 +63,12 @@ def pretraining_losses(y, y_pred):
     nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))  # (B,)
 
     mlm_weight = ops.sum(mask_weights)
-    mlm_nll = _cross_entropy(mlm_logits, mask_ids)  # (B, P)
+    mlm_nll = sparse_cross_entropy_from_logits(mask_ids, mlm_logits)  # (B, P)
     mlm_loss = ops.sum(mask_weights * mlm_nll) / (mlm_weight + MASKED_LM_WEIGHT_EPSILON)
     mlm_correct = ops.cast(ops.equal(_first_argmax(mlm_logits), mask_ids), "float32")
     mlm_accuracy = ops.divide_no_nan(ops.sum(mask_weights * mlm_correct), mlm_weight)
 
-    nsp_loss = ops.mean(_cross_entropy(nsp_logits, nsp_labels))
+    nsp_loss = ops.mean(sparse_cross_entropy_from_logits(nsp_labels, nsp_logits))
     nsp_correct = ops.equal(ops.cast(ops.argmax(nsp_logits, axis=-1), "int32"), nsp_labels)
     nsp_accuracy = ops.mean(ops.cast(nsp_correct, "float32"))
     return {
@@ -94,21 +85,15 @@ def pretraining_losses(y, y_pred):
 class BertPretrainer(BertTask):
     """BERT pretraining with the masked-LM and next-sentence objectives (Devlin et al., 2018, section 3.1).
 
-    Takes a `BertBackbone` and adds `MaskedLMHead` (tied to `backbone.token_embedding`) and
-    `NextSentenceHead`. `fit` / `evaluate` run Keras' own train / test step, which calls `compute_loss`: the
-    sum of the two losses (see `pretraining_losses`). The logs are `loss`, `mlm_loss`, `nsp_loss`,
-    `mlm_accuracy`, `nsp_accuracy`; compile it with an optimizer only (no `loss` / `metrics`). Whatever Keras'
-    step supports works: `keras.optimizers.LossScaleOptimizer`, global-norm clipping, gradient accumulation,
-    `jit_compile=True` on TensorFlow and JAX (XLA), tf.distribute strategies and the Keras distribution API
-    on JAX. Works on TensorFlow, JAX and torch. Input preprocessing (tokenization, masking, batching in
-    tf.data) runs outside the compiled step.
+    Adds `MaskedLMHead` (tied to `backbone.token_embedding`) and `NextSentenceHead` to a `BertBackbone`.
+    Keras' own train / test step calls `compute_loss`, the sum of the two losses (`pretraining_losses`); the
+    logs are `METRIC_NAMES`. Compile it with an optimizer only (no `loss` / `metrics`); loss scaling,
+    clipping, gradient accumulation, XLA and tf.distribute / the JAX distribution API work as for any model.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
         preprocessor: `BertPretrainingPreprocessor` or None. With one, `fit` / `evaluate` / `predict` take raw
-            texts or `(first_texts, second_texts)` pairs (and next-sentence labels as `y`), packed and masked
-            in tf.data with the preprocessor's settings; without one, the inputs and targets below. Defaults
-            to None.
+            texts or `(first_texts, second_texts)` pairs, packed and masked in tf.data. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`, and
@@ -172,8 +157,7 @@ class BertPretrainer(BertTask):
     # -- training: Keras' own train_step / test_step call compute_loss -----------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the original recipe's optimizer by default, at 1e-4), but the losses and metrics
-        are the model's own (`compute_loss`)."""
+        """`BertTask.compile` (the original recipe's optimizer at 1e-4); losses and metrics are the model's own."""
         given = {"loss": loss, "metrics": metrics, "loss_weights": kwargs.get("loss_weights"),
                  "weighted_metrics": kwargs.get("weighted_metrics")}
         given = {name: value for name, value in given.items() if value is not None}
@@ -188,17 +172,10 @@ class BertPretrainer(BertTask):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The MLM + NSP loss (`pretraining_losses`) that Keras' train step differentiates.
 
-        Keras' `train_step` / `test_step` call this on every backend after the forward pass. Keras then logs
-        the returned loss in its own `loss` tracker (weighted by the batch size), scales it with
-        `optimizer.scale_loss` (`LossScaleOptimizer`) and hands the gradients to `optimizer.apply` (clipping,
-        gradient accumulation). Here the other logs are updated where their values are computed:
-        `mlm_loss`, `nsp_loss` and `nsp_accuracy` weighted by the batch size, `mlm_accuracy` by the batch's
-        mask-weight sum. On JAX this runs inside Keras' `StatelessScope` (`stateless_compute_loss`), which
-        carries the tracker updates out of the stateless step, as for Keras' own trackers.
-
-        Under a tf.distribute strategy the returned loss is this replica's share, `loss / replicas`: the
-        optimizer sums the replica gradients, and Keras' TensorFlow step multiplies the value back for the
-        `loss` log. Keras' built-in losses do the same.
+        Updates the other logs where their values are computed: `mlm_loss`, `nsp_loss` and `nsp_accuracy`
+        weighted by the batch size, `mlm_accuracy` by the mask-weight sum (on JAX inside Keras'
+        `StatelessScope`). Under tf.distribute the returned loss is this replica's share, `loss / replicas`,
+        as Keras' built-in losses return it.
 
         Args:
             x: dict. The inputs (see the class docstring); only the batch size is read.
@@ -227,8 +204,7 @@ class BertPretrainer(BertTask):
         return values["loss"] if replicas == 1 else values["loss"] * (1.0 / replicas)
 
     def _replicas_in_sync(self):
-        """How many replicas' gradients the optimizer sums: the tf.distribute strategy's count on TensorFlow
-        (`keras.Model.distribute_strategy`, the strategy Keras runs the step with), else 1 (the Keras
-        distribution API on JAX traces the step over the global batch)."""
+        """How many replicas' gradients the optimizer sums: the tf.distribute strategy's on TensorFlow, else 1
+        (the JAX distribution API traces the step over the global batch)."""
         strategy = getattr(self, "distribute_strategy", None)  # a keras.Model property on TensorFlow only
         return 1 if strategy is None else strategy.num_replicas_in_sync

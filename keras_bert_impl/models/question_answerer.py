@@ -8,14 +8,13 @@ from keras import ops
 
 from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
 from keras_bert_impl.models.losses import SpanCrossEntropy
-from keras_bert_impl.models.task import BertTask, _contains_strings
+from keras_bert_impl.models.task import BertTask, _contains_strings, head_logits
 
 LABEL_TO_OUTPUT = {"start_positions": "start_logits", "end_positions": "end_logits"}
 
 
 def _targets_by_output(y):
-    """Rename the label dict (`start_positions`, `end_positions`) to the output names, so that Keras losses and
-    metrics given per output (`{"start_logits": ...}`) find their targets."""
+    """The label dict keyed by output names, for Keras losses and metrics given per output."""
     if isinstance(y, dict) and set(y) == set(LABEL_TO_OUTPUT):
         return {LABEL_TO_OUTPUT[key]: value for key, value in y.items()}
     return y
@@ -25,28 +24,18 @@ def _targets_by_output(y):
 class BertQuestionAnswerer(BertTask):
     """Span extraction with BERT (Devlin et al., 2018, section 4.2), as `run_squad.py`.
 
-    One `Dense(2)` layer named "span_dense" maps each token's sequence output to a start and an end logit.
-    The backbone's pooler is not used and is frozen (`trainable = False`).
-    The logits of padded positions are left as they are (as the original and Hugging Face do): the SQuAD
-    decoder (`squad.decode_squad_predictions`) only considers document tokens of each window.
+    One `Dense(2)` layer named "span_dense" maps each token's sequence output to a start and an end logit;
+    the backbone's pooler is unused and frozen. `compile()` without `loss` trains with `SpanCrossEntropy`
+    and reports `start_logits_accuracy` and `end_logits_accuracy`; a `loss` or `metrics` given per output
+    receives `start_positions` / `end_positions` as its targets.
 
-    `compile()` without `loss` trains with `SpanCrossEntropy`, `(CE(start) + CE(end)) / 2`, and, unless
-    `metrics` is given, reports `start_logits_accuracy` and `end_logits_accuracy`. A user `loss` or `metrics` given per
-    output (`{"start_logits": ..., "end_logits": ...}`) receives `start_positions` / `end_positions` as the
-    targets. Works on TensorFlow, JAX and torch, with `jit_compile=True` on TensorFlow and JAX.
-
-    With a preprocessor (`preprocessing.BertQuestionAnsweringPreprocessor`), `predict(questions, contexts)`
-    (or `predict((questions, contexts))`) answers raw text: it windows the contexts, runs the model and
-    decodes as `run_squad.py` (`squad.decode_squad_predictions`, with the preprocessor's n-best, answer
-    length and null-threshold settings), returning one `{"text", "start", "end", "score"}` dict per question
-    (`context[start:end] == text`; "" and -1, -1 for no answer; v2.0 models add `null_odds`). The same
-    answers as the offline evaluation and as an exported SavedModel's `serve_text`. `fit`, `evaluate` and
-    `predict` on token ids work with or without one.
+    With a preprocessor, `predict(questions, contexts)` windows the contexts, runs the model and decodes as
+    `run_squad.py` (`squad.decode_squad_predictions`), returning one `{"text", "start", "end", "score"}` dict
+    per question (`context[start:end] == text`; "" and -1, -1 for no answer; v2.0 models add `null_odds`).
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
-        preprocessor: `preprocessing.BertQuestionAnsweringPreprocessor` or None. Defaults to None (token ids
-            only).
+        preprocessor: `preprocessing.BertQuestionAnsweringPreprocessor` or None. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
@@ -80,13 +69,7 @@ class BertQuestionAnswerer(BertTask):
     def __init__(self, backbone, preprocessor=None, **kwargs):
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
-        span_logits = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="span_dense",
-        )(sequence_output)  # (B, T, 2)
-        span_logits = ops.cast(span_logits, "float32")
+        span_logits = head_logits(backbone, sequence_output, 2, "span")  # (B, T, 2)
         outputs = {"start_logits": span_logits[:, :, 0], "end_logits": span_logits[:, :, 1]}  # (B, T) each
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
@@ -98,8 +81,7 @@ class BertQuestionAnswerer(BertTask):
     # -- training ---------------------------------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`, the span loss
-        `SpanCrossEntropy` and start / end accuracy."""
+        """`BertTask.compile`; without `loss`, `SpanCrossEntropy` and start / end accuracy."""
         self.span_loss = SpanCrossEntropy() if loss is None else None
         if loss is None and metrics is None:
             metrics = {
@@ -111,10 +93,7 @@ class BertQuestionAnswerer(BertTask):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if self.span_loss is None:
             return super().compute_loss(x, _targets_by_output(y), y_pred, sample_weight, training)
-        loss = self.span_loss(y, y_pred, sample_weight)
-        for extra_loss in self.losses:  # regularisation added by layers, if any
-            loss = loss + ops.cast(ops.sum(extra_loss), loss.dtype)
-        return loss
+        return self._with_layer_losses(self.span_loss(y, y_pred, sample_weight))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, _targets_by_output(y), y_pred, sample_weight)

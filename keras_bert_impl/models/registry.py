@@ -1,8 +1,5 @@
-"""The model classes a checkpoint directory can hold, by class name: the one registry.
-
-`save_pretrained` stores a model's class name; whatever has to turn a name back into a class (the CLI's
-`models.load_task`, the SavedModel export worker, the export's checks) looks it up here. Classes are imported
-lazily, so reading the registry imports no model code (and nothing that needs TensorFlow).
+"""The model classes a checkpoint directory can hold, by class name: the one registry (`load_task`, exports,
+the package's lazy names). Classes are imported on first use, so reading it imports no model code.
 
 Example:
 >>> sorted(TASK_CLASSES)
@@ -14,6 +11,7 @@ Example:
 """
 
 import importlib
+import re
 
 # Class name -> the module that defines it.
 TASK_CLASSES = {
@@ -24,16 +22,9 @@ TASK_CLASSES = {
     "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
     "BertMultipleChoice": "keras_bert_impl.models.multiple_choice",
 }
-# Class name -> its kind: a short snake_case name (SavedModel export settings, the CLI's `--model-class`
-# flag with "-" for "_").
-TASK_KINDS = {
-    "BertBackbone": "backbone",
-    "BertPretrainer": "pretrainer",
-    "BertClassifier": "classifier",
-    "BertQuestionAnswerer": "question_answerer",
-    "BertTokenClassifier": "token_classifier",
-    "BertMultipleChoice": "multiple_choice",
-}
+# Class name -> its kind, the snake_case name after "Bert" (SavedModel export settings, the CLI's
+# `--model-class` flag with "-" for "_"): "BertQuestionAnswerer" -> "question_answerer".
+TASK_KINDS = {name: re.sub(r"(?<!^)(?=[A-Z])", "_", name[len("Bert"):]).lower() for name in TASK_CLASSES}
 
 
 def _check(name):
@@ -42,13 +33,7 @@ def _check(name):
 
 
 def task_class(name):
-    """The model class called `name` (a key of `TASK_CLASSES`), imported on first use.
-
-    Args:
-        name: str. A class name, e.g. "BertClassifier".
-
-    Returns:
-        The class.
+    """The model class called `name` (a key of `TASK_CLASSES`, e.g. "BertClassifier"), imported on first use.
 
     Raises:
         KeyError: `name` is not a key of `TASK_CLASSES`.
@@ -58,7 +43,7 @@ def task_class(name):
 
 
 def task_kind(name):
-    """The kind of model class `name` ("backbone", "pretrainer", "classifier" or "question_answerer").
+    """The kind of model class `name` (a value of `TASK_KINDS`, e.g. "question_answerer").
 
     Raises:
         KeyError: `name` is not a key of `TASK_CLASSES`.

@@ -2,9 +2,7 @@
 `evaluate` and `predict`), config round trip, loading and saving in every format, and the fine-tuning
 `compile()` default. Each task declares only its head (as keras-hub's `Task` subclasses declare theirs).
 
-Backend-agnostic: this module imports no TensorFlow. A preprocessor (TensorFlow at the data edge) is an
-object the task is given; the task only calls its methods. Loading one from a checkpoint directory imports
-`keras_bert_impl.preprocessing` when the directory has a vocabulary and TensorFlow is installed.
+Backend-agnostic: `keras_bert_impl.preprocessing` (TensorFlow) is imported only to attach a preprocessor.
 """
 
 import inspect
@@ -13,8 +11,15 @@ import logging
 import os
 
 import keras
+from keras import ops
 
+from keras_bert_impl.checkpoints import backbone_config, native, read_checkpoint, resolve_checkpoint, save_huggingface
+from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer, write_keras_hub_preset
+from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.presets import refuse_size_as_preset
 from keras_bert_impl.models.task_checkpoints import StoredCheckpoint, load_task_weights, stored_head
+from keras_bert_impl.optimization import create_optimizer
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +38,7 @@ def check_head_dropout(model_name, dropout):
 
 
 def check_classification_head(model_name, num_classes, dropout, labels):
-    """Check a classification head's `num_classes`, `dropout` and `labels`; return the labels as a tuple of str
-    (from a `LabelVocabulary`, a sequence of str) or None."""
+    """Check a classification head's arguments; return `labels` as a tuple of str, or None."""
     if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
         raise ValueError(f"{model_name} `num_classes` must be a positive integer, got {num_classes!r}.")
     check_head_dropout(model_name, dropout)
@@ -47,9 +51,8 @@ def check_classification_head(model_name, num_classes, dropout, labels):
 
 
 def classification_head_arguments(task_class, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
-    """`{"num_classes", "labels", "dropout"}` of a classification head for `from_pretrained`: the given values,
-    else the checkpoint's (`task_checkpoints.stored_head`); the labels only when their number fits, the dropout
-    0.1 when neither says. Refuses a checkpoint without such a head when `num_classes` is None."""
+    """`{"num_classes", "labels", "dropout"}` for `from_pretrained`: the given values, else the checkpoint's
+    (`task_checkpoints.stored_head`; labels only when their number fits), else dropout 0.1."""
     stored = stored_head(task_class, checkpoint)
     if num_classes is None:
         if stored["num_classes"] is None:
@@ -66,8 +69,8 @@ def classification_head_arguments(task_class, checkpoint, num_classes=None, labe
 
 
 def labelled_huggingface_config(num_classes, labels, dropout):
-    """The Hugging Face config.json fields of a classification head: `num_labels`, `id2label`, `label2id`
-    (`LABEL_i` without `labels`, as `transformers` names them) and `classifier_dropout`."""
+    """`num_labels`, `id2label`, `label2id` (`LABEL_i` without `labels`, as `transformers`) and
+    `classifier_dropout` for a Hugging Face config.json."""
     labels = labels or tuple(f"LABEL_{index}" for index in range(num_classes))
     return {
         "num_labels": num_classes,
@@ -75,6 +78,26 @@ def labelled_huggingface_config(num_classes, labels, dropout):
         "label2id": {label: index for index, label in enumerate(labels)},
         "classifier_dropout": dropout,
     }
+
+
+def pooled_output(backbone, inputs):
+    """The backbone's pooled output `(B, H)`; a `(B, 0)` `output_positions` makes its last block compute [CLS] alone."""
+    no_positions = ops.zeros_like(inputs["token_ids"][:, :0])
+    return backbone(inputs, output_positions=no_positions)["pooled_output"]
+
+
+def head_logits(backbone, x, units, name, dropout=None):
+    """float32 logits of a `Dense(units)` named `{name}_dense` on `x` (after a `Dropout(dropout)` named
+    `{name}_dropout` when `dropout` is given), initialised and typed as the backbone's layers."""
+    if dropout is not None:
+        x = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name=f"{name}_dropout")(x)
+    logits = keras.layers.Dense(
+        units,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
+        dtype=backbone.dtype_policy,
+        name=f"{name}_dense",
+    )(x)
+    return ops.cast(logits, "float32")
 
 
 def _contains_strings(x):
@@ -90,35 +113,23 @@ def _contains_strings(x):
 
 
 class BertTask(keras.Model):
-    """A functional Keras model built from `backbone` plus a head (`BertPretrainer`, `BertClassifier`,
-    `BertQuestionAnswerer`), optionally holding a preprocessor.
+    """A functional Keras model: `backbone` plus a head, optionally holding a preprocessor.
 
     Subclasses build their graph in `__init__(backbone, ..., preprocessor=None, **kwargs)`, call
     `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, and keep each head
-    argument as the attribute of its name (`task_config()` reads them). This class turns them into the Keras
-    config (`get_config` / `from_config`, backbone and preprocessor serialized inside) and into our checkpoint
-    directory (`save_pretrained`: `config.json` holds `task_config()`, the backbone's config travels beside it,
-    and the preprocessor's settings and vocabulary are written next to the weights).
+    argument as the attribute of its name (`task_config()` reads them). Config round trip, `from_pretrained`,
+    `from_preset`, `from_scratch`, `save_pretrained`, `save_huggingface`, `save_to_preset` and the default
+    `compile()` optimizer are written here once; a task declares what differs (the class attributes and
+    classmethods below: head weight names, stored head arguments, Hugging Face architecture, preprocessor).
 
-    Loading and saving are written here once: `from_pretrained` (ours, Hugging Face, original BERT),
-    `from_preset` (keras-hub presets), `from_scratch` (a published size, random weights), `save_pretrained`,
-    `save_huggingface`, `save_to_preset`. A task declares what differs: `head_specs` (its weights' names in
-    each format), `pretrained_head_arguments` (its head's arguments stored in a checkpoint),
-    `reads_foreign_head`, `unused_backbone_paths`, `huggingface_architecture` and `huggingface_config`,
-    `keras_hub_task_head`, `default_preprocessor_class` and `default_sequence_length`. `compile()` defaults to
-    the BERT fine-tuning optimizer (`default_learning_rate`); a task adds its loss and metrics.
-
-    With a preprocessor, `fit`, `evaluate` and `predict` take what the preprocessor takes (raw strings:
-    lists, NumPy string arrays, tuples of them for text pairs, or a `tf.data.Dataset` of strings) and
-    preprocess it in `tf.data` (`preprocessor.make_dataset`). Data that already holds model inputs (a dict
-    with `token_ids`) is passed through, so the same model also trains on token ids. Without a preprocessor
-    the task takes token ids only, as a plain Keras model.
+    With a preprocessor, `fit`, `evaluate` and `predict` take raw strings (lists, NumPy string arrays, tuples
+    of them for text pairs, or a `tf.data.Dataset`), preprocessed in `tf.data` (`preprocessor.make_dataset`);
+    model inputs (a dict with `token_ids`) pass through. Without one the task takes token ids only.
     """
 
     # -- preprocessing ------------------------------------------------------------------------------------
 
-    # `self.preprocessor` is a plain attribute every task sets in `__init__` (no property: on torch a layer
-    # assigned to a module attribute is stored by `torch.nn.Module.__setattr__`, bypassing descriptors).
+    # `self.preprocessor` is a plain attribute, not a property: torch's `Module.__setattr__` bypasses descriptors.
 
     def _preprocessor_or_none(self):
         return getattr(self, "preprocessor", None)
@@ -169,8 +180,7 @@ class BertTask(keras.Model):
     # -- config -------------------------------------------------------------------------------------------
 
     def task_config(self):
-        """The head's constructor arguments (all but `backbone` and `preprocessor`), read from the attributes of
-        the same names: what checkpoints and the Keras config store."""
+        """The head's constructor arguments, read from the attributes of the same names."""
         config = {name: getattr(self, name) for name in self._head_parameter_names()}
         return {name: list(value) if isinstance(value, tuple) else value for name, value in config.items()}
 
@@ -197,8 +207,7 @@ class BertTask(keras.Model):
 
     # -- what each task declares (as keras-hub's Task declares `backbone_cls` / `preprocessor_cls`) ----------
 
-    # The preprocessor class, by name in `keras_bert_impl.preprocessing`, that `from_pretrained` attaches to a
-    # checkpoint without `preprocessor.json` and `from_preset` / `from_scratch` build; None for none.
+    # The preprocessor class (a name in `keras_bert_impl.preprocessing`) built when none is saved; None for none.
     default_preprocessor_class = None
     # That preprocessor's packing length (at most the backbone's `max_sequence_length`).
     default_sequence_length = 128
@@ -212,33 +221,41 @@ class BertTask(keras.Model):
 
     @classmethod
     def head_specs(cls):
-        """The head's variables as `checkpoints.WeightSpec`s (`checkpoints.name_map`): our paths, Hugging Face's
-        and the original's names. None here."""
+        """The head's variables as `checkpoints.WeightSpec`s: our paths, Hugging Face's and the original's."""
         return []
 
     @classmethod
     def reads_foreign_head(cls, checkpoint):
-        """Whether the head tensors of a foreign (Hugging Face or original) `checkpoint` are this task's head.
-        True here: `head_specs`' names say so (a task whose names another task shares narrows it)."""
+        """Whether a Hugging Face or original `checkpoint`'s head tensors (`head_specs`' names) are this head."""
         del checkpoint
         return True
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint):
-        """The head's constructor arguments for `from_pretrained(path, ...)`: what the caller gave (this method's
-        keyword arguments, which `from_pretrained` takes), else what `checkpoint` (a
-        `task_checkpoints.StoredCheckpoint`) stores. None here: the head has no arguments."""
+        """The head's arguments for `from_pretrained`: this method's keyword arguments as the caller gave them,
+        else what `checkpoint` (a `task_checkpoints.StoredCheckpoint`) stores."""
         del checkpoint
         return {}
 
     def huggingface_config(self):
-        """Fields `save_huggingface` adds to the Hugging Face config.json (e.g. `num_labels`). None here."""
+        """Fields `save_huggingface` adds to the Hugging Face config.json (e.g. `num_labels`)."""
         return {}
 
     def keras_hub_task_head(self):
-        """The head `save_to_preset` writes as a keras-hub task (`checkpoints.keras_hub_presets`), or None: the
-        preset then holds the backbone and tokenizer only."""
+        """The head `save_to_preset` writes as a keras-hub task, or None (backbone and tokenizer only)."""
         return None
+
+    @property
+    def label_vocabulary(self):
+        """The `LabelVocabulary` of the head's `labels`, or None without label names."""
+        labels = getattr(self, "labels", None)
+        return None if labels is None else LabelVocabulary(labels)
+
+    def checkpoint_files(self):
+        """`{file name: writer(path)}` that `save_pretrained` writes beside the weights, in the same atomic
+        directory: `label_vocabulary.json` for a head with `labels`."""
+        vocabulary = self.label_vocabulary
+        return {} if vocabulary is None else {LABEL_VOCABULARY_FILENAME: vocabulary.save}
 
     # -- loading: our directories, Hugging Face, original BERT, keras-hub presets, published sizes ----------
 
@@ -246,19 +263,16 @@ class BertTask(keras.Model):
     def from_pretrained(cls, path, *, preprocessor=AUTO, sequence_length=None, revision=None, **kwargs):
         """Build this task from any checkpoint `checkpoints.read_checkpoint` reads.
 
-        Our own directory of this class restores everything (every weight, the head's arguments, the
-        preprocessor). A Hugging Face directory of this task's architecture (`huggingface_architecture`) or an
-        original BERT checkpoint with this task's head loads the head too. Any other checkpoint (a pretrained
-        encoder, another task's directory) loads the encoder; the head keeps its initial values, which
-        `model.load_report.missing` lists and a WARNING names. So does a head of another shape.
+        Our directory of this class restores everything; a Hugging Face or original checkpoint with this
+        task's head loads the head too. Otherwise only the encoder loads: the head keeps its initial values,
+        listed in `model.load_report.missing` and named in a WARNING.
 
         Args:
             path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
                 (`checkpoints.hub_cache`).
             preprocessor: "auto", a preprocessor, or None. "auto" attaches the one saved with the model, else
-                the task's default preprocessor (`default_preprocessor_class`) on the checkpoint's `vocab.txt`
-                and casing, so `fit` / `predict` take raw text (none when the directory has no vocabulary or
-                TensorFlow is not installed). Defaults to "auto".
+                `default_preprocessor_class` on the checkpoint's `vocab.txt` (none without a vocabulary or
+                TensorFlow). Defaults to "auto".
             sequence_length: int or None. The preprocessor's length; None keeps the saved one, else
                 `min(default_sequence_length, max_sequence_length)`. Defaults to None.
             revision: str or None. A Hugging Face Hub branch, tag or commit, for a Hub model id. Defaults to None.
@@ -272,9 +286,6 @@ class BertTask(keras.Model):
         Example:
         >>> model = BertClassifier.from_pretrained("google-bert/bert-base-uncased", num_classes=2)  # doctest: +SKIP
         """
-        from keras_bert_impl.checkpoints import backbone_config, read_checkpoint, resolve_checkpoint
-        from keras_bert_impl.models.backbone import BertBackbone
-
         head_names = inspect.signature(cls.pretrained_head_arguments).parameters
         given = {name: kwargs.pop(name) for name in list(kwargs) if name in head_names and name != "checkpoint"}
         path = resolve_checkpoint(path, revision)
@@ -288,19 +299,11 @@ class BertTask(keras.Model):
 
     @classmethod
     def _pretrained_preprocessor(cls, path, preprocessor=AUTO, sequence_length=None, max_sequence_length=None):
-        """The preprocessor `from_pretrained(path, preprocessor=...)` attaches.
-
-        `preprocessor` is a preprocessor object (used as is), None / False (none), or "auto": the one saved
-        in `path` (`preprocessor.json`), else `default_preprocessor_class` on the checkpoint's vocabulary, when
-        `path` is a directory with `vocab.txt` and TensorFlow is installed. `sequence_length` overrides the
-        packing length; by default it is the saved one, else `min(default_sequence_length, max_sequence_length)`.
-        """
+        """The preprocessor `from_pretrained(path, preprocessor=...)` attaches (see its Args)."""
         if preprocessor is None or preprocessor is False:
             return None
         if preprocessor != AUTO:
             return preprocessor
-        from keras_bert_impl.checkpoints import resolve_checkpoint
-
         path = resolve_checkpoint(path)  # a Hugging Face Hub id: its cached snapshot, where vocab.txt is
         if cls.default_preprocessor_class is None or not os.path.isfile(os.path.join(path, VOCABULARY_FILENAME)):
             return None
@@ -328,14 +331,12 @@ class BertTask(keras.Model):
 
     @classmethod
     def from_preset(cls, preset, *, vocabulary=None, sequence_length=None, lowercase=True, **kwargs):
-        """Build this task on a keras-hub BERT preset: its pretrained backbone and its tokenizer, as
-        `keras_hub.models.<Task>.from_preset` does (`checkpoints.keras_hub_presets`). The head starts from its
-        initial values, as in keras-hub when the preset holds no task.
+        """Build this task on a keras-hub BERT preset's pretrained backbone and tokenizer, as
+        `keras_hub.models.<Task>.from_preset` does; the head starts from its initial values.
 
         Args:
-            preset: str. A keras-hub preset directory (one `save_to_preset` wrote too) or handle
-                (`"bert_base_en_uncased"`, `"kaggle://..."`, `"hf://..."`). A published size ("tiny" ...
-                "large") without weights is `from_scratch`'s.
+            preset: str. A keras-hub preset directory or handle (`"bert_base_en_uncased"`, `"kaggle://..."`,
+                `"hf://..."`); a published size without weights is `from_scratch`'s.
             vocabulary: str, list of str, `BertTokenizer` or None. Overrides the preset's tokenizer. Defaults to
                 None.
             sequence_length: int or None. The preprocessor's length. Defaults to
@@ -347,11 +348,6 @@ class BertTask(keras.Model):
         Example:
         >>> model = BertClassifier.from_preset("bert_base_en_uncased", num_classes=2)  # doctest: +SKIP
         """
-        from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer
-        from keras_bert_impl.models.backbone import BertBackbone
-
-        from keras_bert_impl.models.presets import refuse_size_as_preset
-
         refuse_size_as_preset(cls.__name__, preset)
         head = cls._head_arguments(kwargs)
         backbone = BertBackbone.from_preset(preset, **kwargs)
@@ -381,8 +377,6 @@ class BertTask(keras.Model):
         >>> model.predict(["good", "bad"], verbose=0).shape
         (2, 2)
         """
-        from keras_bert_impl.models.backbone import BertBackbone
-
         head = cls._head_arguments(kwargs)
         tokenizer = cls._tokenizer(vocabulary, lowercase)
         if tokenizer is not None:
@@ -398,7 +392,7 @@ class BertTask(keras.Model):
 
     @classmethod
     def _head_arguments(cls, kwargs):
-        """Take the head's constructor arguments (all but `backbone`, `preprocessor`) out of `kwargs`."""
+        """Take the head's constructor arguments out of `kwargs`."""
         return {name: kwargs.pop(name) for name in cls._head_parameter_names() if name in kwargs}
 
     @staticmethod
@@ -425,10 +419,7 @@ class BertTask(keras.Model):
 
     def save_pretrained(self, path):
         """Write our checkpoint directory, atomically: `config.json` + `model.safetensors`, and with a
-        preprocessor its settings (`preprocessor.json`) and tokenizer (`vocab.txt`, `tokenizer_config.json`).
-        `from_pretrained` of the same class restores every weight and the preprocessor."""
-        from keras_bert_impl.checkpoints import native
-
+        preprocessor `preprocessor.json`, `vocab.txt` and `tokenizer_config.json`."""
         files = dict(self.checkpoint_files())
         if self._preprocessor_or_none() is not None:
             files[PREPROCESSOR_FILENAME] = self._write_preprocessor_config
@@ -446,26 +437,14 @@ class BertTask(keras.Model):
         with open(file_path, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
 
-    def checkpoint_files(self):
-        """`{file name: writer(path)}` of files `save_pretrained` puts beside the weights, inside the same
-        atomic directory write. None here; tasks with more state (a classifier's labels) add theirs."""
-        return {}
-
     def save_huggingface(self, path):
-        """Write a Hugging Face directory of `huggingface_architecture` (e.g. `BertForSequenceClassification`),
-        with the task's config fields (`huggingface_config`), atomically; `transformers` loads it."""
-        from keras_bert_impl.checkpoints import save_huggingface
-
+        """Write a Hugging Face directory of `huggingface_architecture`, atomically; `transformers` loads it."""
         save_huggingface(self, path, head_specs=self.head_specs(), architectures=(self.huggingface_architecture,),
                          config_updates=self.huggingface_config())
 
     def save_to_preset(self, path):
-        """Write a keras-hub preset directory, atomically: the backbone, the preprocessor's tokenizer, and the
-        head where keras-hub has the task (`keras_hub_task_head`: the classifier, with its packing length).
-        keras-hub's `BertBackbone`, `BertTokenizer` and task classes load it with `from_preset(path)`, and so
-        does `from_preset` here. What keras-hub has no place for stays in `save_pretrained`."""
-        from keras_bert_impl.checkpoints.keras_hub_presets import write_keras_hub_preset
-
+        """Write a keras-hub preset directory, atomically: the backbone, the tokenizer, and the head where
+        keras-hub has the task (`keras_hub_task_head`). keras-hub's and our `from_preset(path)` load it."""
         preprocessor = self._preprocessor_or_none()
         write_keras_hub_preset(self.backbone, path, tokenizer=None if preprocessor is None else preprocessor.tokenizer,
                                classifier_head=self.keras_hub_task_head())
@@ -476,10 +455,8 @@ class BertTask(keras.Model):
                 weight_decay=None, **kwargs):
         """`keras.Model.compile` with the BERT fine-tuning optimizer by default (tasks add their loss).
 
-        `optimizer="auto"` is the original recipe (`optimization.create_optimizer`): `AdamWeightDecay` (no bias
-        correction, epsilon 1e-6, weight decay 0.01 except LayerNorm and biases, global clip norm 1.0), with
-        linear warmup over `warmup_fraction` of `total_steps` then linear decay to 0 when `total_steps` is
-        given, else at a constant `learning_rate`. Never Keras' "adam" at 1e-3, which wrecks a pretrained BERT.
+        `optimizer="auto"` is the original recipe (`optimization.create_optimizer`): `AdamWeightDecay` with
+        linear warmup and decay to 0 over `total_steps` when given, else a constant `learning_rate`.
 
         Args:
             optimizer: "auto" or any Keras optimizer. Defaults to "auto".
@@ -507,21 +484,21 @@ class BertTask(keras.Model):
                 raise ValueError(f"{', '.join(settings)} set the default optimizer (optimizer='auto'); this "
                                  f"compile() got optimizer={optimizer!r}, so set them on that optimizer.")
         else:
-            optimizer = self.default_optimizer(**settings)
+            if total_steps is not None and warmup_fraction is None:
+                warmup_fraction = self.default_warmup_fraction
+            optimizer = create_optimizer(learning_rate=learning_rate or self.default_learning_rate,
+                                         total_steps=total_steps, warmup_fraction=warmup_fraction,
+                                         weight_decay=0.01 if weight_decay is None else weight_decay)
         super().compile(optimizer=optimizer, **kwargs)
 
-    def default_optimizer(self, learning_rate=None, total_steps=None, warmup_fraction=None, weight_decay=0.01):
-        """The optimizer `compile()` uses by default; see `compile` for the arguments."""
-        from keras_bert_impl.optimization import create_optimizer
-
-        if total_steps is not None and warmup_fraction is None:
-            warmup_fraction = self.default_warmup_fraction
-        return create_optimizer(learning_rate=learning_rate or self.default_learning_rate, total_steps=total_steps,
-                                warmup_fraction=warmup_fraction, weight_decay=weight_decay)
-
     def compile_from_config(self, config):
-        """Compile a loaded `.keras` model as saved, optimizer state included (Keras' own skips a model with its
-        own `compile`)."""
+        """Compile a loaded `.keras` model as saved (Keras' own skips a model with its own `compile`)."""
         self.compile(**keras.saving.deserialize_keras_object(config))
         if self.built:
             self.optimizer.build(self.trainable_variables)
+
+    def _with_layer_losses(self, loss):
+        """`loss` plus the regularisation losses layers added, if any (what Keras' own `compute_loss` adds)."""
+        for extra_loss in self.losses:
+            loss = loss + ops.cast(ops.sum(extra_loss), loss.dtype)
+        return loss

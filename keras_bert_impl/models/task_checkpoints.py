@@ -1,11 +1,7 @@
 """What a task model reads from a checkpoint: its stored head arguments and its weights, for every task.
 
-A task model loads from any checkpoint `checkpoints.read_checkpoint` reads: its own directory (every weight,
-strict), another of our directories (a backbone, a pretrainer, another task model: the encoder only), a
-Hugging Face directory or an original TF checkpoint (encoder, plus the head when the checkpoint has one of
-the same shape). Head weights the checkpoint lacks keep their initial values: `LoadReport.missing` lists
-them and a WARNING names them. Checkpoint tensors the model does not use are listed in `LoadReport.unused`
-and named in a WARNING too, so pretrained head weights are never dropped silently.
+Head weights the checkpoint lacks keep their initial values and unused checkpoint tensors are skipped; both
+are listed in the `LoadReport` and named in a WARNING, so pretrained head weights are never dropped silently.
 """
 
 import logging
@@ -40,13 +36,9 @@ def is_default_huggingface_labels(labels):
 
 
 def stored_head(task_class, checkpoint):
-    """`{"num_classes", "labels", "dropout"}` of the checkpoint's head for `task_class`, None where unknown.
-
-    Our directory of the same class stores them in its config. A foreign head whose tensors are this task's
-    (`task_class.reads_foreign_head`) gives its size: Hugging Face `classifier.*` (labels from `id2label`
-    unless they are the default `LABEL_i`, dropout from `classifier_dropout`, else `hidden_dropout_prob`),
-    original `run_classifier.py` `output_weights`.
-    """
+    """`{"num_classes", "labels", "dropout"}` of the checkpoint's head for `task_class`, None where unknown:
+    from our config, or a foreign head's shape (Hugging Face `classifier.*` with `id2label` unless the default
+    `LABEL_i` and `classifier_dropout`, else `hidden_dropout_prob`; original `output_weights`)."""
     config, tensors = checkpoint.config, checkpoint.tensors
     unknown = {"num_classes": None, "labels": None, "dropout": None}
     if checkpoint.fmt == "native":
@@ -90,13 +82,8 @@ def _head_mismatches(model, fmt, tensors, head_specs):
 def load_task_weights(model, checkpoint):
     """Assign a task model's weights from `checkpoint` (a `StoredCheckpoint`); set and return `model.load_report`.
 
-    The head is `model.head_specs()`; a foreign checkpoint's head tensors are read only where
-    `model.reads_foreign_head(checkpoint)`. Backbone variables in `model.unused_backbone_paths` (the pooler of a
-    token-level model) may be missing (Hugging Face `BertForQuestionAnswering` has no pooler); any other
-    missing encoder weight is a `CheckpointError`.
-
-    Returns:
-        `LoadReport`.
+    A foreign head is read where `model.reads_foreign_head(checkpoint)`; only `model.unused_backbone_paths`
+    may be missing from the encoder (else `CheckpointError`).
     """
     fmt, tensors, extra, path = checkpoint.fmt, checkpoint.tensors, checkpoint.extra, checkpoint.path
     backbone, task_name = model.backbone, type(model).__name__

@@ -1,17 +1,8 @@
 """Load any checkpoint as the task it holds: `load_task(path)`, the library's AutoModel.
 
-The task is read from the checkpoint itself (`detect_task`):
-
-- ours (`save_pretrained`): `config.json` stores `class_name`;
-- Hugging Face: `config.json` `architectures` (`BertForSequenceClassification` -> `BertClassifier`,
-  `BertForQuestionAnswering` -> `BertQuestionAnswerer`, `BertForTokenClassification` -> `BertTokenClassifier`,
-  `BertForMultipleChoice` -> `BertMultipleChoice`, `BertForPreTraining` -> `BertPretrainer`, `BertModel` and
-  any other BERT head -> `BertBackbone`);
-- original TF: the head variables (`cls/squad/*` -> question answering, `output_weights` -> classification,
-  `cls/predictions/*` -> pretraining, none -> backbone).
-
-Backend-agnostic: a task's preprocessor (TensorFlow) is attached by the task's own `from_pretrained` when
-the checkpoint has a vocabulary and TensorFlow is installed.
+The task is read from the checkpoint itself (`detect_task`): our `config.json`'s `class_name`, Hugging Face
+`architectures` (`HUGGINGFACE_ARCHITECTURES`; any other BERT head is a `BertBackbone`), or an original
+checkpoint's head variables (`cls/squad/*`, `output_weights`, `cls/predictions/*`, none).
 
 Example:
 >>> model = load_task("runs/mrpc/best")  # doctest: +SKIP
@@ -19,9 +10,10 @@ Example:
 ('BertClassifier', (1, 2))
 """
 
-import json
 import os
 
+from keras_bert_impl.checkpoints import CheckpointError, native, read_checkpoint, resolve_checkpoint
+from keras_bert_impl.checkpoints.huggingface import read_json
 from keras_bert_impl.models.registry import TASK_CLASSES, TASK_KINDS, class_name_for_kind, task_class
 from keras_bert_impl.models.task import AUTO, VOCABULARY_FILENAME
 
@@ -40,22 +32,8 @@ TASK_NAMES = tuple(sorted(TASK_CLASSES)) + tuple(TASK_KINDS.values())
 _WINDOW_OVERHEAD = 4
 
 
-def _read_json(path):
-    with open(path, encoding="utf-8") as handle:
-        try:
-            return json.load(handle)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: malformed JSON at line {error.lineno}: {error.msg}.") from error
-        except UnicodeDecodeError as error:
-            raise ValueError(
-                f"{path}: not UTF-8 text (byte {error.object[error.start:error.start + 1]!r} at offset "
-                f"{error.start}), so not a config written by save_pretrained; give the model directory's own "
-                "config.json."
-            ) from error
-
-
 def _huggingface_class_name(config_path):
-    architectures = _read_json(config_path).get("architectures") or []
+    architectures = read_json(config_path).get("architectures") or []
     for name in architectures:
         if name in HUGGINGFACE_ARCHITECTURES:
             return HUGGINGFACE_ARCHITECTURES[name]
@@ -68,24 +46,15 @@ def _huggingface_class_name(config_path):
 
 
 def detect_task(path):
-    """The class name of the task a checkpoint holds (see the module docstring).
-
-    Args:
-        path: str. A checkpoint directory (ours or Hugging Face's) or an original-TF checkpoint prefix.
-
-    Returns:
-        str, a key of `models.registry.TASK_CLASSES` (e.g. "BertClassifier").
+    """The class name (a key of `models.registry.TASK_CLASSES`) of the task the checkpoint at `path` holds.
 
     Raises:
-        ValueError: the checkpoint names a class this library does not have, or is no checkpoint
-            (`checkpoints.CheckpointError`, a `ValueError`, naming the problem).
+        ValueError: the checkpoint names a class this library does not have, or is no checkpoint.
     """
-    from keras_bert_impl.checkpoints import CheckpointError, native, read_checkpoint, resolve_checkpoint
-
     path = resolve_checkpoint(os.fspath(path))
     config_path = os.path.join(path, "config.json")
     if os.path.isdir(path) and native.is_native_directory(path):
-        class_name = _read_json(config_path).get("class_name")
+        class_name = read_json(config_path).get("class_name")
         if class_name not in TASK_CLASSES:
             raise CheckpointError(
                 f"{config_path}: class_name {class_name!r} is not one of {sorted(TASK_CLASSES)}; pass task= to "
@@ -117,8 +86,8 @@ def _task_class_name(task):
 
 
 def _with_preprocessor_settings(model, settings):
-    """`model.preprocessor` rebuilt with `settings` in place of its own; `sequence_length` at most the position
-    table, and a question answerer's `max_query_length` short enough to leave each window context."""
+    """`model.preprocessor` rebuilt with `settings`; `sequence_length` cut to the position table and
+    `max_query_length` to leave each window context."""
     preprocessor = model.preprocessor
     saved = preprocessor.get_config()
     unknown = sorted(set(settings) - set(saved))
@@ -133,18 +102,17 @@ def _with_preprocessor_settings(model, settings):
     return type(preprocessor).from_config(config)
 
 
-def _check_vocabulary(path, model):
-    tokenizer = model.preprocessor.tokenizer
-    if tokenizer.vocabulary_size() > model.backbone.vocabulary_size:
-        raise ValueError(f"{path}: vocab.txt has {tokenizer.vocabulary_size()} tokens, more than the model embeds "
-                         f"({model.backbone.vocabulary_size}); give the vocabulary the model was trained with.")
+def _vocabulary_path(path):
+    """The `vocab.txt` beside the checkpoint at `path` (a directory or an original-TF prefix), or None."""
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    vocabulary = os.path.join(directory, VOCABULARY_FILENAME)
+    return vocabulary if os.path.isfile(vocabulary) else None
 
 
 def _why_no_preprocessor(path, model):
-    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     if getattr(model, "default_preprocessor_class", None) is None:
         return f"a {type(model).__name__} takes no raw text"
-    if not os.path.isfile(os.path.join(directory, VOCABULARY_FILENAME)):
+    if _vocabulary_path(path) is None:
         return f"no vocab.txt beside the model in {path!r}; save the tokenizer with the model"
     return "TensorFlow is not installed; raw text needs it (pip install tensorflow tensorflow-text)"
 
@@ -161,19 +129,17 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
         preprocessor: "auto", a preprocessor or None, as the task's `from_pretrained` takes it. "auto" attaches
             the one saved with the model, else the task's default on the checkpoint's `vocab.txt` (none without
             a vocabulary or TensorFlow). Ignored for a `BertBackbone`. Defaults to "auto".
-        require_preprocessor: bool. Raise `ValueError` (saying why: no `vocab.txt`, no TensorFlow, a backbone)
-            when no preprocessor is attached, for callers that predict on raw text. Defaults to False.
+        require_preprocessor: bool. Raise `ValueError` saying why when no preprocessor is attached. Defaults
+            to False.
         **preprocessor_settings: settings of the attached preprocessor to change (e.g. `sequence_length=64`,
-            `doc_stride=32`, `null_score_diff_threshold=1.5`); the others stay as saved. `sequence_length` is
-            cut to the model's position table, and a question answerer's `max_query_length` to 4 tokens less.
+            `doc_stride=32`); `sequence_length` is cut to the position table, `max_query_length` to 4 less.
 
     Returns:
         The model (a `BertTask`, or a `BertBackbone`), with `load_report` (a `checkpoints.LoadReport`).
 
     Raises:
-        ValueError: the task cannot be detected, or is unknown (one line naming the file and what to pass);
-            the vocabulary is larger than the model's embedding table; `preprocessor_settings` without a
-            preprocessor.
+        ValueError: the task cannot be detected or is unknown; the vocabulary is larger than the embedding
+            table; `preprocessor_settings` without a preprocessor.
 
     Example:
     >>> import tempfile
@@ -191,8 +157,6 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
     >>> [row["label"] in ("bad", "good") for row in model.decode_predictions(model.predict(["good"], verbose=0))]
     [True]
     """
-    from keras_bert_impl.checkpoints import resolve_checkpoint
-
     path = resolve_checkpoint(os.fspath(path))  # a Hub model id: its cached snapshot, where vocab.txt is
     class_name = detect_task(path) if task is None else _task_class_name(task)
     if class_name == "BertBackbone":
@@ -207,7 +171,10 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
         return model
     if preprocessor_settings:
         model.preprocessor = _with_preprocessor_settings(model, preprocessor_settings)
-    _check_vocabulary(path, model)
+    size = model.preprocessor.tokenizer.vocabulary_size()
+    if size > model.backbone.vocabulary_size:
+        raise ValueError(f"{path}: vocab.txt has {size} tokens, more than the model embeds "
+                         f"({model.backbone.vocabulary_size}); give the vocabulary the model was trained with.")
     return model
 
 
@@ -221,14 +188,12 @@ def checkpoint_tokenizer(path, required=False):
     Returns:
         `tokenization.BertTokenizer` or None. Needs TensorFlow (the tokenizer runs in TensorFlow text ops).
     """
-    from keras_bert_impl.checkpoints import resolve_checkpoint
-
     path = resolve_checkpoint(os.fspath(path))
-    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    if not os.path.isfile(os.path.join(directory, VOCABULARY_FILENAME)):
+    vocabulary = _vocabulary_path(path)
+    if vocabulary is None:
         if required:
             raise FileNotFoundError(f"No vocab.txt beside the model in {path!r}; save the tokenizer with the model.")
         return None
     from keras_bert_impl.tokenization import BertTokenizer
 
-    return BertTokenizer.from_pretrained(directory)
+    return BertTokenizer.from_pretrained(os.path.dirname(vocabulary))

@@ -7,22 +7,22 @@ import keras
 from keras import ops
 
 from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
-from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
+from keras_bert_impl.models.losses import sparse_cross_entropy_from_logits
 from keras_bert_impl.models.task import (
     DEFAULT_DROPOUT,
     BertTask,
     _contains_strings,
     check_classification_head,
     classification_head_arguments,
+    head_logits,
     labelled_huggingface_config,
 )
 
 
 def _targets_and_weights(y, y_pred, sample_weight):
-    """Labels cut to the logits' length, with ignored positions set to 0, and the weight of every token:
-    0 where ignored, else the example's `sample_weight` (1 without one). Length-bucketed batches cut the
-    inputs but not the targets; every position past the cut is padding (ignored), so cutting loses nothing."""
+    """Labels cut to the logits' length (length-bucketed batches cut inputs, not targets; the rest is padding),
+    ignored positions set to 0, and each token's weight: 0 where ignored, else the example's `sample_weight`."""
     labels = ops.cast(y, "int32")[:, : ops.shape(y_pred)[1]]  # (B, T)
     weights = ops.cast(ops.not_equal(labels, IGNORED_LABEL), "float32")  # (B, T)
     if sample_weight is not None:
@@ -48,8 +48,7 @@ def masked_token_cross_entropy(labels, logits, weights):
     >>> round(float(loss), 4)  # ln 4, the second token ignored
     1.3863
     """
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)  # (B, T, C)
-    nll = -ops.squeeze(ops.take_along_axis(log_probs, ops.expand_dims(labels, -1), axis=-1), axis=-1)  # (B, T)
+    nll = sparse_cross_entropy_from_logits(labels, logits)  # (B, T)
     return ops.sum(nll * weights) / ops.maximum(ops.sum(weights), 1.0)
 
 
@@ -59,18 +58,12 @@ class BertTokenClassifier(BertTask):
 
     Every token's sequence output goes through dropout and one `Dense(num_classes)` layer named
     "token_classifier_dense", as Hugging Face's `BertForTokenClassification`. Labels sit on the first
-    sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss and accuracy
-    skip. The backbone's pooler is not used and is frozen (`trainable = False`).
+    sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss
+    (`masked_token_cross_entropy`) and accuracy skip. The backbone's pooler is unused and frozen.
 
-    `compile()` without `loss` trains with the cross-entropy averaged over the labelled tokens of the batch
-    (`masked_token_cross_entropy`) and, unless `metrics` is given, reports `accuracy` over those tokens.
-    Targets may be longer than the batch's tokens (length-bucketed batches cut the inputs only); the extra
-    positions are padding. Works on TensorFlow, JAX and torch, with `jit_compile=True` on TensorFlow and JAX.
-
-    With a preprocessor (`preprocessing.BertTokenClassificationPreprocessor`), `fit(words, tag_ids)` trains on
-    pre-split sentences, and `predict(texts)` tags raw text: per text, its `words` (with `tag`, character
-    `start` / `end`, `score`) and `entities` (`{"text", "type", "start", "end", "score"}`), long texts
-    windowed, not truncated. `predict(word_lists)` tags pre-split words the same way.
+    With a preprocessor, `fit(words, tag_ids)` trains on pre-split sentences and `predict(texts)` (or word
+    lists) returns per text its `words` (`tag`, character `start` / `end`, `score`) and `entities`
+    (`{"text", "type", "start", "end", "score"}`); long texts are windowed.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -78,8 +71,7 @@ class BertTokenClassifier(BertTask):
         dropout: float. Dropout on the sequence output, applied only in training. Defaults to 0.1.
         labels: sequence of str, a `LabelVocabulary`, or None. The tags (IOB2, "O" among them, to decode
             entities), id i being `labels[i]`; saved with the model. Defaults to None.
-        preprocessor: `preprocessing.BertTokenClassificationPreprocessor` or None. Defaults to None (token ids
-            only).
+        preprocessor: `preprocessing.BertTokenClassificationPreprocessor` or None. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.
@@ -110,15 +102,8 @@ class BertTokenClassifier(BertTask):
         labels = check_classification_head("BertTokenClassifier", num_classes, dropout, labels)
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
-        sequence_output = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
-                                               name="token_classifier_dropout")(sequence_output)
-        logits = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="token_classifier_dense",
-        )(sequence_output)  # (B, T, C)
-        super().__init__(inputs=inputs, outputs=ops.cast(logits, "float32"), **kwargs)
+        logits = head_logits(backbone, sequence_output, num_classes, "token_classifier", dropout)  # (B, T, C)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.backbone = backbone
         self.num_classes = num_classes
         self.dropout = dropout
@@ -128,18 +113,11 @@ class BertTokenClassifier(BertTask):
         backbone.pooler.trainable = False
         self.uses_default_loss = False
 
-    @property
-    def label_vocabulary(self):
-        """The `LabelVocabulary` of `labels`, or None when the model has no tag names."""
-        return None if self.labels is None else LabelVocabulary(self.labels)
-
     # -- training ---------------------------------------------------------------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` (the fine-tuning optimizer by default); without `loss`, the masked token
-        cross-entropy and accuracy over labelled
-        tokens (class docstring). With the default loss, `weighted_metrics` are computed over the labelled
-        tokens only (their weight is 0 elsewhere); `metrics` see every position."""
+        """`BertTask.compile`; without `loss`, the masked token cross-entropy and accuracy over labelled tokens.
+        With the default loss, `weighted_metrics` see the labelled tokens only; `metrics` see every position."""
         self.uses_default_loss = loss is None
         if loss is None and metrics is None and kwargs.get("weighted_metrics") is None:
             # Weighted: the token weights (0 on ignored positions) reach only `weighted_metrics`.
@@ -150,10 +128,7 @@ class BertTokenClassifier(BertTask):
         if not self.uses_default_loss:
             return super().compute_loss(x, y, y_pred, sample_weight, training)
         labels, weights = _targets_and_weights(y, y_pred, sample_weight)
-        loss = masked_token_cross_entropy(labels, y_pred, weights)
-        for extra_loss in self.losses:  # regularisation added by layers, if any
-            loss = loss + ops.cast(ops.sum(extra_loss), loss.dtype)
-        return loss
+        return self._with_layer_losses(masked_token_cross_entropy(labels, y_pred, weights))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         if not self.uses_default_loss:
@@ -187,32 +162,17 @@ class BertTokenClassifier(BertTask):
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
-    def checkpoint_files(self):
-        """For a model with `labels`: `label_vocabulary.json`, written with the weights by `save_pretrained`."""
-        if self.labels is None:
-            return {}
-        return {LABEL_VOCABULARY_FILENAME: self.label_vocabulary.save}
-
     @classmethod
     def reads_foreign_head(cls, checkpoint):
-        """A foreign checkpoint's `classifier.*` is this head only in a Hugging Face `BertForTokenClassification`
-        (a sequence classifier names its head the same); the original release has no token head."""
+        """Only a Hugging Face `BertForTokenClassification`'s `classifier.*` is this head (a sequence classifier's
+        has the same names)."""
         return cls.huggingface_architecture in checkpoint.huggingface_architectures
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
-        """`from_pretrained`'s head: our `BertTokenClassifier` directories store it (`labels` too); Hugging Face
-        `BertForTokenClassification` gives `classifier.*` (tags from `id2label` unless they are the default
-        `LABEL_i`, dropout from `classifier_dropout`, else `hidden_dropout_prob`).
+        """`from_pretrained`'s head: ours or Hugging Face `BertForTokenClassification`'s.
 
-        Args:
-            checkpoint: `task_checkpoints.StoredCheckpoint`.
-            num_classes: int or None. Number of tags; None takes the checkpoint's head, required without one.
-                Defaults to None.
-            labels: sequence of str, a `LabelVocabulary`, or None. Tags; None keeps the checkpoint's when their
-                number fits. Defaults to None.
-            classifier_dropout: float or None. The head's `dropout`; None takes the checkpoint's, else 0.1.
-                Defaults to None.
+        Args: as `BertClassifier.pretrained_head_arguments`.
         """
         return classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
 

@@ -1,12 +1,7 @@
 """The original BERT optimizer (`AdamWeightDecayOptimizer` in google-research/bert `optimization.py`).
 
-The decay is not delegated to the Keras base optimizer (`weight_decay=`): the base subtracts `lr * wd * p` in a
-separate pre-step and matches exclusions on the bare `variable.name` ("gamma"), while LAMB needs the decay inside
-the update whose norm forms the trust ratio and this project matches the layer path (".../layer_norm/gamma"), as
-the original `_do_use_weight_decay` does on full TF names. So the decay lives in `update_step` and the base
-`weight_decay` stays `None`; the base's `exclude_from_weight_decay(var_list=..., var_names=...)` still adds to the
-constructor patterns.
-
+The decay lives in `update_step`, not in the Keras base optimizer's `weight_decay` (a separate pre-step matched
+on bare variable names): LAMB needs it inside the update, and exclusions match the layer path as the original.
 Backend-agnostic: `keras.ops` only.
 """
 
@@ -20,14 +15,7 @@ DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
 
 
 def compile_variable_patterns(patterns, argument_name):
-    """Compiles a list of regular expressions into one pattern matched with `re.search`.
-
-    Args:
-        patterns: list or tuple of str. Regular expressions (plain substrings work as themselves).
-        argument_name: str. Argument the patterns came from, for error messages.
-
-    Returns:
-        A compiled `re.Pattern`, or `None` when `patterns` is empty.
+    """Compiles a list of regular expressions (`argument_name`'s) into one `re.Pattern`, or None when empty.
 
     Example:
     >>> bool(compile_variable_patterns(["bias"], "exclude").search("dense/bias"))
@@ -79,13 +67,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         p = p - lr * (m / (sqrt(v) + epsilon) + weight_decay_rate * p)
 
     where the decay term is dropped for variables whose path or name matches `exclude_from_weight_decay`.
-    Differences from `keras.optimizers.AdamW`: no bias correction (`m`, `v` are not divided by `1 - beta^t`,
-    so early steps are not amplified), epsilon 1e-6 instead of 1e-7, exclusion matched on the layer path
-    (`.../layer_norm/gamma`) rather than the bare variable name, and global-norm clipping 1.0 by default.
-
-    Works with the Keras base-optimizer features: `gradient_accumulation_steps` (the update uses the mean
-    gradient of the micro-steps), `keras.optimizers.LossScaleOptimizer` (fp16) and mixed precision (slots take
-    the dtype of the float32 master weights).
+    Unlike `keras.optimizers.AdamW`: no bias correction, epsilon 1e-6, exclusion matched on the layer path
+    (`.../layer_norm/gamma`), global-norm clipping 1.0 by default. Gradient accumulation, loss scaling and
+    mixed precision work as with any Keras optimizer.
 
     Args:
         learning_rate: float, `keras.optimizers.schedules.LearningRateSchedule` (e.g. `WarmupLinearDecay`) or
@@ -95,10 +79,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         epsilon: float. Added to `sqrt(v)`. Defaults to 1e-6.
         weight_decay_rate: float. Decoupled weight decay coefficient. Defaults to 0.01.
         exclude_from_weight_decay: list or tuple of str. Regular expressions searched in `variable.path` and
-            `variable.name`; matches get no decay. Defaults to `("layer_norm", "LayerNorm", "bias")`, which
-            covers LayerNorm gamma/beta, Dense biases and the MLM `output_bias`.
-        global_clipnorm: float or None. Global gradient-norm clip. Defaults to 1.0. Set to None to use
-            `clipnorm` or `clipvalue` instead.
+            `variable.name`; matches get no decay. Defaults to `("layer_norm", "LayerNorm", "bias")`.
+        global_clipnorm: float or None. Global gradient-norm clip (None for `clipnorm` / `clipvalue`).
+            Defaults to 1.0.
         **kwargs: other `keras.optimizers.Optimizer` arguments (`gradient_accumulation_steps`, `use_ema`,
             `name`, ...). `weight_decay` is refused: use `weight_decay_rate`.
 
@@ -154,8 +137,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self._first_moments, self._second_moments = self.add_optimizer_variables(
             var_list, ["momentum", "velocity"]
         )
-        # Decided here, on the Keras variables: `update_step` may receive the backend variable (TensorFlow),
-        # which has no `path`. The base `_use_weight_decay` adds exclusions set through its own method.
+        # Decided on the Keras variables (`update_step` may get a TensorFlow variable without `path`).
         self._decay_flags = [
             self.weight_decay_rate > 0
             and not variable_matches(self._weight_decay_exclusion, variable)
@@ -166,14 +148,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def apply(self, grads, trainable_variables=None):
         """`keras.optimizers.Optimizer.apply`, clipping the global (all-reduced) gradient under tf.distribute.
 
-        Keras' TensorFlow optimizer clips each replica's gradients before it sums them across replicas; the
-        original clips the all-reduced gradient of the global batch. Keras 3 has no public hook between its
-        all-reduce and `update_step`, so with two or more replicas each replica here all-reduces the gradients,
-        computes the clip factor of that global gradient as `keras.optimizers` does (`c * min(1 / norm, 1 / c)`,
-        NaN for a non-finite norm), scales its own gradients by it and switches Keras' clipping off for this
-        call; Keras' own all-reduce then sums the scaled gradients, which is the clipped global gradient. Cost:
-        one extra all-reduce per step. One device, JAX, gradient accumulation and `loss_scale_factor` keep
-        Keras' own clipping.
+        Keras clips each replica's gradients before summing them; the original clips the global gradient. With
+        two or more replicas each replica all-reduces the gradients, scales its own by the global clip factor
+        (as `keras.optimizers` computes it) and switches Keras' clipping off for the call: one extra all-reduce.
         """
         context = _multi_replica_context()
         if (context is None or not self.global_clipnorm or self.gradient_accumulation_steps
@@ -205,9 +182,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self._global_clipnorm = value
 
     def _decayed_adam_update(self, gradient, variable, bias_correction=False):
-        """The Adam direction plus decay, `m / (sqrt(v) + epsilon) + wd * p`, after updating the moments as
-        the original: `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g^2` (divided by `1 - b^t` if
-        `bias_correction`)."""
+        """Update the moments and return `m / (sqrt(v) + epsilon) + wd * p` (moments bias-corrected if asked)."""
         dtype = variable.dtype
         gradient = ops.cast(gradient, dtype)
         index = self._get_variable_index(variable)

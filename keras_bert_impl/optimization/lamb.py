@@ -1,12 +1,7 @@
 """LAMB: layer-wise adaptive moments for large-batch BERT training (You et al., 2019, arXiv:1904.00962).
 
-Why not `keras.optimizers.Lamb` (Keras 3.15 ships one): it takes weight decay from the base optimizer, which
-subtracts `lr * wd * p` before the step, so the decay is neither part of the update whose norm gives the trust
-ratio nor scaled by that ratio, unlike Algorithm 2 of the paper; it has no constructor exclusion list (its
-base-class exclusion matches only bare variable names such as "gamma", not ".../layer_norm/gamma"), no
-switch for the trust ratio per variable group, and no way to turn bias correction off.
-
-Backend-agnostic: `keras.ops` only.
+Unlike `keras.optimizers.Lamb`, the decay is part of the update the trust ratio scales (the paper's Algorithm
+2), exclusions match layer paths, and layer adaptation and bias correction can be switched off.
 """
 
 import keras
@@ -31,22 +26,14 @@ class Lamb(AdamWeightDecay):
         ratio = ||p|| / ||r||, or 1 when either norm is 0                 (1 for layer-adaptation exclusions)
         p = p - lr * ratio * r
 
-    The scaling function phi of the paper is the identity, as in the reference implementations.
-
     Args:
         learning_rate: float, `keras.optimizers.schedules.LearningRateSchedule` or callable. Defaults to 0.001.
-        beta_1: float. Decay rate of the first moment. Defaults to 0.9.
-        beta_2: float. Decay rate of the second moment. Defaults to 0.999.
-        epsilon: float. Added to `sqrt(v_hat)`. Defaults to 1e-6.
-        weight_decay_rate: float. Decoupled weight decay coefficient. Defaults to 0.01.
-        exclude_from_weight_decay: list or tuple of str. Regular expressions searched in `variable.path` and
-            `variable.name`; matches get no decay. Defaults to `("layer_norm", "LayerNorm", "bias")`.
         exclude_from_layer_adaptation: list or tuple of str, or None. Variables matching these get trust ratio
-            1 (a plain Adam step). None means the same list as `exclude_from_weight_decay` (the convention of
-            TensorFlow Addons' LAMB); pass `()` to adapt every variable. Defaults to None.
+            1. None: the `exclude_from_weight_decay` list (TensorFlow Addons' convention); `()` adapts every
+            variable. Defaults to None.
         bias_correction: bool. Divide the moments by `1 - beta^t` as in the paper. Defaults to True.
-        global_clipnorm: float or None. Global gradient-norm clip. Defaults to 1.0.
-        **kwargs: other `keras.optimizers.Optimizer` arguments (`gradient_accumulation_steps`, `name`, ...).
+        **kwargs: the other `AdamWeightDecay` arguments (`beta_1`, `beta_2`, `epsilon`, `weight_decay_rate`,
+            `exclude_from_weight_decay`, `global_clipnorm`) and `keras.optimizers.Optimizer`'s.
 
     Example:
     >>> import keras

@@ -34,17 +34,14 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
       at the end of warmup: `lr = peak * s / W` if `s < W` else
       `(peak - end) * max(0, (N - s) / max(1, N - W)) + end`.
 
-    Both give `lr = 0` at step 0 when `W > 0` (as the original, whose first update uses global_step 0).
-
     Args:
         peak_learning_rate: float. Learning rate at the end of warmup (the original's `init_lr`).
         warmup_steps: int. Number of warmup updates `W`, 0 for none.
         total_steps: int. Total number of optimizer updates `N`; the rate stays at `end_learning_rate` after.
         variant: str. `"original"` or `"huggingface"`. Defaults to `"original"`.
         end_learning_rate: float. Learning rate reached at `total_steps`. Defaults to 0.0.
-        gradient_accumulation_steps: int. Keras optimizers call the schedule with the micro-step count when
-            they accumulate gradients; with this set to the same `k` the schedule counts updates,
-            `s = micro_step // k`, so `warmup_steps` and `total_steps` stay in updates. Defaults to 1.
+        gradient_accumulation_steps: int. The optimizer's `k`: the schedule counts updates, `micro_step // k`.
+            Defaults to 1.
 
     Input: the step, an integer scalar (tensor or Python int). Output: float32 scalar.
 
@@ -116,15 +113,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def resolve_warmup_steps(total_steps, warmup_steps=None, warmup_fraction=None):
-    """Number of warmup updates from either a count or a fraction of `total_steps` (as `run_classifier.py`).
-
-    Args:
-        total_steps: int. Total optimizer updates.
-        warmup_steps: int or None. Explicit count.
-        warmup_fraction: float or None. Fraction in [0, 1]; gives `int(total_steps * warmup_fraction)`.
-
-    Returns:
-        int. 0 when neither is given.
+    """Warmup updates from a count or a fraction of `total_steps` (`int(total_steps * fraction)`); 0 for neither.
 
     Example:
     >>> resolve_warmup_steps(1000, warmup_fraction=0.1)
@@ -156,30 +145,23 @@ def create_optimizer(
     end_learning_rate=0.0,
     exclude_from_weight_decay=None,
 ):
-    """Builds a BERT optimizer with a `WarmupLinearDecay` schedule, as the original `create_optimizer` (a
-    constant rate when `total_steps` is None).
+    """A BERT optimizer with a `WarmupLinearDecay` schedule (a constant rate without `total_steps`).
 
     Args:
         name: str. `"adamw_original"` (`AdamWeightDecay`, the original), `"lamb"` (`Lamb`) or `"keras_adamw"`
             (stock `keras.optimizers.AdamW`: bias correction, epsilon 1e-7). Defaults to `"adamw_original"`.
         learning_rate: float. Peak learning rate.
-        total_steps: int or None. Total optimizer updates (not micro-steps when accumulating gradients). None:
-            no schedule, the rate stays `learning_rate` (and there is no warmup). Defaults to None.
-        warmup_steps: int or None. Warmup updates. Give this or `warmup_fraction`. Defaults to None.
-        warmup_fraction: float or None. Warmup as a fraction of `total_steps` (fine-tuning uses 0.1).
-            Defaults to None (no warmup when both are None).
+        total_steps: int or None. Total optimizer updates; None: a constant rate, no warmup. Defaults to None.
+        warmup_steps: int or None. Warmup updates, or give `warmup_fraction`. Defaults to None.
+        warmup_fraction: float or None. Warmup as a fraction of `total_steps`. Defaults to None.
         weight_decay: float. Decoupled weight decay rate. Defaults to 0.01.
         global_clipnorm: float or None. Clip all gradients to this global norm. Defaults to 1.0.
-        gradient_accumulation_steps: int. Micro-batches averaged per update (1 = none). The schedule is told
-            the same value so it counts updates. Defaults to 1.
-        loss_scale: bool. Wrap in `keras.optimizers.LossScaleOptimizer` (dynamic loss scaling for
-            `mixed_float16`). Defaults to False.
-        schedule_variant: str. `"original"` or `"huggingface"`, see `WarmupLinearDecay`. Defaults to
-            `"original"`.
+        gradient_accumulation_steps: int. Micro-batches averaged per update (1 = none). Defaults to 1.
+        loss_scale: bool. Wrap in `keras.optimizers.LossScaleOptimizer` (for `mixed_float16`). Defaults to False.
+        schedule_variant: str. `"original"` or `"huggingface"` (`WarmupLinearDecay`). Defaults to `"original"`.
         end_learning_rate: float. Learning rate at `total_steps`. Defaults to 0.0.
-        exclude_from_weight_decay: list or tuple of str, or None. Patterns of variables without decay. None
-            means `("layer_norm", "LayerNorm", "bias")` for ours (matched on `variable.path`) and
-            `("gamma", "beta", "bias")` for `"keras_adamw"` (Keras matches the bare `variable.name`).
+        exclude_from_weight_decay: list or tuple of str, or None. Patterns of variables without decay. None:
+            `DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY`, for `"keras_adamw"` `KERAS_ADAMW_EXCLUDE_FROM_WEIGHT_DECAY`.
             Defaults to None.
 
     Returns:

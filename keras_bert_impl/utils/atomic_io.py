@@ -1,11 +1,6 @@
-"""Crash-safe file and directory writes.
-
-Everything this package writes that a user would hate to lose (checkpoints, converted weights, TFRecord
-shards, exports, prediction files) goes through these helpers: the content is written under a temporary
-name in the destination's own folder (so the final rename never crosses a filesystem), flushed to disk, and
-renamed over the destination in one step. A crash mid-write leaves the previous good file in place and, at
-worst, a `*.tmp-*` leftover that the next successful write does not depend on.
-"""
+"""Crash-safe file and directory writes: content is written under a temporary name in the destination's
+folder, flushed to disk and renamed over the destination in one step, so a crash leaves the previous file
+(and at worst a `*.tmp-*` leftover)."""
 
 import contextlib
 import errno
@@ -30,9 +25,8 @@ def _fsync_directory(path):
 
 
 def _umask_mode(base):
-    """`base` (0o666 for files, 0o777 for directories) less the process umask: the mode `open` / `mkdir`
-    would give. `tempfile` creates 0o600 / 0o700 entries, which would otherwise leave every checkpoint, vocab
-    and export readable by its owner alone."""
+    """`base` (0o666 files, 0o777 directories) less the umask, the mode `open` / `mkdir` give (not `tempfile`'s
+    owner-only 0o600 / 0o700)."""
     umask = os.umask(0)
     os.umask(umask)
     return base & ~umask
@@ -60,8 +54,8 @@ def _ensure_parent(path):
 
 
 def ensure_directory(path):
-    """Create the directory `path` (and its parents); a file in the way or a read-only folder raises one line
-    naming it (`NotADirectoryError` / `PermissionError`). Returns the absolute path."""
+    """Create the directory `path` (and its parents); return its absolute path. A file in the way or a read-only
+    folder raises one line naming it."""
     return _ensure_parent(os.path.join(path, "_"))
 
 
@@ -80,31 +74,16 @@ def atomic_write(path, mode="wb", encoding=None):
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write supports modes 'w' and 'wb', got {mode!r}.")
-    parent = _ensure_parent(path)
-    fd, tmp_path = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
-    os.chmod(tmp_path, _umask_mode(0o666))
     if mode == "w" and encoding is None:
         encoding = "utf-8"
-    try:
-        with os.fdopen(fd, mode, encoding=encoding) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_path, path)
-        _fsync_directory(parent)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp_path)
-        raise
+    with atomic_path(path) as tmp_path, os.fdopen(os.open(tmp_path, os.O_WRONLY), mode, encoding=encoding) as handle:
+        yield handle
 
 
 @contextlib.contextmanager
 def atomic_path(path):
-    """Yield a temporary file name that replaces `path` only when the `with` block succeeds.
-
-    For writers that take a file name rather than a handle (`tf.io.TFRecordWriter`, HDF5, safetensors): the
-    block writes the yielded path completely; then it is flushed to disk and renamed over `path`. If the block
-    raises, the temporary file is removed and `path` keeps its previous content.
+    """Yield a temporary file name that replaces `path` only when the `with` block succeeds, for writers that
+    take a file name (`tf.io.TFRecordWriter`, safetensors).
 
     Args:
         path: str. Final file path.
@@ -160,8 +139,7 @@ def free_space(path):
 
 
 def is_disk_full(error):
-    """Whether `error` reports a full disk: `OSError` ENOSPC, or a library error (h5py's `RuntimeError`) that
-    carries `errno = 28` / "No space left on device" in its text."""
+    """Whether `error` reports a full disk: `OSError` ENOSPC, or a library error saying "No space left on device"."""
     return (isinstance(error, OSError) and error.errno == errno.ENOSPC) or (
         isinstance(error, (OSError, RuntimeError)) and "No space left on device" in str(error))
 
@@ -195,17 +173,15 @@ class OutputExistsError(FileExistsError):
 
 
 def check_replaceable(path, markers=(), overwrite=False, what="output directory", force_hint=None):
-    """Raise `OutputExistsError` unless writing a directory at `path` would delete nothing the user did not ask
-    to delete: `path` is absent, an empty directory, or a directory holding one of `markers` (a previous output
-    of the same kind, e.g. `config.json` for a model directory); or `overwrite` is set.
+    """Raise `OutputExistsError` unless `path` is absent, an empty directory, or holds one of `markers` (a
+    previous output of the same kind), or `overwrite` is set.
 
     Args:
         path: str. The destination directory.
         markers: tuple of str. File names that identify a previous output of this kind.
         overwrite: bool. Replace whatever is there (the user asked for it). Defaults to False.
         what: str. What is written, for the message. Defaults to "output directory".
-        force_hint: str or None. How to force it (e.g. "pass --overwrite to replace it"); None says to
-            choose another path or remove it.
+        force_hint: str or None. How to force it (e.g. "pass --overwrite to replace it"). Defaults to None.
     """
     if overwrite or not os.path.lexists(path):
         return
@@ -246,12 +222,9 @@ def _set_umask_modes(directory):
 def atomic_directory(path, markers=(), overwrite=False, what="output directory", force_hint=None):
     """Yield a temporary directory that replaces directory `path` only when the block succeeds.
 
-    The new directory is fully written before anything at `path` is touched; the old one is moved aside,
-    the new one renamed in, and only then is the old one deleted. If the block raises, `path` is left
-    exactly as it was. An existing `path` is replaced only if it is empty or a previous output of the same
-    kind (it holds one of `markers`), or with `overwrite`; otherwise `OutputExistsError` is raised before
-    anything is written (`check_replaceable`). Every file gets the umask permissions. A full disk, however the
-    writing library reports it, becomes one `disk_full_error` line.
+    The old directory is moved aside, the new one renamed in, then the old one deleted; if the block raises,
+    `path` is untouched. `check_replaceable` runs first; files get the umask permissions; a full disk becomes
+    one `disk_full_error` line.
 
     Example:
     >>> import os

@@ -1,12 +1,9 @@
 """Keep TensorFlow's native start-up log lines off stderr, unless asked for.
 
-Loading TensorFlow writes absl log lines (`cudart_stub.cc:31] Could not find cuda drivers`, `failed call to
-cuInit`, oneDNN notices) straight to file descriptor 2, before `absl::InitializeLog()` and so regardless of
-`TF_CPP_MIN_LOG_LEVEL`. `quiet_tensorflow_startup()` hooks the first `import tensorflow` (whoever imports it),
-captures descriptor 2 while the import and the listing of physical devices (where `cuInit` fails) run, and
-writes back every captured line but those. It also sets `TF_CPP_MIN_LOG_LEVEL=2` unless the user set it.
-`TF_CPP_MIN_LOG_LEVEL=0` (or `keras-bert --debug`) leaves everything on stderr. `keras-bert` calls it before
-its subcommands import TensorFlow; `import keras_bert_impl` does not (a library changes no global state).
+TensorFlow writes absl lines (`Could not find cuda drivers`, oneDNN notices) to descriptor 2 before
+`TF_CPP_MIN_LOG_LEVEL` applies. `quiet_tensorflow_startup()` (called by `keras-bert`, never on import) hooks
+the first `import tensorflow`, captures descriptor 2 during it and the device listing, and writes back all
+but those lines; it also sets `TF_CPP_MIN_LOG_LEVEL=2` unless set (`0` keeps everything).
 """
 
 import contextlib

@@ -8,7 +8,8 @@ import pytest
 
 from keras_bert_impl.checkpoints import CheckpointError
 from keras_bert_impl.checkpoints.name_map import backbone_weight_specs, classifier_head_specs
-from keras_bert_impl.models.classifier import LABEL_VOCABULARY_FILENAME, BertClassifier
+from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME
+from keras_bert_impl.models.classifier import BertClassifier
 from tests.helpers import assert_config_round_trip, random_batch, tiny_backbone, to_numpy
 from tests.models.task_test_utils import (
     as_huggingface_inputs,
