@@ -169,7 +169,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         has as many rows as windows); data that already holds model inputs (token ids and labels, e.g.
         `SquadFeatures.inputs()` / `.labels()`), and in-memory pairs with `bucket_width` or `epochs`
         (`batching`, as the base class takes it), go through the base class."""
-        if self._batches_packed(x, batching):
+        if self._batches_packed(x, **batching):
             return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
         if y is not None or sample_weight is not None:
             self.call(x, y, sample_weight)  # the error

@@ -265,7 +265,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
         datasets of them, and in-memory data with `bucket_width` or `epochs` (`batching`: `seed`,
         `bucket_width`, `epochs`, as the base class takes them; then `batch_size` counts windows) go through the
         base class."""
-        if self._batches_packed(x, batching):
+        if self._batches_packed(x, **batching):
             return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
         if sample_weight is not None:
             self.call(x, y, sample_weight)  # the error
