@@ -19,7 +19,6 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 
 def sequence_lengths(padding_mask):
@@ -162,6 +161,8 @@ def packed_batches(inputs, labels=None, sample_weight=None, *, batch_size=32, bu
     >>> sorted(tuple(batch["token_ids"].shape) for batch in dataset)
     [(1, 4), (1, 6)]
     """
+    import tensorflow as tf  # here, not at the top: the length arithmetic above serves jobs without TensorFlow
+
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
     _check_packed(inputs, bucket_width)
