@@ -216,7 +216,7 @@ def main():
     from benchmarks.data_pipeline import model_directory
     from keras_bert_impl.data.classification_data import LabelVocabulary, classification_arrays
     from keras_bert_impl.preprocessing import BertPreprocessor
-    from keras_bert_impl.squad.squad_features import convert_examples_to_features
+    from keras_bert_impl.preprocessing import convert_examples_to_features
     from keras_bert_impl.tokenization import BertTokenizer
 
     tokenizer = BertTokenizer.from_pretrained(model_directory())

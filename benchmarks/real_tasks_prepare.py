@@ -117,7 +117,7 @@ def squad_split(data_dir, max_train_examples=None, max_eval_examples=None):
 
 def squad_features(split_json, name, tokenizer, recipe):
     """`(examples, SquadFeatures)` of one split (training features carry the span labels)."""
-    from keras_bert_impl.squad.squad_features import convert_examples_to_features
+    from keras_bert_impl.preprocessing import convert_examples_to_features
     from keras_bert_impl.squad.squad_reader import parse_squad_examples
 
     is_training = name == "train"

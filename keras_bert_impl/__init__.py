@@ -49,7 +49,7 @@ _EXPORTS = {
     "read_conll_sentences": "keras_bert_impl.data.token_classification_data",
     # SQuAD and metrics.
     "read_squad_examples": "keras_bert_impl.squad",
-    "convert_examples_to_features": "keras_bert_impl.squad",
+    "convert_examples_to_features": "keras_bert_impl.preprocessing",
     "decode_squad_predictions": "keras_bert_impl.squad",
     "write_squad_predictions": "keras_bert_impl.squad",
     "evaluate_v1": "keras_bert_impl.squad",

@@ -6,7 +6,9 @@ from keras_bert_impl.preprocessing.multiple_choice_preprocessor import BertMulti
 from keras_bert_impl.preprocessing.preprocessor import Preprocessor
 from keras_bert_impl.preprocessing.pretraining_preprocessor import BertPretrainingPreprocessor
 from keras_bert_impl.preprocessing.question_answering_preprocessor import BertQuestionAnsweringPreprocessor
+from keras_bert_impl.preprocessing.squad_span_graph import convert_examples_to_features
 from keras_bert_impl.preprocessing.token_classification_preprocessor import BertTokenClassificationPreprocessor
 
 __all__ = ["BertMultipleChoicePreprocessor", "BertPreprocessor", "BertPretrainingPreprocessor",
-           "BertQuestionAnsweringPreprocessor", "BertTokenClassificationPreprocessor", "Preprocessor"]
+           "BertQuestionAnsweringPreprocessor", "BertTokenClassificationPreprocessor", "Preprocessor",
+           "convert_examples_to_features"]

@@ -1,15 +1,11 @@
-"""Raw `(question, context)` pairs to windowed SQuAD features, and span logits back to answers in the context.
+"""Raw `(question, context)` pairs (and answers) to windowed SQuAD features, and span logits back to answers.
 
-The windowing and decoding are `run_squad.py`'s, and this module adds no third implementation of them:
-
-- `call` (TensorFlow ops, for `tf.data` and eager use) is `preprocessing.squad_span_graph.windowed_features`, the
-  featurization inside an exported SavedModel's `serve_text`;
-- `featurize` is `squad.convert_examples_to_features` (the offline pipeline), whose rows equal `call`'s;
-- `decode` / `answers` are `squad.decode_squad_predictions` (n-best, `max_answer_length`, SQuAD v2.0 null
-  threshold, its tie order), which the SavedModel's in-graph decoder reproduces.
-
-So `BertQuestionAnswerer.predict(questions, contexts)`, the offline evaluation (`squad.*`, the CLI) and the
-served answer agree.
+The windowing and decoding are `run_squad.py`'s, each written once: `call` (TensorFlow ops, for `tf.data` and
+eager use) and `featurize` window with `preprocessing.squad_span_graph` (`windowed_features`, also inside an
+exported SavedModel's `serve_text`, and `convert_examples_to_features`); `decode` / `answers` are
+`squad.decode_squad_predictions` (n-best, `max_answer_length`, SQuAD v2.0 null threshold, its tie order), which
+the SavedModel's in-graph decoder reproduces. So `BertQuestionAnswerer.fit` / `predict` on raw text, the offline
+evaluation (`squad.*`, the CLI) and the served answer agree.
 
 Shape legend: B examples, F features (document windows of all examples), T `sequence_length`.
 """
@@ -25,7 +21,6 @@ from keras_bert_impl.preprocessing.preprocessor import (
     _as_string_tensor,
 )
 from keras_bert_impl.squad.squad_decoding import decode_squad_predictions
-from keras_bert_impl.squad.squad_features import _validate_lengths, convert_examples_to_features
 from keras_bert_impl.squad.squad_reader import SquadExample
 
 DEFAULT_MAX_QUERY_LENGTH = 64
@@ -95,13 +90,17 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
 
     Call arguments:
         x: `(questions, contexts)`: two str, or two equally long lists / arrays / tf.string tensors `(B,)`.
-        y, sample_weight: not supported (span labels come from `squad.convert_examples_to_features`, which
-            the model trains on as token ids).
+        y: None, or the answers for training: a dict of `text` (str `(B,)`) and `answer_start` (int `(B,)`,
+            the answer's first code point in the context; -1, with text "", for a question without answer),
+            as SQuAD files and Hugging Face's `squad` datasets give them. They become run_squad.py's labels
+            `{"start_positions", "end_positions"}` `(F,)`: the answer's tokens in the window that holds all of
+            it, else 0 ([CLS]); an example whose answer covers no token gets no rows.
+        sample_weight: None, or per-example weights `(B,)` (given with `y`), repeated for every window.
 
     Returns:
         dict of `token_ids`, `segment_ids` int32 `(F, T)` and `padding_mask` bool `(F, T)`, F >= B rows
-        (example by example, window by window). NumPy arrays when called eagerly, TensorFlow tensors inside
-        `tf.data`.
+        (example by example, window by window), or `(x, y)` / `(x, y, sample_weight)` with targets. NumPy arrays
+        when called eagerly, TensorFlow tensors inside `tf.data`.
 
     Example:
     >>> from keras_bert_impl.tokenization import BertTokenizer
@@ -133,7 +132,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         for name, value in settings.items():
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
-        _validate_lengths(self.sequence_length, int(max_query_length), int(doc_stride), "step")
+        squad_span_graph.check_window_settings(self.sequence_length, int(max_query_length), int(doc_stride))
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
         self.n_best_size = int(n_best_size)
@@ -145,49 +144,57 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
     # -- features (TensorFlow ops: tf.data, and the SavedModel's featurization) -----------------------------
 
     def call(self, x, y=None, sample_weight=None):
-        if y is not None or sample_weight is not None:
-            raise ValueError(
-                "BertQuestionAnsweringPreprocessor takes no targets: train on SQuAD features "
-                "(squad.convert_examples_to_features(..., is_training=True)) as token ids."
-            )
+        if sample_weight is not None and y is None:
+            raise ValueError("sample_weight needs the answers `y`.")
+        if y is not None and not (isinstance(y, dict) and set(y) == {"text", "answer_start"}):
+            raise ValueError("y must be the answers as a dict of `text` (answer texts) and `answer_start` (each "
+                             f"answer's first code point in its context, -1 for none); got {y!r:.80}.")
         questions, contexts = _question_context(x)
-        questions = _as_string_tensor(questions, "questions")
-        contexts = _as_string_tensor(contexts, "contexts")
-        if questions.shape.rank == 0:
-            questions = tf.reshape(questions, [1])
-        if contexts.shape.rank == 0:
-            contexts = tf.reshape(contexts, [1])
+        # One str (rank 0) is a batch of one.
+        questions = tf.reshape(_as_string_tensor(questions, "questions"), [-1])
+        contexts = tf.reshape(_as_string_tensor(contexts, "contexts"), [-1])
+        if y is not None:
+            y = {"text": tf.reshape(_as_string_tensor(y["text"], "y['text']"), [-1]),
+                 "answer_start": tf.reshape(y["answer_start"], [-1])}
         features = squad_span_graph.windowed_features(
             self.tokenizer, self.packer, questions, contexts, self.sequence_length, self.doc_stride,
-            self.max_query_length,
+            self.max_query_length, answers=y,
         )
-        return features["inputs"]
+        if y is None:
+            return features["inputs"]
+        windows = features["windows"]
+        labels = {name: windows[name] for name in ("start_positions", "end_positions")}
+        if sample_weight is not None:
+            sample_weight = tf.gather(tf.reshape(sample_weight, [-1]), windows["example_index"])
+        return keras.utils.pack_x_y_sample_weight(features["inputs"], labels, sample_weight)
 
     def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, **batching):
-        """Batched `tf.data.Dataset` of model inputs: `(questions, contexts)` (in memory, or a dataset of such
-        pairs or of `{"question", "context"}` dicts) is windowed, `batch_size` examples per batch (each batch
-        has as many rows as windows); data that already holds model inputs (token ids and labels, e.g.
-        `SquadFeatures.inputs()` / `.labels()`), and in-memory pairs with `bucket_width` or `epochs`
-        (`batching`, as the base class takes it), go through the base class."""
+        """Batched `tf.data.Dataset` of model inputs (and labels from `y`, the answers `call` takes):
+        `(questions, contexts)` (in memory, or a dataset of such pairs or of `{"question", "context"}` dicts, or
+        of `(x, y)`) is windowed, `batch_size` examples per batch (each batch has as many rows as windows); data
+        that already holds model inputs (token ids and labels, e.g. `SquadFeatures.to_dataset()`), and in-memory
+        pairs with `bucket_width` or `epochs` (`batching`, as the base class takes it), go through the base
+        class."""
         if self._batches_packed(x, **batching):
             return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
-        if y is not None or sample_weight is not None:
-            self.call(x, y, sample_weight)  # the error
         if isinstance(x, tf.data.Dataset):
-            if batch_size is not None:
-                raise ValueError("When `x` is a tf.data.Dataset, give no `batch_size`.")
+            if y is not None or sample_weight is not None or batch_size is not None:
+                raise ValueError("When `x` is a tf.data.Dataset, give no `y`, `sample_weight` or `batch_size`.")
             dataset = x
         else:
             questions, contexts = _question_context(x)
             questions, _ = _as_text_list(questions, "questions")
             contexts, _ = _as_text_list(contexts, "contexts")
-            dataset = tf.data.Dataset.from_tensor_slices((questions, contexts))
+            dataset = tf.data.Dataset.from_tensor_slices(
+                keras.utils.pack_x_y_sample_weight((questions, contexts), y, sample_weight))
             if shuffle:
                 dataset = dataset.shuffle(len(questions), seed=batching.get("seed"), reshuffle_each_iteration=True)
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
 
         def preprocess(*element):
-            return self.call(element[0] if len(element) == 1 else element)
+            if len(element) == 2 and all(isinstance(part, tf.Tensor) for part in element):
+                element = (element,)  # a (question, context) pair without targets
+            return self.call(*element)
 
         return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
@@ -205,7 +212,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             )
         examples = [SquadExample(str(index), question, context, ())
                     for index, (question, context) in enumerate(zip(questions, contexts))]
-        features = convert_examples_to_features(
+        features = squad_span_graph.convert_examples_to_features(
             examples, self.tokenizer, sequence_length=self.sequence_length, doc_stride=self.doc_stride,
             max_query_length=self.max_query_length,
         )

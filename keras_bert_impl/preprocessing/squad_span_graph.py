@@ -20,10 +20,17 @@ Shape legend: B examples, F features (windows, all examples together), T `sequen
 N context tokens of all examples together.
 """
 
+import itertools
+import logging
+
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.squad import span_ranking
+from keras_bert_impl.squad.squad_features import SquadFeatures
+
+logger = logging.getLogger(__name__)
 
 
 def repair_utf8(text):
@@ -33,29 +40,93 @@ def repair_utf8(text):
     )
 
 
-def squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length):
-    """Cut each example's context tokens into overlapping windows, as `squad.document_windows` ("step").
+STRIDE_SEMANTICS = ("step", "overlap")
+
+
+def check_window_settings(sequence_length, max_query_length, doc_stride, stride_semantics="step"):
+    """Raise a clear `ValueError` unless every question length leaves windows of at least one context token
+    that `doc_stride` can advance (see `squad_windows`)."""
+    # The longest question leaves sequence_length - max_query_length - 3 context tokens per window.
+    min_doc_tokens = sequence_length - max_query_length - 3
+    if min_doc_tokens < 1:
+        raise ValueError(
+            f"sequence_length ({sequence_length}) must exceed max_query_length ({max_query_length}) + 3 so "
+            f"that a window holds at least one document token."
+        )
+    if stride_semantics not in STRIDE_SEMANTICS:
+        raise ValueError(f"stride_semantics must be one of {STRIDE_SEMANTICS}, got {stride_semantics!r}.")
+    if stride_semantics == "step" and doc_stride < 1:
+        raise ValueError(f"doc_stride must be at least 1 with stride_semantics='step', got {doc_stride}.")
+    if stride_semantics == "overlap" and not 0 <= doc_stride < min_doc_tokens:
+        raise ValueError(
+            f"With stride_semantics='overlap', doc_stride ({doc_stride}) must be >= 0 and smaller than "
+            f"sequence_length - max_query_length - 3 = {min_doc_tokens} (the smallest window)."
+        )
+
+
+def _answer_token_spans(token_starts, token_ends, answer_start, answer_end):
+    """The tightest token span `(first, last)` `(B,)` covering each answer `[answer_start, answer_end)` (in the
+    offsets' unit): the first token ending after the answer's start and the last token starting before its end.
+    `first > last` where no token overlaps the answer."""
+    example = token_starts.value_rowids()  # (N,)
+    position = tf.ragged.range(token_starts.row_lengths()).flat_values  # (N,) token index within its context
+    num_examples = token_starts.nrows()
+    first = tf.math.unsorted_segment_min(  # int64 max for an example without such a token
+        tf.where(token_ends.flat_values > tf.gather(answer_start, example), position, position.dtype.max),
+        example, num_examples)
+    last = tf.math.unsorted_segment_max(
+        tf.where(token_starts.flat_values < tf.gather(answer_end, example), position, -1), example, num_examples)
+    return first, last
+
+
+def squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length, stride_semantics="step",
+                  answer_spans=None):
+    """Cut each example's context tokens into windows with max-context flags (and training labels), as
+    `run_squad.py`'s `convert_examples_to_features`.
+
+    The question is cut to `max_query_length` tokens; windows hold `max_tokens_for_doc = sequence_length -
+    len(question) - 3` context tokens. With `stride_semantics="step"` (the original) window starts are
+    `min(max_tokens_for_doc, doc_stride)` apart; with `"overlap"` (Hugging Face's tokenizer `stride`)
+    consecutive windows share `doc_stride` tokens. The last window ends at the last context token; an empty
+    context gets one empty window. A context token is "at max context" in the first window with the largest
+    `min(left, right) + 0.01 * window length`.
+
+    Training labels (`answer_spans` given): the answer's tightest token span, placed in the feature
+    `[CLS] question [SEP] window [SEP]`; a window that does not hold all of it, and an example without an answer
+    (`answer_start < 0`), gets start = end = 0 ([CLS]). An example whose answer covers no token (only characters
+    the tokenizer drops) gets no window (`skipped`).
 
     Args:
         question_ids: int RaggedTensor `(B, None)`. Question token ids.
         context_ids: int RaggedTensor `(B, None)`. Context token ids.
         sequence_length: int. T, the packed length.
-        doc_stride: int. Distance between window starts.
+        doc_stride: int. See `stride_semantics` (checked by `check_window_settings`).
         max_query_length: int. Questions are cut to this many tokens.
+        stride_semantics: str. "step" or "overlap". Defaults to "step".
+        answer_spans: None, or `(token_starts, token_ends, answer_start, answer_end)`: int64 RaggedTensors
+            `(B, None)` of each context token's offsets (end exclusive) and int64 `(B,)` answer offsets in the
+            same unit (characters or bytes). Defaults to None (no labels).
 
     Returns:
         dict of `example_index` int64 `(F,)`, `question_ids` ragged `(F, None)` (the truncated question of
-        each feature's example), `window_index` ragged int64 `(F, None)` (index of every window token in
-        `context_ids.flat_values`), `window_length` int64 `(F,)`, `is_max_context` ragged bool `(F, None)`,
-        and `num_windows` int64 `(B,)`.
+        each feature's example), `window_start` int64 `(F,)` (its first context token), `window_index` ragged
+        int64 `(F, None)` (index of every window token in `context_ids.flat_values`), `window_length` int64
+        `(F,)`, `is_max_context` ragged bool `(F, None)`, and `num_windows` int64 `(B,)`; with `answer_spans`
+        also `start_positions`, `end_positions` int32 `(F,)` and `skipped` bool `(B,)`.
     """
     question_ids = question_ids[:, :max_query_length]
     question_length = question_ids.row_lengths()  # (B,)
     num_tokens = context_ids.row_lengths()  # (B,)
-    max_tokens_for_doc = sequence_length - question_length - 3  # (B,) >= 1, checked at export
-    step = tf.minimum(max_tokens_for_doc, doc_stride)
+    max_tokens_for_doc = sequence_length - question_length - 3  # (B,) >= 1, see check_window_settings
+    step = doc_stride if stride_semantics == "step" else max_tokens_for_doc - doc_stride
+    step = tf.minimum(max_tokens_for_doc, step)
     excess = tf.maximum(num_tokens - max_tokens_for_doc, 0)
     num_windows = 1 + (excess + step - 1) // step  # (B,); one empty window for an empty context
+    if answer_spans is not None:
+        has_answer = answer_spans[2] >= 0
+        first, last = _answer_token_spans(*answer_spans)
+        skipped = has_answer & (first > last)
+        num_windows = tf.where(skipped, tf.zeros_like(num_windows), num_windows)
 
     windows = tf.ragged.range(num_windows)  # (B, None) window number k within its example
     example_index = windows.value_rowids()  # (F,)
@@ -81,14 +152,24 @@ def squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_qu
         tf.where(has_best, feature_of_token, no_feature), token, num_context_tokens
     )
     is_max_context = position.with_flat_values(tf.equal(feature_of_token, tf.gather(first_best, token)))
-    return {
+    windows = {
         "example_index": example_index,
         "question_ids": tf.gather(question_ids, example_index),
+        "window_start": start,
         "window_index": window_index,
         "window_length": length,
         "is_max_context": is_max_context,
         "num_windows": num_windows,
     }
+    if answer_spans is not None:
+        # Window-relative span; inside the window it moves by the [CLS] question [SEP] before the window.
+        span_first, span_last = (tf.gather(value, example_index) - start for value in (first, last))
+        inside = tf.gather(has_answer, example_index) & (span_first >= 0) & (span_last < length)
+        doc_offset = tf.gather(question_length, example_index) + 2
+        for name, value in (("start_positions", span_first), ("end_positions", span_last)):
+            windows[name] = tf.cast(tf.where(inside, value + doc_offset, 0), tf.int32)
+        windows["skipped"] = skipped
+    return windows
 
 
 def window_packer(tokenizer, sequence_length):
@@ -103,12 +184,26 @@ def window_packer(tokenizer, sequence_length):
     )
 
 
-def windowed_features(tokenizer, packer, question, context, sequence_length, doc_stride, max_query_length):
-    """Raw `(question, context)` batches -> the packed window features and what decoding needs.
+def _answer_bytes(context, answers):
+    """`{"text", "answer_start"}` (code points, -1 for no answer) -> UTF-8 byte offsets `(B,)` in `context`."""
+    char_start = tf.cast(answers["answer_start"], tf.int64)
+    has_answer = char_start >= 0
+    char_start = tf.maximum(char_start, 0)
+    char_length = tf.strings.length(answers["text"], unit="UTF8_CHAR")
+    byte_start = tf.strings.length(tf.strings.substr(context, tf.zeros_like(char_start), char_start, unit="UTF8_CHAR"))
+    byte_length = tf.strings.length(tf.strings.substr(context, char_start, tf.cast(char_length, tf.int64),
+                                                      unit="UTF8_CHAR"))
+    byte_start = tf.cast(byte_start, tf.int64)
+    return tf.where(has_answer, byte_start, -1), byte_start + tf.cast(byte_length, tf.int64)
+
+
+def windowed_features(tokenizer, packer, question, context, sequence_length, doc_stride, max_query_length,
+                      answers=None):
+    """Raw `(question, context)` batches -> the packed window features, their labels and what decoding needs.
 
     The one in-graph SQuAD featurization: the exported `serve_text` signature and
-    `preprocessing.BertQuestionAnsweringPreprocessor` both call it. Row for row it equals
-    `squad.convert_examples_to_features` (stride "step") on the same texts.
+    `preprocessing.BertQuestionAnsweringPreprocessor` call it; `convert_examples_to_features` runs the same
+    `squad_windows` and packer on the Python tokenizer's character offsets.
 
     Args:
         tokenizer: `BertTokenizer`.
@@ -118,25 +213,121 @@ def windowed_features(tokenizer, packer, question, context, sequence_length, doc
         sequence_length: int. T.
         doc_stride: int. Distance between window starts.
         max_query_length: int. Questions are cut to this many tokens.
+        answers: None, or a dict of `text` tf.string `(B,)` and `answer_start` int `(B,)` (the answer's first
+            code point in the context, -1 for no answer): training labels. Defaults to None.
 
     Returns:
-        dict of `inputs` (the model inputs, `(F, T)` each), `windows` (from `squad_windows`), `context`
-        (tf.string `(B,)`, invalid UTF-8 repaired: what the byte offsets index), `context_starts` and
-        `context_ends` (int64 ragged `(B, None)` byte offsets of the context tokens).
+        dict of `inputs` (the model inputs, `(F, T)` each), `windows` (from `squad_windows`, with the labels
+        when `answers` is given), `context` (tf.string `(B,)`, invalid UTF-8 repaired: what the byte offsets
+        index), `context_starts` and `context_ends` (int64 ragged `(B, None)` byte offsets of the context tokens).
     """
     context = repair_utf8(context)
     question_ids = tokenizer.tokenize_tensor(question)
     context_ids, context_starts, context_ends = tokenizer.tokenize_with_offsets_tensor(context)
-    windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length)
-    window_ids = tf.gather(context_ids.flat_values, windows["window_index"])  # (F, None)
-    inputs = packer(windows["question_ids"], window_ids)  # (F, T) each; windows always fit
+    answer_spans = None if answers is None else (context_starts, context_ends, *_answer_bytes(context, answers))
+    windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length,
+                            answer_spans=answer_spans)
     return {
-        "inputs": inputs,
+        "inputs": _pack_windows(packer, windows, context_ids),
         "windows": windows,
         "context": context,
         "context_starts": context_starts,
         "context_ends": context_ends,
     }
+
+
+def _pack_windows(packer, windows, context_ids):
+    window_ids = tf.gather(context_ids.flat_values, windows["window_index"])  # (F, None)
+    return packer(windows["question_ids"], window_ids)  # (F, T) each; windows always fit
+
+
+def _ragged(rows):
+    """Python lists of ints -> an int64 RaggedTensor `(len(rows), None)` (also for no rows)."""
+    lengths = np.array([len(row) for row in rows], np.int64)
+    return tf.RaggedTensor.from_row_lengths(np.fromiter(itertools.chain.from_iterable(rows), np.int64), lengths)
+
+
+def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64,
+                                 is_training=False, stride_semantics="step"):
+    """Turns SQuAD examples into windowed features, as `run_squad.py`'s `convert_examples_to_features`.
+
+    `squad_windows` and `window_packer` run eagerly on the tokenizer's character offsets (instead of the
+    original's whitespace-word bookkeeping): every window token carries the context characters it covers, which
+    decoding slices. Training labels come from each example's first answer; an example whose answer covers no
+    token is skipped (logged, and listed in `skipped_example_indices`).
+
+    Args:
+        examples: sequence of `SquadExample` (e.g. from `read_squad_examples`).
+        tokenizer: `keras_bert_impl.tokenization.BertTokenizer` or anything with `tokenize(list[str])`,
+            `tokenize_with_offsets(list[str])`, `cls_token_id`, `sep_token_id` and `pad_token_id`.
+        sequence_length: int. T, the packed length. Defaults to 384.
+        doc_stride: int. Window stride; see `stride_semantics`. Defaults to 128.
+        max_query_length: int. Questions are truncated to this many tokens. Defaults to 64.
+        is_training: bool. Compute `start_positions` / `end_positions` from the first answer. Defaults to
+            False.
+        stride_semantics: str. "step" (the original: doc_stride is the distance between window starts) or
+            "overlap" (Hugging Face: doc_stride tokens are shared by consecutive windows). Defaults to
+            "step".
+
+    Returns:
+        `squad.SquadFeatures`.
+
+    Example:
+    >>> from keras_bert_impl.tokenization import BertTokenizer
+    >>> from keras_bert_impl.squad import SquadAnswer, SquadExample
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "paris", "?",
+    ...                            "is", "in", "france", "."])
+    >>> example = SquadExample("q", "Where is Paris?", "Paris is in France.", (SquadAnswer("France", 12),))
+    >>> features = convert_examples_to_features([example], tokenizer, sequence_length=10, doc_stride=2,
+    ...                                         max_query_length=4, is_training=True)
+    >>> features.start_positions.tolist(), features.end_positions.tolist()
+    ([0, 7], [0, 7])
+    """
+    check_window_settings(sequence_length, max_query_length, doc_stride, stride_semantics)
+    examples = list(examples)
+    question_ids = _ragged(tokenizer.tokenize([example.question_text for example in examples]))
+    context_tokens = tokenizer.tokenize_with_offsets([example.context_text for example in examples])
+    context_ids, char_starts, char_ends = (_ragged([tokens[part] for tokens in context_tokens]) for part in range(3))
+    answer_spans = None
+    if is_training:
+        for example in examples:
+            if not example.is_impossible and (not example.answers or example.answers[0].answer_start is None):
+                raise ValueError(
+                    f"Training example {example.qas_id!r} needs an answer with answer_start (or "
+                    f"is_impossible=True); read training files with read_squad_examples(path, is_training=True)."
+                )
+        answer_offsets = [(-1, -1) if example.is_impossible else (example.answers[0].answer_start,
+                                                                  example.answers[0].answer_end)
+                          for example in examples]
+        answer_start, answer_end = np.array(answer_offsets, np.int64).reshape(-1, 2).T
+        answer_spans = (char_starts, char_ends, tf.constant(answer_start), tf.constant(answer_end))
+    windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length,
+                            stride_semantics, answer_spans)
+    inputs = _pack_windows(window_packer(tokenizer, sequence_length), windows, context_ids)
+    doc_offset = windows["question_ids"].row_lengths() + 2  # [CLS] question [SEP]
+    length = windows["window_length"]
+    window_offsets = {}
+    for name, offsets in (("token_char_starts", char_starts), ("token_char_ends", char_ends)):
+        offsets = windows["window_index"].with_flat_values(tf.gather(offsets.flat_values,
+                                                                     windows["window_index"].flat_values))
+        window_offsets[name] = _place_in_sequence(offsets, doc_offset, length, sequence_length, -1)[0]
+    is_max_context, _ = _place_in_sequence(windows["is_max_context"], doc_offset, length, sequence_length, False)
+    skipped = np.flatnonzero(windows["skipped"].numpy()).tolist() if is_training else []
+    for index in skipped:
+        logger.warning("Skipping training example %r: its answer %r covers no token of the tokenized context.",
+                       examples[index].qas_id, examples[index].answers[0].text)
+    no_labels = tf.zeros_like(length, tf.int32)
+    return SquadFeatures(
+        **{name: value.numpy() for name, value in inputs.items()},
+        start_positions=windows.get("start_positions", no_labels).numpy(),
+        end_positions=windows.get("end_positions", no_labels).numpy(),
+        example_index=windows["example_index"].numpy().astype(np.int32),
+        window_start=windows["window_start"].numpy().astype(np.int32),
+        token_char_starts=window_offsets["token_char_starts"].numpy().astype(np.int32),
+        token_char_ends=window_offsets["token_char_ends"].numpy().astype(np.int32),
+        token_is_max_context=is_max_context.numpy(),
+        skipped_example_indices=skipped,
+    )
 
 
 def _place_in_sequence(values, offset, length, sequence_length, fill):

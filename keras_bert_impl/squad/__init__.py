@@ -14,12 +14,7 @@ from keras_bert_impl.squad.squad_evaluation import (
     f1_score,
     normalize_answer,
 )
-from keras_bert_impl.squad.squad_features import (
-    DocumentWindow,
-    SquadFeatures,
-    convert_examples_to_features,
-    document_windows,
-)
+from keras_bert_impl.squad.squad_features import SquadFeatures
 from keras_bert_impl.squad.squad_reader import (
     SquadAnswer,
     SquadExample,

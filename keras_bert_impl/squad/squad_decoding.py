@@ -140,7 +140,8 @@ def decode_squad_predictions(
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.tokenization import BertTokenizer
-    >>> from keras_bert_impl.squad import SquadExample, convert_examples_to_features
+    >>> from keras_bert_impl.preprocessing import convert_examples_to_features
+    >>> from keras_bert_impl.squad import SquadExample
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "?",
     ...                            "in", "france", "."])
     >>> examples = [SquadExample("q", "Where is Paris?", "Paris is in France.", ())]

@@ -85,7 +85,8 @@ class _SquadRun:
 
     def prepare(self, squad_json, source):
         """`(squad_json, examples, features)` of a scored file."""
-        from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples, scorable_squad_json
+        from keras_bert_impl.preprocessing import convert_examples_to_features
+        from keras_bert_impl.squad import parse_squad_examples, scorable_squad_json
 
         skip = self.files.skip_unscorable_questions
         squad_json, skipped = scorable_squad_json(squad_json, source, skip_unscorable=skip)
@@ -148,7 +149,8 @@ class _SquadRun:
 
     def train(self, train_json):
         """Fine-tune on `train_json`'s answered questions; the epoch the run started from."""
-        from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples
+        from keras_bert_impl.preprocessing import convert_examples_to_features
+        from keras_bert_impl.squad import parse_squad_examples
         from keras_bert_impl.training import finetuning
 
         train_file = self.files.train_file
@@ -169,7 +171,8 @@ class _SquadRun:
 
     def predict_test(self, test_file, test_dir):
         """Predict `test_file` into `test_dir`, and score it when it has gold answers."""
-        from keras_bert_impl.squad import convert_examples_to_features, parse_squad_examples, write_squad_predictions
+        from keras_bert_impl.preprocessing import convert_examples_to_features
+        from keras_bert_impl.squad import parse_squad_examples, write_squad_predictions
         from keras_bert_impl.squad.squad_reader import load_squad_json
 
         test_json = load_squad_json(test_file)

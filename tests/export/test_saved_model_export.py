@@ -252,7 +252,8 @@ def test_backbone_text_signatures_match_keras(exports, served):
 def _python_answers(model, tokenizer, questions, contexts, **settings):
     """Our Python pipeline: windowed features, Keras logits, `decode_squad_predictions`; plus the character
     span of each best answer, read from the features."""
-    from keras_bert_impl.squad import SquadExample, convert_examples_to_features, decode_squad_predictions
+    from keras_bert_impl.preprocessing import convert_examples_to_features
+    from keras_bert_impl.squad import SquadExample, decode_squad_predictions
 
     examples = [SquadExample(str(i), q, c, ()) for i, (q, c) in enumerate(zip(questions, contexts))]
     features = convert_examples_to_features(

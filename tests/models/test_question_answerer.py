@@ -286,6 +286,40 @@ def test_fit_on_token_ids_with_a_preprocessor_attached():
     assert sorted(history.history) == ["end_logits_accuracy", "loss", "start_logits_accuracy"]
 
 
+QA_ANSWERS = {"text": ["paris", "the old man", "", "ran home"], "answer_start": [15, 0, -1, 77]}
+
+
+def test_fit_on_raw_text_trains_on_the_offline_features_labels():
+    """One SGD step on raw questions and answers moves the weights as one step on the offline features
+    (`convert_examples_to_features(..., is_training=True)`): the same rows and labels."""
+    from keras_bert_impl.preprocessing import convert_examples_to_features
+    from keras_bert_impl.squad import SquadAnswer, SquadExample
+
+    examples = [SquadExample(str(i), question, context, (SquadAnswer(text, start),) if start >= 0 else (),
+                             is_impossible=start < 0)
+                for i, (question, context, text, start) in enumerate(zip(QA_QUESTIONS, QA_CONTEXTS,
+                                                                         *QA_ANSWERS.values()))]
+    assert all(e.context_text[a.answer_start:a.answer_end] == a.text for e in examples for a in e.answers)
+    preprocessor = qa_preprocessor()
+    features = convert_examples_to_features(examples, preprocessor.tokenizer, is_training=True,
+                                             sequence_length=14, doc_stride=3, max_query_length=4)
+    assert features.start_positions.any()
+    _, labels = preprocessor((QA_QUESTIONS, QA_CONTEXTS), QA_ANSWERS)
+    for key, value in features.labels().items():
+        np.testing.assert_array_equal(labels[key], value)
+    weights = []
+    for x, y, batch_size in (((QA_QUESTIONS, QA_CONTEXTS), QA_ANSWERS, 4),
+                             (features.inputs(), features.labels(), len(features))):
+        keras.utils.set_random_seed(0)
+        model = qa_model()
+        model.compile(optimizer=keras.optimizers.SGD(0.1))
+        history = model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
+        assert np.isfinite(history.history["loss"][0])
+        weights.append(model.get_weights())
+    for raw, offline in zip(*weights):
+        np.testing.assert_allclose(raw, offline, rtol=1e-5, atol=1e-6)
+
+
 def test_save_pretrained_and_keras_file_keep_the_preprocessor(tmp_path):
     model = qa_model(version_2_with_negative=True, null_score_diff_threshold=0.5)
     expected = model.predict(QA_QUESTIONS, QA_CONTEXTS, verbose=0)

@@ -57,8 +57,51 @@ def test_runs_inside_tf_data_and_make_dataset():
     passed = next(iter(preprocessor.make_dataset(features.inputs(), batch_size=100)))
     np.testing.assert_array_equal(passed["token_ids"].numpy(), features.token_ids)
     assert preprocessor.make_dataset(features.to_dataset(batch_size=4)) is not None
-    with pytest.raises(ValueError, match="takes no targets"):
+    with pytest.raises(ValueError, match="y must be the answers as a dict of `text`"):
         preprocessor((QUESTIONS, CONTEXTS), np.zeros(len(QUESTIONS)))
+    with pytest.raises(ValueError, match="sample_weight needs the answers"):
+        preprocessor((QUESTIONS, CONTEXTS), None, np.ones(len(QUESTIONS)))
+
+
+# Answers (text, first code point): a multi-byte context, a window boundary, no answer, and a zero-width space
+# that the tokenizer drops (no token: the example gets no rows, as offline).
+ANSWERS = [("paris today", 15), ("the mat", 0), ("", -1), ("the old city river", 30), ("the river", 38)]
+LABELED_QUESTIONS = QUESTIONS + ["where ?"]
+LABELED_CONTEXTS = CONTEXTS + ["the \u200b mat"]
+LABELED_ANSWERS = ANSWERS + [("\u200b", 4)]
+
+
+def test_answers_become_the_offline_training_labels():
+    from keras_bert_impl.preprocessing import convert_examples_to_features
+    from keras_bert_impl.squad import SquadAnswer, SquadExample
+
+    preprocessor = _preprocessor()
+    examples = [SquadExample(str(index), question, context, (SquadAnswer(*answer),) if answer[1] >= 0 else (),
+                             is_impossible=answer[1] < 0)
+                for index, (question, context, answer) in enumerate(zip(LABELED_QUESTIONS, LABELED_CONTEXTS,
+                                                                        LABELED_ANSWERS))]
+    assert all(example.context_text[a.answer_start:a.answer_end] == a.text for example in examples
+               for a in example.answers)
+    features = convert_examples_to_features(examples, preprocessor.tokenizer, is_training=True, **SETTINGS)
+    assert features.skipped_example_indices == [5]
+    assert features.start_positions[features.example_index == 4].any()  # after multi-byte characters
+    answers = {"text": [text for text, _ in LABELED_ANSWERS], "answer_start": [start for _, start in LABELED_ANSWERS]}
+    x, y, weights = preprocessor((LABELED_QUESTIONS, LABELED_CONTEXTS), answers, np.arange(6.0))
+    for key, value in features.inputs().items():
+        np.testing.assert_array_equal(x[key], value)
+    for key, value in features.labels().items():
+        np.testing.assert_array_equal(y[key], value)
+    np.testing.assert_array_equal(weights, features.example_index)
+    batches = list(preprocessor.make_dataset((LABELED_QUESTIONS, LABELED_CONTEXTS), answers, batch_size=4))
+    np.testing.assert_array_equal(np.concatenate([batch[1]["start_positions"] for batch in batches]),
+                                  features.start_positions)
+    # A dataset of ((question, context), answers) elements, and one str pair with its answer.
+    dataset = tf.data.Dataset.from_tensor_slices(((LABELED_QUESTIONS, LABELED_CONTEXTS), answers)).batch(2)
+    np.testing.assert_array_equal(
+        np.concatenate([batch[1]["end_positions"] for batch in preprocessor.make_dataset(dataset)]),
+        features.end_positions)
+    _, single = preprocessor((QUESTIONS[0], CONTEXTS[0]), {"text": "paris today", "answer_start": 15})
+    np.testing.assert_array_equal(single["start_positions"], features.start_positions[features.example_index == 0])
 
 
 def test_answers_are_decode_squad_predictions():

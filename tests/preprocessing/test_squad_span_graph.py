@@ -1,4 +1,4 @@
-"""In-graph SQuAD windows and span helpers against the Python pipeline (`squad.squad_features`)."""
+"""In-graph SQuAD windows and span helpers against run_squad.py's loops (transcribed) and the offline pipeline."""
 
 import collections
 import os
@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from keras_bert_impl.squad.squad_features import best_window_per_token, document_windows
+from tests.squad.squad_test_utils import original_best_windows, original_windows
 
 
 @pytest.mark.tensorflow_only
@@ -29,11 +29,11 @@ def test_windows_and_max_context_match_python(sequence_length, doc_stride, max_q
     expected_rows = []
     for example, (question, context) in enumerate(zip(questions, contexts)):
         max_tokens_for_doc = sequence_length - min(len(question), max_query_length) - 3
-        python_windows = document_windows(len(context), max_tokens_for_doc, doc_stride)
-        best = best_window_per_token(python_windows, len(context))
-        for index, window in enumerate(python_windows):
-            expected_rows.append((example, question[:max_query_length], window.start, window.length,
-                                  (best[window.start:window.end] == index).tolist()))
+        python_windows = original_windows(len(context), max_tokens_for_doc, doc_stride)
+        best = np.array(original_best_windows(python_windows, len(context)))
+        for index, (start, length) in enumerate(python_windows):
+            expected_rows.append((example, question[:max_query_length], start, length,
+                                  (best[start:start + length] == index).tolist()))
     assert windows["num_windows"].numpy().tolist() == np.bincount([r[0] for r in expected_rows]).tolist()
     assert windows["example_index"].numpy().tolist() == [r[0] for r in expected_rows]
     assert windows["question_ids"].to_list() == [r[1] for r in expected_rows]
@@ -70,7 +70,8 @@ def test_best_spans_match_python_decoding_on_random_logits():
     import tensorflow as tf
 
     from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, decode_best_spans, squad_windows
-    from keras_bert_impl.squad import SquadExample, convert_examples_to_features, decode_squad_predictions
+    from keras_bert_impl.preprocessing import convert_examples_to_features
+    from keras_bert_impl.squad import SquadExample, decode_squad_predictions
     from tests.training.finetuning_test_utils import tokenizer as make_tokenizer
 
     tokenizer = make_tokenizer()
@@ -108,7 +109,8 @@ def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
 
     from keras_bert_impl.preprocessing.squad_span_graph import (decode_best_spans, select_answers, window_packer,
                                                          windowed_features)
-    from keras_bert_impl.squad import SquadExample, convert_examples_to_features, decode_squad_predictions
+    from keras_bert_impl.preprocessing import convert_examples_to_features
+    from keras_bert_impl.squad import SquadExample, decode_squad_predictions
     from tests.training.finetuning_test_utils import tokenizer as make_tokenizer
 
     tokenizer = make_tokenizer()
@@ -164,7 +166,8 @@ def squad_sample():
     import tensorflow as tf
 
     from keras_bert_impl.preprocessing import squad_span_graph
-    from keras_bert_impl.squad import convert_examples_to_features, read_squad_examples
+    from keras_bert_impl.preprocessing import convert_examples_to_features
+    from keras_bert_impl.squad import read_squad_examples
     from keras_bert_impl.tokenization import BertTokenizer
 
     examples = list(read_squad_examples(SQUAD_SAMPLE))

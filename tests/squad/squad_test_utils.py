@@ -34,3 +34,34 @@ def write_json(path, obj):
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(obj, handle, ensure_ascii=False, indent=1)
     return str(path)
+
+
+def original_windows(num_tokens, max_tokens_for_doc, doc_stride):
+    """`(start, length)` of every document window, `run_squad.py`'s `doc_spans` loop transcribed (plus one empty
+    window for an empty document, so that every example has a feature)."""
+    spans = []
+    start = 0
+    while start < num_tokens:
+        length = min(num_tokens - start, max_tokens_for_doc)
+        spans.append((start, length))
+        if start + length == num_tokens:
+            break
+        start += min(length, doc_stride)
+    return spans or [(0, 0)]
+
+
+def original_best_windows(spans, num_tokens):
+    """For every document token, the window where `run_squad.py`'s `_check_is_max_context` marks it, transcribed
+    loop for loop (the first window with the highest `min(left, right) + 0.01 * length`)."""
+    best = []
+    for position in range(num_tokens):
+        best_score, best_index = None, None
+        for index, (start, length) in enumerate(spans):
+            end = start + length - 1
+            if position < start or position > end:
+                continue
+            score = min(position - start, end - position) + 0.01 * length
+            if best_score is None or score > best_score:
+                best_score, best_index = score, index
+        best.append(best_index)
+    return best

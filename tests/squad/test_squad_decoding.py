@@ -9,7 +9,7 @@ import pytest
 
 from keras_bert_impl.squad import SquadExample, SquadFeatures, decode_squad_predictions, write_squad_predictions
 from keras_bert_impl.squad.squad_decoding import softmax_probabilities
-from keras_bert_impl.squad.squad_features import best_window_per_token, document_windows
+from tests.squad.squad_test_utils import original_best_windows, original_windows
 
 QUESTION_LENGTH = 2
 DOC_OFFSET = QUESTION_LENGTH + 2  # [CLS] q q [SEP]
@@ -21,17 +21,17 @@ def synthetic_features(contexts, max_tokens_for_doc, doc_stride):
     rows = []
     for example_index, context in enumerate(contexts):
         words = [(m.start(), m.end()) for m in re.finditer(r"\S+", context)]
-        windows = document_windows(len(words), max_tokens_for_doc, doc_stride)
-        best = best_window_per_token(windows, len(words))
-        for window_index, window in enumerate(windows):
-            flags = best[window.start : window.end] == window_index
-            rows.append((example_index, window, words[window.start : window.end], flags))
+        windows = original_windows(len(words), max_tokens_for_doc, doc_stride)
+        best = np.array(original_best_windows(windows, len(words)))
+        for window_index, (start, length) in enumerate(windows):
+            flags = best[start : start + length] == window_index
+            rows.append((example_index, start, words[start : start + length], flags))
     n = len(rows)
     shape = (n, sequence_length)
     starts, ends = np.full(shape, -1, np.int32), np.full(shape, -1, np.int32)
     is_max = np.zeros(shape, bool)
     padding = np.zeros(shape, bool)
-    for row, (_, window, spans, flags) in enumerate(rows):
+    for row, (_, _, spans, flags) in enumerate(rows):
         starts[row, DOC_OFFSET : DOC_OFFSET + len(spans)] = [s for s, _ in spans]
         ends[row, DOC_OFFSET : DOC_OFFSET + len(spans)] = [e for _, e in spans]
         is_max[row, DOC_OFFSET : DOC_OFFSET + len(spans)] = flags
@@ -43,7 +43,7 @@ def synthetic_features(contexts, max_tokens_for_doc, doc_stride):
         start_positions=np.zeros(n, np.int32),
         end_positions=np.zeros(n, np.int32),
         example_index=np.array([r[0] for r in rows], np.int32),
-        window_start=np.array([r[1].start for r in rows], np.int32),
+        window_start=np.array([r[1] for r in rows], np.int32),
         token_char_starts=starts,
         token_char_ends=ends,
         token_is_max_context=is_max,

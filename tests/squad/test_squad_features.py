@@ -3,7 +3,8 @@ import logging
 import numpy as np
 import pytest
 
-from keras_bert_impl.squad import SquadAnswer, SquadExample, convert_examples_to_features
+from keras_bert_impl.preprocessing import convert_examples_to_features
+from keras_bert_impl.squad import SquadAnswer, SquadExample
 from keras_bert_impl.tokenization import BertTokenizer
 
 pytestmark = pytest.mark.tensorflow_only

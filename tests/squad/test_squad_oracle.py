@@ -10,12 +10,11 @@ import re
 
 import numpy as np
 import pytest
-from tests.squad.squad_test_utils import question, real_tokenizer, squad_json, write_json
+from tests.squad.squad_test_utils import original_windows, question, real_tokenizer, squad_json, write_json
 
+from keras_bert_impl.preprocessing import convert_examples_to_features
 from keras_bert_impl.squad import (
-    convert_examples_to_features,
     decode_squad_predictions,
-    document_windows,
     evaluate_squad_files,
     evaluate_v1,
     evaluate_v2,
@@ -68,9 +67,10 @@ def boundary_answers(context, tokenizer, question_text):
     """Whitespace words around the first window boundaries for this question's window layout."""
     query_length = min(len(tokenizer.tokenize(question_text)), MAX_QUERY_LENGTH)
     _, starts, ends = tokenizer.tokenize_with_offsets(context)
-    windows = document_windows(len(starts), MAX_SEQ_LENGTH - query_length - 3, DOC_STRIDE)
+    windows = [(start, start + length) for start, length in
+               original_windows(len(starts), MAX_SEQ_LENGTH - query_length - 3, DOC_STRIDE)]
     assert len(windows) >= 3, "the context must span several windows"
-    positions = [windows[0].end - 1, windows[1].start, windows[1].end - 1, windows[2].start, windows[-1].end - 1]
+    positions = [windows[0][1] - 1, windows[1][0], windows[1][1] - 1, windows[2][0], windows[-1][1] - 1]
     words = [(m.start(), m.end()) for m in re.finditer(r"\S+", context)]
     answers = []
     for position in positions:

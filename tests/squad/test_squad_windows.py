@@ -1,99 +1,92 @@
+"""`preprocessing.squad_span_graph.squad_windows`, the one SQuAD windowing, against hand-computed layouts and
+run_squad.py's window and max-context loops (transcribed in `squad_test_utils`)."""
+
+import numpy as np
 import pytest
+import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.squad.squad_test_utils import original_best_windows, original_windows
 
-from keras_bert_impl.squad.squad_features import (
-    DocumentWindow,
-    answer_token_span,
-    best_window_per_token,
-    document_windows,
-    max_context_score,
-)
+from keras_bert_impl.preprocessing.squad_span_graph import squad_windows
+
+QUESTION_LENGTH = 2  # [CLS] q q [SEP]: windows hold sequence_length - 5 tokens
+
+
+def windows_of(num_tokens, max_tokens_for_doc, doc_stride, stride_semantics="step", answer=None):
+    """`squad_windows` on one example with `num_tokens` context tokens (token i spans characters [2i, 2i + 1))."""
+    questions = tf.ragged.constant([[7] * QUESTION_LENGTH], tf.int64, ragged_rank=1)
+    context = tf.RaggedTensor.from_row_lengths(tf.fill([num_tokens], tf.constant(9, tf.int64)), [num_tokens])
+    answer_spans = None
+    if answer is not None:
+        starts = context.with_flat_values(2 * tf.range(num_tokens, dtype=tf.int64))
+        answer_spans = (starts, starts + 1, tf.constant([answer[0]], tf.int64), tf.constant([answer[1]], tf.int64))
+    return squad_windows(questions, context, max_tokens_for_doc + QUESTION_LENGTH + 3, doc_stride, QUESTION_LENGTH,
+                         stride_semantics, answer_spans)
 
 
 def spans(windows):
-    return [(w.start, w.length) for w in windows]
+    return list(zip(windows["window_start"].numpy().tolist(), windows["window_length"].numpy().tolist()))
 
 
 def test_step_windows_match_hand_computed_layout():
-    assert spans(document_windows(10, 4, 2)) == [(0, 4), (2, 4), (4, 4), (6, 4)]
+    assert spans(windows_of(10, 4, 2)) == [(0, 4), (2, 4), (4, 4), (6, 4)]
     # The last window is shorter when the step does not land on the end.
-    assert spans(document_windows(10, 4, 4)) == [(0, 4), (4, 4), (8, 2)]
+    assert spans(windows_of(10, 4, 4)) == [(0, 4), (4, 4), (8, 2)]
     # A stride longer than a window is clamped to the window length, so no token is skipped.
-    assert spans(document_windows(10, 4, 5)) == [(0, 4), (4, 4), (8, 2)]
-    assert spans(document_windows(3, 4, 2)) == [(0, 3)]
+    assert spans(windows_of(10, 4, 5)) == [(0, 4), (4, 4), (8, 2)]
+    assert spans(windows_of(3, 4, 2)) == [(0, 3)]
 
 
 def test_overlap_windows_share_doc_stride_tokens():
-    assert spans(document_windows(10, 4, 1, "overlap")) == [(0, 4), (3, 4), (6, 4)]
-    assert spans(document_windows(10, 4, 0, "overlap")) == [(0, 4), (4, 4), (8, 2)]
+    assert spans(windows_of(10, 4, 1, "overlap")) == [(0, 4), (3, 4), (6, 4)]
+    assert spans(windows_of(10, 4, 0, "overlap")) == [(0, 4), (4, 4), (8, 2)]
     # Same windows as the original's step of max_tokens_for_doc - overlap.
-    assert spans(document_windows(50, 7, 3, "overlap")) == spans(document_windows(50, 7, 4, "step"))
+    assert spans(windows_of(50, 7, 3, "overlap")) == spans(windows_of(50, 7, 4, "step"))
 
 
 def test_empty_document_has_one_empty_window():
-    assert spans(document_windows(0, 4, 2)) == [(0, 0)]
-
-
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        ((10, 0, 2), "max_tokens_for_doc must be at least 1"),
-        ((10, 4, 0), "doc_stride must be at least 1"),
-        ((10, 4, 4, "overlap"), r"doc_stride \(4\) must be in \[0, max_tokens_for_doc=4\)"),
-        ((10, 4, 2, "stride"), "stride_semantics must be one of"),
-    ],
-)
-def test_invalid_window_arguments(args, message):
-    with pytest.raises(ValueError, match=message):
-        document_windows(*args)
+    assert spans(windows_of(0, 4, 2)) == [(0, 0)]
 
 
 def test_max_context_flags_match_hand_computed_example():
-    windows = document_windows(10, 4, 2)
-    assert best_window_per_token(windows, 10).tolist() == [0, 0, 0, 1, 1, 2, 2, 3, 3, 3]
-    assert max_context_score(windows[1], 3) == pytest.approx(1.04)
-    assert max_context_score(windows[0], 3) == pytest.approx(0.04)
-
-
-def original_is_max_context(windows, window_index, position):
-    """`_check_is_max_context` of run_squad.py, transcribed loop for loop."""
-    best_score, best_index = None, None
-    for index, window in enumerate(windows):
-        end = window.start + window.length - 1
-        if position < window.start or position > end:
-            continue
-        score = min(position - window.start, end - position) + 0.01 * window.length
-        if best_score is None or score > best_score:
-            best_score, best_index = score, index
-    return window_index == best_index
+    flags = windows_of(10, 4, 2)["is_max_context"].to_list()
+    # Token 3 has 0.04 in window 0 and 1.04 in window 1; best windows per token: 0 0 0 1 1 2 2 3 3 3.
+    assert flags == [[True, True, True, False], [False, True, True, False], [False, True, True, False],
+                     [False, True, True, True]]
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    num_tokens=st.integers(1, 60),
-    max_tokens=st.integers(1, 12),
-    stride=st.integers(1, 14),
+@given(num_tokens=st.integers(1, 60), max_tokens=st.integers(1, 12), stride=st.integers(1, 14))
+def test_windows_and_max_context_agree_with_the_original(num_tokens, max_tokens, stride):
+    windows = windows_of(num_tokens, max_tokens, stride)
+    expected = original_windows(num_tokens, max_tokens, stride)
+    assert spans(windows) == expected
+    best = original_best_windows(expected, num_tokens)
+    for index, ((start, length), flags) in enumerate(zip(expected, windows["is_max_context"].to_list())):
+        assert flags == [best[position] == index for position in range(start, start + length)]
+
+
+@pytest.mark.parametrize(
+    "answer, starts, ends",
+    [
+        ((0, 1), [4, 0, 0, 0], [4, 0, 0, 0]),  # token 0: only window 0 holds it
+        ((6, 7), [7, 5, 0, 0], [7, 5, 0, 0]),  # token 3 sits in windows 0 and 1
+        ((5, 15), [0, 0, 0, 0], [0, 0, 0, 0]),  # tokens 3..7: no window holds all of it
+        ((13, 17), [0, 0, 0, 5], [0, 0, 0, 6]),  # tokens 7..8: the tightest cover of characters 13..16
+        ((-1, -1), [0, 0, 0, 0], [0, 0, 0, 0]),  # no answer (impossible question)
+    ],
 )
-def test_max_context_agrees_with_original_definition(num_tokens, max_tokens, stride):
-    windows = document_windows(num_tokens, max_tokens, stride)
-    best = best_window_per_token(windows, num_tokens)
-    for index, window in enumerate(windows):
-        for position in range(window.start, window.end):
-            assert (best[position] == index) == original_is_max_context(windows, index, position)
-    covered = sorted({p for w in windows for p in range(w.start, w.end)})
-    assert covered == list(range(num_tokens))
+def test_labels_are_the_tightest_token_span_in_the_window_that_holds_it(answer, starts, ends):
+    # Windows (0, 4), (2, 4), (4, 4), (6, 4); a window token sits at its position + [CLS] q q [SEP].
+    windows = windows_of(10, 4, 2, answer=answer)
+    assert windows["start_positions"].numpy().tolist() == starts
+    assert windows["end_positions"].numpy().tolist() == ends
+    assert not windows["skipped"].numpy().any()
 
 
-def test_answer_token_span_is_tightest_cover():
-    # Tokens: "1990" [0, 4), "##s" [4, 5), "," [5, 6), "e" [7, 8)
-    starts, ends = [0, 4, 5, 7], [4, 5, 6, 8]
-    assert answer_token_span(starts, ends, 0, 4) == (0, 0)
-    assert answer_token_span(starts, ends, 1, 5) == (0, 1)
-    assert answer_token_span(starts, ends, 0, 8) == (0, 3)
-    assert answer_token_span(starts, ends, 6, 7) is None  # only the space between tokens
-    assert answer_token_span([], [], 0, 3) is None
-
-
-def test_document_window_end():
-    assert DocumentWindow(3, 4).end == 7
+def test_answer_covering_no_token_skips_the_example():
+    windows = windows_of(10, 4, 2, answer=(3, 4))  # character 3 lies between tokens 1 and 2
+    assert windows["skipped"].numpy().tolist() == [True]
+    assert windows["num_windows"].numpy().tolist() == [0] and len(windows["start_positions"]) == 0
+    np.testing.assert_array_equal(windows_of(0, 4, 2, answer=(0, 1))["skipped"], [True])  # empty context

@@ -121,7 +121,8 @@ def oracle_logits(features):
 
 @pytest.mark.parametrize("version_2", [False, True])
 def test_squad_evaluation_of_gold_logits_scores_100(tmp_path, version_2):
-    from keras_bert_impl.squad import convert_examples_to_features, read_squad_examples
+    from keras_bert_impl.preprocessing import convert_examples_to_features
+    from keras_bert_impl.squad import read_squad_examples
     from keras_bert_impl.squad.squad_reader import load_squad_json
 
     path = write_squad_json(tmp_path / "dev.json", 4, seed=0, version_2=version_2)
