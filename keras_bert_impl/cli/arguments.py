@@ -186,19 +186,15 @@ def settings_from(settings_class, args, **values):
     return settings_class(**named | values)
 
 
-def model_source(args):
-    """The `training.finetuning.ModelSource` of the `add_finetuning_arguments` model flags."""
-    from keras_bert_impl.training.finetuning import ModelSource
+def finetuning_inputs(files_class, args, **file_values):
+    """`(files, ModelSource, FinetuningSettings)` of the `add_finetuning_arguments` flags, the arguments every
+    `training.*_finetuning` recipe takes: `files` is the `files_class` dataclass (`file_values` as in
+    `settings_from`)."""
+    from keras_bert_impl.training.finetuning import FinetuningSettings, ModelSource
 
-    return settings_from(ModelSource, args)
-
-
-def finetuning_run_settings(args):
-    """The `training.finetuning.FinetuningSettings` of the `add_finetuning_arguments` training flags."""
-    from keras_bert_impl.training.finetuning import FinetuningSettings
-
-    return settings_from(FinetuningSettings, args, length_bucketing=not args.no_length_bucketing,
-                         jit_compile=not args.no_jit)
+    return (settings_from(files_class, args, **file_values), settings_from(ModelSource, args),
+            settings_from(FinetuningSettings, args, length_bucketing=not args.no_length_bucketing,
+                          jit_compile=not args.no_jit))
 
 
 def column(text):
@@ -220,24 +216,27 @@ def expand_input_files(spec):
     return files
 
 
-# The question-answering flags of `predict` and `export` (dests): `BertQuestionAnsweringPreprocessor` settings.
+# The question-answering flags (dests): `BertQuestionAnsweringPreprocessor` settings.
 QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
                                "null_score_diff_threshold")
 
 
-def add_question_answering_arguments(group):
-    """The SQuAD window and decoding flags of `predict` and `export`, each defaulting to the setting the model
-    was fine-tuned with (its `preprocessor.json`), else to the value shown."""
+def add_question_answering_arguments(group, fine_tuning=False, version_2_help=None, threshold_help=None):
+    """The SQuAD window and decoding flags on `group`: for fine-tuning (`finetune-squad`) defaulting to the
+    values shown; for `predict` and `export` to the setting the model was fine-tuned with (its
+    `preprocessor.json`), else to the value shown."""
     for flag, default, what in (("doc-stride", 128, "distance between context windows"),
                                 ("max-query-length", 64, "question tokens kept"),
                                 ("n-best-size", 20, "start/end candidates per window"),
                                 ("max-answer-length", 30, "longest answer in tokens")):
-        group.add_argument(f"--{flag}", type=positive_int, help=f"{what} (default: the model's, else {default})")
-    group.add_argument("--version-2", action="store_true", help="SQuAD v2.0: answer \"\" when the null score wins "
-                       "(default: on for a model fine-tuned with --version-2)")
-    group.add_argument("--null-score-diff-threshold", type=float,
-                       help="v2.0: answer \"\" when null score - best span score exceeds this (default: the "
-                            "threshold the fine-tuning run tuned and saved with the model, else 0.0)")
+        shown = default if fine_tuning else f"the model's, else {default}"
+        group.add_argument(f"--{flag}", type=positive_int, default=default if fine_tuning else None,
+                           help=f"{what} (default: {shown})")
+    group.add_argument("--version-2", action="store_true", help=version_2_help or "SQuAD v2.0: answer \"\" when "
+                       "the null score wins (default: on for a model fine-tuned with --version-2)")
+    group.add_argument("--null-score-diff-threshold", type=float, help=threshold_help or "v2.0: answer \"\" when "
+                       "null score - best span score exceeds this (default: the threshold the fine-tuning run tuned "
+                       "and saved with the model, else 0.0)")
 
 
 def question_answering_settings(args):

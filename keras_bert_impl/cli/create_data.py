@@ -18,7 +18,6 @@ from keras_bert_impl.cli.arguments import (
 
 
 def add_arguments(parser):
-    """Define the `keras-bert create-data` flags on `parser`."""
     parser.add_argument("--input-files", required=True, help="UTF-8 text files (comma-separated, glob ok): one "
                         "sentence per line, a blank line between documents (or see --input-format)")
     parser.add_argument("--input-format", default="sentence_per_line",
@@ -50,15 +49,11 @@ def run(args):
     # The record length and every masking setting.
     preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=args.sequence_length, seed=args.seed,
                                                **masking_settings(args))
-    paths = write_pretraining_tfrecords(
-        expand_input_files(args.input_files), args.output_prefix, preprocessor, num_shards=args.num_shards,
-        masking=args.masking, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
-        input_format=args.input_format, seed=args.seed,
-    )
-    settings_path = write_pretraining_settings(
-        args.output_prefix, preprocessor, args.masking, num_shards=args.num_shards, dupe_factor=args.dupe_factor,
-        short_seq_prob=args.short_seq_prob, input_format=args.input_format, seed=args.seed,
-    )
+    details = dict(num_shards=args.num_shards, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
+                   input_format=args.input_format, seed=args.seed)
+    paths = write_pretraining_tfrecords(expand_input_files(args.input_files), args.output_prefix, preprocessor,
+                                        masking=args.masking, **details)
+    settings_path = write_pretraining_settings(args.output_prefix, preprocessor, args.masking, **details)
     for path in paths:
         print(path)
     print(f"{len(paths)} shard(s), settings in {settings_path}; pretrain with: keras-bert pretrain "
