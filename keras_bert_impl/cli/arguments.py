@@ -7,8 +7,6 @@ import argparse
 import dataclasses
 import math
 
-from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS
-
 
 class UsageError(ValueError):
     """Flags that do not fit together (e.g. neither of two required alternatives); exits 2 with the usage."""
@@ -58,14 +56,10 @@ def add_verbose_argument(parser, default=1):
                              f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: {default})")
 
 
-# The masked-LM flags (`add_masking_arguments`): flag dest -> `BertPretrainingPreprocessor` argument.
-MASKING_FLAGS = {dest: name for dest, name in PREPROCESSOR_SETTINGS.items() if dest != "sequence_length"}
-
-
 def add_masking_arguments(group, masking_default=None):
-    """The masked-LM flags of `create-data` and `pretrain` on `group`. The others default to None ("not given":
-    `masking_settings` returns the given ones), so `pretrain` tells a flag given explicitly, which must agree
-    with the settings `create-data` recorded, from a default."""
+    """The masked-LM flags of `create-data` and `pretrain` on `group`. The others default to None ("not given"),
+    so `pretrain` tells a flag given explicitly, which must agree with the settings `create-data` recorded, from
+    a default."""
     group.add_argument("--masking", default=masking_default, choices=("dynamic", "static"),
                        help="static: one mask per instance, written with the data; dynamic: new masks every "
                             "pass (RoBERTa) (default: " + (masking_default or "dynamic; the recorded one for TFRecords")
@@ -87,12 +81,6 @@ def add_masking_arguments(group, masking_default=None):
                        help="share of the chosen tokens replaced by [MASK] (default: 0.8)")
     group.add_argument("--random-token-rate", type=fraction, default=None,
                        help="share of the chosen tokens replaced by a random token; the rest stay (default: 0.1)")
-
-
-def masking_settings(args):
-    """`{BertPretrainingPreprocessor argument: value}` of the masking flags given (from the command line or a
-    config file); the flags left out are not in it."""
-    return {name: getattr(args, dest) for dest, name in MASKING_FLAGS.items() if getattr(args, dest, None) is not None}
 
 
 def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_help="", test_help="",

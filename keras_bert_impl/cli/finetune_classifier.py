@@ -5,12 +5,10 @@
     keras-bert finetune-classifier --train-file reviews.jsonl --text-columns text \\
         --label-column label --dev-file dev.jsonl --preset tiny --vocab vocab.txt --output-dir runs/reviews
 
-The recipe is `training.classifier_finetuning.finetune_classifier`. `--dev-file` is scored after every epoch
-and picks `best/` (else `--tune-fraction` held-out training rows do); `--test-file` is only predicted, and
-scored when it has labels. `--epochs 0` scores `--init-checkpoint`. Outputs: `last/` (and `best/`, by
-`--monitor`), each a `save_pretrained` directory with labels, tokenizer and preprocessor; `training_state/`
-(rerun the same command after an interruption and it resumes); for the final model `dev_predictions.tsv`,
-`eval_results.json` (GLUE's metrics for `--task`), `test_predictions.tsv` and `test_results.json`.
+The recipe is `training.classifier_finetuning.finetune_classifier`. Outputs: `last/` and `best/`, each a
+`save_pretrained` directory with labels, tokenizer and preprocessor; `training_state/` (rerun the same command
+after an interruption and it resumes); for the final model `dev_predictions.tsv`, `eval_results.json` (GLUE's
+metrics for `--task`), `test_predictions.tsv` and `test_results.json`.
 """
 
 from keras_bert_impl.cli.arguments import (

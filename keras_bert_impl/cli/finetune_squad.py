@@ -5,12 +5,10 @@
     keras-bert finetune-squad --version-2 --train-file train-v2.0.json --tune-fraction 0.1 \\
         --test-file test-v2.0.json --init-checkpoint path/to/bert --output-dir runs/squad2
 
-The recipe is `training.squad_finetuning.finetune_squad`; its module docstring says which file does what:
-`--dev-file` picks `best/` (by F1) and, for v2.0, tunes the null threshold unless `--threshold-file` or
-`--tune-fraction` (held-out whole training articles) does; `--test-file` never tunes or picks anything;
-`--null-score-diff-threshold` fixes the threshold. Outputs as `finetune-classifier`'s, plus the official
-`predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0) and `eval_results.json` of the final model
-(the test file's in `test/`).
+The recipe is `training.squad_finetuning.finetune_squad`; its module docstring says which file does what
+(`--dev-file` picks `best/` by F1). Outputs as `finetune-classifier`'s, plus the official `predictions.json`,
+`nbest_predictions.json`, `null_odds.json` (v2.0) and `eval_results.json` of the final model (the test file's in
+`test/`).
 """
 
 from keras_bert_impl.cli.arguments import (
