@@ -7,9 +7,9 @@
 
 Keys are the long flag names, with or without "--", with "-" or "_". Values are what the flag takes: a string,
 a number, true / false for on/off flags, a list for a repeatable flag (`predict`'s `--text`, which the command
-line adds to) or a comma-separated one such as `--input-files` (joined with commas). A key that is no flag of the subcommand, or a bad value, is an
-error naming the key. The values become the flags' defaults (a required flag is satisfied by the file). YAML
-(`.yaml` / `.yml`) needs PyYAML.
+line adds to) or a comma-separated one such as `--input-files` (joined with commas). A key that is no flag of
+the subcommand, or a bad value, is an error naming the key. The values become the flags' defaults (a required
+flag is satisfied by the file). YAML (`.yaml` / `.yml`) needs PyYAML.
 """
 
 import argparse
