@@ -7,8 +7,6 @@ import argparse
 import dataclasses
 import math
 
-from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS
-
 
 class UsageError(ValueError):
     """Flags that do not fit together (e.g. neither of two required alternatives); exits 2 with the usage."""
@@ -58,14 +56,10 @@ def add_verbose_argument(parser, default=1):
                              f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: {default})")
 
 
-# The masked-LM flags (`add_masking_arguments`): flag dest -> `BertPretrainingPreprocessor` argument.
-MASKING_FLAGS = {dest: name for dest, name in PREPROCESSOR_SETTINGS.items() if dest != "sequence_length"}
-
-
 def add_masking_arguments(group, masking_default=None):
-    """The masked-LM flags of `create-data` and `pretrain` on `group`. The others default to None ("not given":
-    `masking_settings` returns the given ones), so `pretrain` tells a flag given explicitly, which must agree
-    with the settings `create-data` recorded, from a default."""
+    """The masked-LM flags of `create-data` and `pretrain` on `group`. The others default to None ("not given"),
+    so `pretrain` tells a flag given explicitly, which must agree with the settings `create-data` recorded, from
+    a default."""
     group.add_argument("--masking", default=masking_default, choices=("dynamic", "static"),
                        help="static: one mask per instance, written with the data; dynamic: new masks every "
                             "pass (RoBERTa) (default: " + (masking_default or "dynamic; the recorded one for TFRecords")
@@ -87,12 +81,6 @@ def add_masking_arguments(group, masking_default=None):
                        help="share of the chosen tokens replaced by [MASK] (default: 0.8)")
     group.add_argument("--random-token-rate", type=fraction, default=None,
                        help="share of the chosen tokens replaced by a random token; the rest stay (default: 0.1)")
-
-
-def masking_settings(args):
-    """`{BertPretrainingPreprocessor argument: value}` of the masking flags given (from the command line or a
-    config file); the flags left out are not in it."""
-    return {name: getattr(args, dest) for dest, name in MASKING_FLAGS.items() if getattr(args, dest, None) is not None}
 
 
 def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_help="", test_help="",
@@ -186,19 +174,15 @@ def settings_from(settings_class, args, **values):
     return settings_class(**named | values)
 
 
-def model_source(args):
-    """The `training.finetuning.ModelSource` of the `add_finetuning_arguments` model flags."""
-    from keras_bert_impl.training.finetuning import ModelSource
+def finetuning_inputs(files_class, args, **file_values):
+    """`(files, ModelSource, FinetuningSettings)` of the `add_finetuning_arguments` flags, the arguments every
+    `training.*_finetuning` recipe takes: `files` is the `files_class` dataclass (`file_values` as in
+    `settings_from`)."""
+    from keras_bert_impl.training.finetuning import FinetuningSettings, ModelSource
 
-    return settings_from(ModelSource, args)
-
-
-def finetuning_run_settings(args):
-    """The `training.finetuning.FinetuningSettings` of the `add_finetuning_arguments` training flags."""
-    from keras_bert_impl.training.finetuning import FinetuningSettings
-
-    return settings_from(FinetuningSettings, args, length_bucketing=not args.no_length_bucketing,
-                         jit_compile=not args.no_jit)
+    return (settings_from(files_class, args, **file_values), settings_from(ModelSource, args),
+            settings_from(FinetuningSettings, args, length_bucketing=not args.no_length_bucketing,
+                          jit_compile=not args.no_jit))
 
 
 def column(text):
@@ -220,24 +204,27 @@ def expand_input_files(spec):
     return files
 
 
-# The question-answering flags of `predict` and `export` (dests): `BertQuestionAnsweringPreprocessor` settings.
+# The question-answering flags (dests): `BertQuestionAnsweringPreprocessor` settings.
 QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
                                "null_score_diff_threshold")
 
 
-def add_question_answering_arguments(group):
-    """The SQuAD window and decoding flags of `predict` and `export`, each defaulting to the setting the model
-    was fine-tuned with (its `preprocessor.json`), else to the value shown."""
+def add_question_answering_arguments(group, fine_tuning=False, version_2_help=None, threshold_help=None):
+    """The SQuAD window and decoding flags on `group`: for fine-tuning (`finetune-squad`) defaulting to the
+    values shown; for `predict` and `export` to the setting the model was fine-tuned with (its
+    `preprocessor.json`), else to the value shown."""
     for flag, default, what in (("doc-stride", 128, "distance between context windows"),
                                 ("max-query-length", 64, "question tokens kept"),
                                 ("n-best-size", 20, "start/end candidates per window"),
                                 ("max-answer-length", 30, "longest answer in tokens")):
-        group.add_argument(f"--{flag}", type=positive_int, help=f"{what} (default: the model's, else {default})")
-    group.add_argument("--version-2", action="store_true", help="SQuAD v2.0: answer \"\" when the null score wins "
-                       "(default: on for a model fine-tuned with --version-2)")
-    group.add_argument("--null-score-diff-threshold", type=float,
-                       help="v2.0: answer \"\" when null score - best span score exceeds this (default: the "
-                            "threshold the fine-tuning run tuned and saved with the model, else 0.0)")
+        shown = default if fine_tuning else f"the model's, else {default}"
+        group.add_argument(f"--{flag}", type=positive_int, default=default if fine_tuning else None,
+                           help=f"{what} (default: {shown})")
+    group.add_argument("--version-2", action="store_true", help=version_2_help or "SQuAD v2.0: answer \"\" when "
+                       "the null score wins (default: on for a model fine-tuned with --version-2)")
+    group.add_argument("--null-score-diff-threshold", type=float, help=threshold_help or "v2.0: answer \"\" when "
+                       "null score - best span score exceeds this (default: the threshold the fine-tuning run tuned "
+                       "and saved with the model, else 0.0)")
 
 
 def question_answering_settings(args):

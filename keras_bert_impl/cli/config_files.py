@@ -6,10 +6,10 @@
     keras-bert pretrain --config pretrain.yaml --steps 500    # flags on the command line win: 500 steps
 
 Keys are the long flag names, with or without "--", with "-" or "_". Values are what the flag takes: a string,
-a number, true / false for on/off flags, a list for flags that take several values (joined with commas for a
-comma-separated flag such as `--input-files`). A key that is no flag of the subcommand, or a bad value, is an
-error naming the key. The values become the flags' defaults (a required flag is satisfied by the file). YAML
-(`.yaml` / `.yml`) needs PyYAML.
+a number, true / false for on/off flags, a list for a repeatable flag (`predict`'s `--text`, which the command
+line adds to) or a comma-separated one such as `--input-files` (joined with commas). A key that is no flag of
+the subcommand, or a bad value, is an error naming the key. The values become the flags' defaults (a required
+flag is satisfied by the file). YAML (`.yaml` / `.yml`) needs PyYAML.
 """
 
 import argparse
@@ -78,7 +78,7 @@ def _converted(action, key, value, path):
         if not isinstance(value, bool):
             raise ConfigFileError(f"{path}: {key!r} is an on/off flag ({flag}); give true or false, not {value!r}.")
         return value
-    if action.nargs in ("+", "*") or isinstance(action.nargs, int):
+    if isinstance(action, argparse._AppendAction):  # noqa: SLF001 - a repeatable flag (predict's --text)
         values = value if isinstance(value, list) else [value]
         return [_converted_scalar(action, key, item, path) for item in values]
     if isinstance(value, list):

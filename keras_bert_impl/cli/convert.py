@@ -14,7 +14,6 @@ FORMATS = ("native", "huggingface")
 
 
 def add_arguments(parser):
-    """Define the `keras-bert convert` flags on `parser`."""
     parser.add_argument("--input", required=True, help="checkpoint directory, or original TF checkpoint prefix")
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--format", default="native", choices=FORMATS,

@@ -8,17 +8,10 @@ writes one mask per instance and pass (`--dupe-factor` passes); `dynamic` leaves
 pretrain --input-tfrecords`, which reads the settings written beside the shards (`<prefix>.settings.json`).
 """
 
-from keras_bert_impl.cli.arguments import (
-    add_masking_arguments,
-    expand_input_files,
-    fraction,
-    masking_settings,
-    positive_int,
-)
+from keras_bert_impl.cli.arguments import add_masking_arguments, expand_input_files, fraction, positive_int
 
 
 def add_arguments(parser):
-    """Define the `keras-bert create-data` flags on `parser`."""
     parser.add_argument("--input-files", required=True, help="UTF-8 text files (comma-separated, glob ok): one "
                         "sentence per line, a blank line between documents (or see --input-format)")
     parser.add_argument("--input-format", default="sentence_per_line",
@@ -45,20 +38,18 @@ def run(args):
     from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
     from keras_bert_impl.training.finetuning import load_tokenizer
+    from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS
 
     tokenizer = load_tokenizer(args.vocab, lowercase=False if args.cased else None)
-    # The record length and every masking setting.
-    preprocessor = BertPretrainingPreprocessor(tokenizer, sequence_length=args.sequence_length, seed=args.seed,
-                                               **masking_settings(args))
-    paths = write_pretraining_tfrecords(
-        expand_input_files(args.input_files), args.output_prefix, preprocessor, num_shards=args.num_shards,
-        masking=args.masking, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
-        input_format=args.input_format, seed=args.seed,
-    )
-    settings_path = write_pretraining_settings(
-        args.output_prefix, preprocessor, args.masking, num_shards=args.num_shards, dupe_factor=args.dupe_factor,
-        short_seq_prob=args.short_seq_prob, input_format=args.input_format, seed=args.seed,
-    )
+    # The record length and the masking flags given; the others keep the preprocessor's defaults.
+    given = {argument: getattr(args, dest) for dest, argument in PREPROCESSOR_SETTINGS.items()
+             if getattr(args, dest) is not None}
+    preprocessor = BertPretrainingPreprocessor(tokenizer, seed=args.seed, **given)
+    details = dict(num_shards=args.num_shards, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
+                   input_format=args.input_format, seed=args.seed)
+    paths = write_pretraining_tfrecords(expand_input_files(args.input_files), args.output_prefix, preprocessor,
+                                        masking=args.masking, **details)
+    settings_path = write_pretraining_settings(args.output_prefix, preprocessor, args.masking, **details)
     for path in paths:
         print(path)
     print(f"{len(paths)} shard(s), settings in {settings_path}; pretrain with: keras-bert pretrain "

@@ -14,7 +14,6 @@ from keras_bert_impl.cli.arguments import UsageError
 
 
 def add_arguments(parser):
-    """Define the `keras-bert evaluate` flags on `parser`."""
     parser.add_argument("--predictions", required=True, help="predictions.json (SQuAD) or a predictions TSV "
                         "(classification)")
     parser.add_argument("--output-file", help="also write the scores here as JSON")

@@ -21,7 +21,6 @@ from keras_bert_impl.cli.arguments import (
 
 
 def add_arguments(parser):
-    """Define the `keras-bert export` flags on `parser`."""
     parser.add_argument("--model", required=True, help="a model directory (save_pretrained, a fine-tuning run's "
                         "best/, or any checkpoint from_pretrained reads) with vocab.txt beside it")
     parser.add_argument("--format", default="saved_model", choices=("saved_model", "onnx"),

@@ -5,12 +5,10 @@
     keras-bert finetune-classifier --train-file reviews.jsonl --text-columns text \\
         --label-column label --dev-file dev.jsonl --preset tiny --vocab vocab.txt --output-dir runs/reviews
 
-The recipe is `training.classifier_finetuning.finetune_classifier`. `--dev-file` is scored after every epoch
-and picks `best/` (else `--tune-fraction` held-out training rows do); `--test-file` is only predicted, and
-scored when it has labels. `--epochs 0` scores `--init-checkpoint`. Outputs: `last/` (and `best/`, by
-`--monitor`), each a `save_pretrained` directory with labels, tokenizer and preprocessor; `training_state/`
-(rerun the same command after an interruption and it resumes); for the final model `dev_predictions.tsv`,
-`eval_results.json` (GLUE's metrics for `--task`), `test_predictions.tsv` and `test_results.json`.
+The recipe is `training.classifier_finetuning.finetune_classifier`. Outputs: `last/` and `best/`, each a
+`save_pretrained` directory with labels, tokenizer and preprocessor; `training_state/` (rerun the same command
+after an interruption and it resumes); for the final model `dev_predictions.tsv`, `eval_results.json` (GLUE's
+metrics for `--task`), `test_predictions.tsv` and `test_results.json`.
 """
 
 from keras_bert_impl.cli.arguments import (
@@ -18,9 +16,7 @@ from keras_bert_impl.cli.arguments import (
     add_finetuning_arguments,
     check_finetuning_arguments,
     column,
-    finetuning_run_settings,
-    model_source,
-    settings_from,
+    finetuning_inputs,
 )
 
 
@@ -44,20 +40,17 @@ def add_arguments(parser):
 
 
 def check_arguments(args):
-    """Raise `UsageError` for flags that do not fit together."""
     check_finetuning_arguments(args)
     if not args.task and (not args.text_columns or not args.label_column):
         raise UsageError("without --task, name the columns: --text-columns and --label-column")
 
 
 def run(args):
-    """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
     from keras_bert_impl.training.classifier_finetuning import ClassificationFiles, finetune_classifier
 
-    files = settings_from(
+    inputs = finetuning_inputs(
         ClassificationFiles, args, has_header=not args.no_header,
         text_columns=tuple(column(name) for name in (args.text_columns or "").split(",") if name),
         label_column=column(args.label_column) if args.label_column else None)
-    finetune_classifier(files, model_source(args), finetuning_run_settings(args),
-                        classifier_dropout=args.classifier_dropout, monitor=args.monitor)
+    finetune_classifier(*inputs, classifier_dropout=args.classifier_dropout, monitor=args.monitor)
     return 0

@@ -9,13 +9,7 @@ Files, outputs and resuming as `finetune-classifier`'s; examples are bucketed by
 example's choices stay in one batch).
 """
 
-from keras_bert_impl.cli.arguments import (
-    add_finetuning_arguments,
-    check_finetuning_arguments,
-    finetuning_run_settings,
-    model_source,
-    settings_from,
-)
+from keras_bert_impl.cli.arguments import add_finetuning_arguments, check_finetuning_arguments, finetuning_inputs
 
 
 def add_arguments(parser):
@@ -32,9 +26,8 @@ check_arguments = check_finetuning_arguments
 
 
 def run(args):
-    """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
     from keras_bert_impl.training.multiple_choice_finetuning import SwagFiles, finetune_multiple_choice
 
-    finetune_multiple_choice(settings_from(SwagFiles, args), model_source(args), finetuning_run_settings(args),
-                             sequence_length=args.sequence_length, dropout=args.classifier_dropout)
+    finetune_multiple_choice(*finetuning_inputs(SwagFiles, args), sequence_length=args.sequence_length,
+                             dropout=args.classifier_dropout)
     return 0

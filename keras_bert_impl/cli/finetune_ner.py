@@ -10,15 +10,12 @@ precision / recall / F1. Files and outputs as `finetune-classifier`'s, the predi
 `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted` lines, conlleval's input).
 """
 
-
 from keras_bert_impl.cli.arguments import (
     UsageError,
     add_finetuning_arguments,
     check_finetuning_arguments,
-    finetuning_run_settings,
-    model_source,
+    finetuning_inputs,
     positive_int,
-    settings_from,
 )
 
 
@@ -35,7 +32,6 @@ def add_arguments(parser):
 
 
 def check_arguments(args):
-    """Raise `UsageError` for flags that do not fit together."""
     check_finetuning_arguments(args)
     room = args.sequence_length - 2
     if args.sequence_length < 3:
@@ -48,10 +44,8 @@ def check_arguments(args):
 
 
 def run(args):
-    """Fine-tune (or, with `--epochs 0`, only score) and evaluate as `args` say; return 0."""
     from keras_bert_impl.training.token_classification_finetuning import ConllFiles, finetune_token_classifier
 
-    finetune_token_classifier(settings_from(ConllFiles, args), model_source(args), finetuning_run_settings(args),
-                              sequence_length=args.sequence_length, stride=args.stride,
-                              classifier_dropout=args.classifier_dropout, monitor=args.monitor)
+    finetune_token_classifier(*finetuning_inputs(ConllFiles, args), sequence_length=args.sequence_length,
+                              stride=args.stride, classifier_dropout=args.classifier_dropout, monitor=args.monitor)
     return 0

@@ -5,21 +5,18 @@
     keras-bert finetune-squad --version-2 --train-file train-v2.0.json --tune-fraction 0.1 \\
         --test-file test-v2.0.json --init-checkpoint path/to/bert --output-dir runs/squad2
 
-The recipe is `training.squad_finetuning.finetune_squad`; its module docstring says which file does what:
-`--dev-file` picks `best/` (by F1) and, for v2.0, tunes the null threshold unless `--threshold-file` or
-`--tune-fraction` (held-out whole training articles) does; `--test-file` never tunes or picks anything;
-`--null-score-diff-threshold` fixes the threshold. Outputs as `finetune-classifier`'s, plus the official
-`predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0) and `eval_results.json` of the final model
-(the test file's in `test/`).
+The recipe is `training.squad_finetuning.finetune_squad`; its module docstring says which file does what
+(`--dev-file` picks `best/` by F1). Outputs as `finetune-classifier`'s, plus the official `predictions.json`,
+`nbest_predictions.json`, `null_odds.json` (v2.0) and `eval_results.json` of the final model (the test file's in
+`test/`).
 """
 
 from keras_bert_impl.cli.arguments import (
     UsageError,
     add_finetuning_arguments,
+    add_question_answering_arguments,
     check_finetuning_arguments,
-    finetuning_run_settings,
-    model_source,
-    positive_int,
+    finetuning_inputs,
     settings_from,
 )
 
@@ -37,23 +34,14 @@ def add_arguments(parser):
     data.add_argument("--skip-unscorable-questions", action="store_true",
                       help="leave out questions of the scored files that repeat an id or lack 'answers' without "
                       "is_impossible (the number left out is printed) instead of refusing the file")
-    data.add_argument("--version-2", action="store_true", help="SQuAD v2.0: questions may have no answer")
-    data.add_argument("--doc-stride", type=positive_int, default=128,
-                      help="distance between window starts (default: %(default)s)")
-    data.add_argument("--max-query-length", type=positive_int, default=64,
-                      help="questions are cut to this many tokens (default: %(default)s)")
-    decode = parser.add_argument_group("decoding")
-    decode.add_argument("--n-best-size", type=positive_int, default=20,
-                        help="start and end candidates per window (default: %(default)s)")
-    decode.add_argument("--max-answer-length", type=positive_int, default=30,
-                        help="longest answer in tokens (default: %(default)s)")
-    decode.add_argument("--null-score-diff-threshold", type=float,
-                        help="v2.0: fixed threshold (default: tuned on --threshold-file, the --tune-fraction "
-                             "articles or --dev-file, else the --init-checkpoint's saved one, else 0.0)")
+    add_question_answering_arguments(
+        parser.add_argument_group("windows and decoding"), fine_tuning=True,
+        version_2_help="SQuAD v2.0: questions may have no answer",
+        threshold_help="v2.0: fixed threshold (default: tuned on --threshold-file, the --tune-fraction articles or "
+                       "--dev-file, else the --init-checkpoint's saved one, else 0.0)")
 
 
 def check_arguments(args):
-    """Raise `UsageError` for flags that do not fit together."""
     check_finetuning_arguments(args, tune_fraction_picks_best=False)
     tuning = [flag for flag, given in (("--null-score-diff-threshold", args.null_score_diff_threshold is not None),
                                        ("--threshold-file", args.threshold_file),
@@ -71,9 +59,8 @@ def check_arguments(args):
 
 
 def run(args):
-    """Fine-tune (or, with `--epochs 0`, only score), predict and evaluate as `args` say; return 0."""
     from keras_bert_impl.training.squad_finetuning import SquadFiles, SquadSettings, finetune_squad
 
-    finetune_squad(settings_from(SquadFiles, args), settings_from(SquadSettings, args), model_source(args),
-                   finetuning_run_settings(args))
+    files, source, settings = finetuning_inputs(SquadFiles, args)
+    finetune_squad(files, settings_from(SquadSettings, args), source, settings)
     return 0

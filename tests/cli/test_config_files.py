@@ -26,6 +26,15 @@ def test_config_values_become_defaults_and_command_line_flags_win(tmp_path):
     assert args.seed == 12345  # untouched defaults stay
 
 
+def test_a_repeatable_flag_takes_a_list_or_one_value_and_the_command_line_adds_to_it(tmp_path):
+    config = write_config(tmp_path, {"text": ["a cat", "a dog"]})
+    assert parse_arguments(["predict", "--model", "m", "--config", config]).text == ["a cat", "a dog"]
+    args = parse_arguments(["predict", "--model", "m", "--config", config, "--text", "a bird"])
+    assert args.text == ["a cat", "a dog", "a bird"]
+    config = write_config(tmp_path, {"text": "a cat"}, name="one.json")
+    assert parse_arguments(["predict", "--model", "m", "--config", config]).text == ["a cat"]
+
+
 def test_config_satisfies_required_flags(tmp_path):
     config = write_config(tmp_path, {"train-file": "train.tsv", "output-dir": "out", "task": "sst2",
                                      "preset": "tiny", "epochs": "2"})
