@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from keras_bert_impl.data.file_patterns import utf8_error_message
-from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
+from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary, all_labelled
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
 
@@ -352,13 +352,9 @@ def classification_arrays(examples, label_vocabulary=None, regression=False):
     widths = {len(example.texts) for example in examples}
     if len(widths) != 1:
         raise ValueError("Mix of single-text and text-pair examples; read them with the same text_columns.")
-    labeled = {example.label is not None for example in examples}
-    if len(labeled) != 1:
-        missing = next(example for example in examples if example.label is None)
-        raise ClassificationDataError(f"{missing.location}: the example has no label, others do.")
     segments = tuple([example.texts[index] for example in examples] for index in range(widths.pop()))
     x = segments if len(segments) == 2 else segments[0]
-    if labeled == {False}:
+    if not all_labelled(examples):
         return x, None
     if regression:
         return x, np.asarray([example.label for example in examples], dtype=np.float32)

@@ -17,6 +17,14 @@ class ClassificationDataError(ValueError):
     """A classification data file that cannot be used: a missing column, a bad label, a malformed line."""
 
 
+def all_labelled(examples):
+    """Whether every example has a `label` (False when none has); a mix raises naming an unlabelled one."""
+    missing = [example for example in examples if example.label is None]
+    if missing and len(missing) < len(examples):
+        raise ClassificationDataError(f"{missing[0].source}, line {missing[0].line}: the example has no label, others do.")
+    return not missing
+
+
 class LabelVocabulary:
     """String labels <-> class ids, saved as JSON next to a model.
 

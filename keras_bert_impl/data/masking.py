@@ -32,6 +32,8 @@ backend. `mask_dataset` gives each dataset element its own seed (dynamic or stat
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.layers.constructor_config import constructor_config
+
 COUNTING_RULES = ("original", "ceil", "bernoulli")
 REPLACEMENT_UNITS = ("word", "token")
 # When pretraining data is masked: "static" once, kept across epochs (the original's TFRecords); "dynamic"
@@ -349,23 +351,7 @@ class MaskedLMMasker(keras.layers.Layer):
         return tf.transpose(taken)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocabulary_size=self.vocabulary_size,
-            mask_token_id=self.mask_token_id,
-            max_predictions_per_seq=self.max_predictions_per_seq,
-            mask_rate=self.mask_rate,
-            mask_token_rate=self.mask_token_rate,
-            random_token_rate=self.random_token_rate,
-            counting=self.counting,
-            whole_word_masking=self.whole_word_masking,
-            replacement_unit=self.replacement_unit,
-            unselectable_token_ids=self.unselectable_token_ids,
-            pad_token_id=self.pad_token_id,
-            vocabulary=self.vocabulary,
-            seed=self.seed,
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self)}
 
 
 def epoch_seed(seed, epoch, stream=0):

@@ -18,6 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.layers.constructor_config import constructor_config
 
 TRUNCATION_RULES = ("longest_first", "random_front_back")
 PADDING_MODES = ("fixed", "dynamic")
@@ -255,14 +256,4 @@ class SegmentPacker(keras.layers.Layer):
         return front_count(0, removed_a), front_count(1, removed_b)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            sequence_length=self.sequence_length,
-            cls_token_id=self.cls_token_id,
-            sep_token_id=self.sep_token_id,
-            pad_token_id=self.pad_token_id,
-            truncation=self.truncation,
-            padding=self.padding,
-            seed=self.seed,
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self)}
