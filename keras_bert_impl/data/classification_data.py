@@ -2,11 +2,8 @@
 
 Files are tables with named (or, without a header, numbered) text and label columns. TSV is read with
 `csv.QUOTE_NONE`, as GLUE's files need (MRPC has unbalanced quotes and a byte order mark, which is ignored);
-CSV uses standard quoting; JSONL holds one JSON object per line, columns being keys. `GLUE_LAYOUTS` names
-the columns of the GLUE train/dev files.
-
-String labels become ids through a `LabelVocabulary`; regression labels (STS-B) are floats. A bad label or
-row raises `ClassificationDataError` naming the file, the line and the value.
+CSV uses standard quoting; JSONL holds one JSON object per line, columns being keys. A bad label or row raises
+`ClassificationDataError` naming the file, the line and the value.
 """
 
 import csv

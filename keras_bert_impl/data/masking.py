@@ -1,8 +1,7 @@
 """Masked-LM masking for BERT pretraining (Devlin et al., 2018, section 3.1 "Task #1: Masked LM").
 
-TensorFlow at the data edge: `MaskedLMMasker` is a Keras layer written in TensorFlow ops, to run inside
-`tf.data.Dataset.map` under every Keras backend; it turns off Keras' input conversion (as keras-hub's
-preprocessing layers do), so it takes and returns TensorFlow tensors and is never part of a model's graph.
+TensorFlow at the data edge: `MaskedLMMasker` runs inside `tf.data.Dataset.map` under every Keras backend, on
+TensorFlow tensors (Keras' input conversion is off, as in keras-hub's preprocessing layers).
 
 Shape legend: `B` batch, `T` tokens per sequence, `P` max predictions per sequence, `W` = T + 1 word slots.
 
@@ -26,7 +25,7 @@ Algorithm (the original `create_masked_lm_predictions`, vectorised over the batc
 5. Outputs: positions sorted ascending, padded to `P` with position 0, id 0 and weight 0.
 
 Randomness is stateless, keyed by a seed of shape `(2,)`: the same seed gives the same masks on every run and
-backend. `mask_dataset` gives each dataset element its own seed (dynamic or static masking).
+backend.
 """
 
 import keras
@@ -110,7 +109,6 @@ class MaskedLMMasker(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        # TensorFlow tensors in, TensorFlow tensors out, whatever the backend (see the module docstring).
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.vocabulary_size = vocabulary_size

@@ -1,7 +1,6 @@
 """Pack one or two token id segments into BERT inputs: `[CLS] A [SEP] B [SEP]`.
 
-TensorFlow at the data edge: `SegmentPacker` is written once, in TensorFlow ops, so that it runs inside
-`tf.data.Dataset.map` under every Keras backend; `SegmentPacker.pack` runs the same ops eagerly.
+TensorFlow at the data edge: `SegmentPacker` runs inside `tf.data.Dataset.map` under every Keras backend.
 
 Layout (Devlin et al., 2018, section 3): `[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1, padding
 (id `pad_token_id`, segment 0) has `padding_mask` False.
@@ -154,8 +153,7 @@ class SegmentPacker(keras.layers.Layer):
         return {key: value.numpy() for key, value in self._pack_tf(first, second).items()}
 
     def __call__(self, first, second=None):
-        # No weights and no backend tensors: TensorFlow tensors in and out under every Keras backend, so
-        # Keras' input conversion is skipped.
+        # TensorFlow tensors in and out under every backend: Keras' input conversion is skipped.
         return self.call(first, second)
 
     def call(self, first, second=None):

@@ -1,8 +1,7 @@
 """Text to batched `(x, y)` pretraining batches with `tf.data`: NSP instances streamed, padded and masked.
 
-TensorFlow at the data edge. The instances are the original's (`pretraining_instances`); every packing and
-masking setting comes from the `BertPretrainingPreprocessor` that `pretraining_dataset` is given (data sits
-below preprocessing and never imports it).
+The instances are the original's (`pretraining_instances`); every packing and masking setting comes from the
+`BertPretrainingPreprocessor` that `pretraining_dataset` is given.
 """
 
 import tensorflow as tf
@@ -93,10 +92,6 @@ def pretraining_dataset(
 ):
     """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
 
-    Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`), shuffles
-    them, pads them into batches and masks them with the preprocessor's masker: `"dynamic"` draws new masks
-    every epoch, `"static"` masks every instance once. Works under every Keras backend.
-
     The stream is a function of `(seed, epoch)` only: epoch `e` (of `epochs`, numbered from `initial_epoch`)
     is shuffled and masked under seeds derived from `(seed, e)` and no batch spans two epochs, so iterating
     again (a `tf.distribute` run, a resumed run) gives the same batches. For new masks every epoch, build the
@@ -111,7 +106,8 @@ def pretraining_dataset(
         documents: list. In-memory documents, each a str (split with `split_sentences`) or a list of
             sentence strings.
         batch_size: int. `B`. Defaults to 32.
-        masking: str. `"dynamic"` or `"static"`. Defaults to `"dynamic"`.
+        masking: str. `"dynamic"` (new masks every epoch) or `"static"` (each instance masked once). Defaults
+            to `"dynamic"`.
         seed: int. Seed of instance creation, shuffling and masks. Defaults to 12345.
         short_seq_prob: float. Defaults to 0.1.
         dupe_factor: int. Passes over the documents per epoch. Defaults to 1.

@@ -1,8 +1,8 @@
 """Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
 
-TensorFlow at the data edge. The instances are the original's (`pretraining_instances`), packed and masked
-with the settings of one `BertPretrainingPreprocessor`; `write_pretraining_settings` records those
-settings beside the shards, in `{output_prefix}.settings.json`.
+The instances are the original's (`pretraining_instances`), packed and masked with the settings of one
+`BertPretrainingPreprocessor`; `write_pretraining_settings` records those settings in
+`{output_prefix}.settings.json`.
 
 TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
 padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64 `[T]`),
@@ -81,8 +81,8 @@ def write_pretraining_tfrecords(
 ):
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
-    All instances are made (`dupe_factor` passes), shuffled, and dealt round-robin over the shards as the
-    original does; each shard is written atomically. `write_pretraining_settings` records the settings.
+    All instances are made, shuffled, and dealt round-robin over the shards as the original does; each shard
+    is written atomically.
 
     Args:
         input_files: str or list of str. Text files (glob patterns allowed), in a format of
@@ -174,9 +174,8 @@ def read_pretraining_tfrecords(
     epochs=1,
     initial_epoch=0,
 ):
-    """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`.
-
-    The stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s.
+    """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`; the
+    stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s.
 
     Args:
         file_pattern: str or list of str. Shard paths or glob patterns.
@@ -267,11 +266,9 @@ def _check_token_ids(record, names, vocabulary_size, file_pattern):
 
 
 def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
-    """Record beside the shards of `output_prefix` how they were made, written atomically.
-
-    The JSON holds `masking` (`"static"` / `"dynamic"`), `preprocessor` (`BertPretrainingPreprocessor.settings()`:
-    the record length and every masking setting), `vocabulary_size`, and `details` (e.g. `dupe_factor`,
-    `seed`). `read_pretraining_settings` reads it back from the shards' paths.
+    """Record beside the shards of `output_prefix` how they were made, written atomically: `masking`,
+    `preprocessor` (`BertPretrainingPreprocessor.settings()`), `vocabulary_size`, and `details` (e.g.
+    `dupe_factor`, `seed`).
 
     Returns:
         str, the path written.
