@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.data.file_patterns import utf8_error_message
+from keras_bert_impl.utils.file_patterns import utf8_error_message
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary, all_labelled
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")

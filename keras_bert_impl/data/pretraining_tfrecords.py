@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data.documents import read_documents, tokenize_documents
-from keras_bert_impl.data.file_patterns import expand_paths
+from keras_bert_impl.utils.file_patterns import expand_paths
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
 from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, to_inputs_and_targets
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances

@@ -12,6 +12,7 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX, SPECIAL_TOKENS, split_words
 from keras_bert_impl.utils.atomic_io import atomic_write_text
+from keras_bert_impl.utils.file_patterns import utf8_error_message
 
 _BATCH_SIZE = 1024
 
@@ -21,18 +22,11 @@ def _check_text_file(path):
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Corpus file {path!r} does not exist.")
-    non_blank = 0
-    with open(path, "rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"Corpus file {path!r}, line {line_number}: not valid UTF-8 ({error.reason} at byte "
-                    f"{error.start} of the line). Re-encode the file as UTF-8."
-                ) from error
-            non_blank += bool(line.strip())
-    return non_blank
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return sum(1 for line in handle if line.strip())
+    except UnicodeDecodeError:
+        raise ValueError(f"Corpus file {utf8_error_message(path)}") from None
 
 
 def train_wordpiece_vocabulary(
