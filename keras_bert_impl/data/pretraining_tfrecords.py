@@ -11,7 +11,6 @@ padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64
 `P` = `max_predictions_per_seq`.
 """
 
-import json
 import logging
 import os
 import random
@@ -21,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data.documents import read_documents, tokenize_documents
-from keras_bert_impl.utils.file_patterns import expand_paths
+from keras_bert_impl.utils.file_patterns import expand_paths, read_json
 from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
 from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, to_inputs_and_targets
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
@@ -302,11 +301,7 @@ def read_pretraining_settings(file_pattern):
         match = _SHARD_NAME.match(path)
         candidate = path if path.endswith(SETTINGS_SUFFIX) else (match.group(1) + SETTINGS_SUFFIX if match else None)
         if candidate is not None and candidate not in found and os.path.isfile(candidate):
-            with open(candidate, encoding="utf-8") as handle:
-                try:
-                    document = json.load(handle)
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{candidate}: malformed settings JSON ({error}).") from None
+            document = read_json(candidate)
             if not isinstance(document, dict) or document.get("format") != _SETTINGS_FORMAT:
                 raise ValueError(f"{candidate} is not a pretraining settings file (no format {_SETTINGS_FORMAT!r}).")
             found[candidate] = document

@@ -24,7 +24,6 @@ and the rows are put back in order.
 """
 
 import functools
-import json
 import os
 
 import numpy as np
@@ -32,7 +31,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert_impl.utils.atomic_io import atomic_write_json, atomic_write_text, ensure_directory
-from keras_bert_impl.utils.file_patterns import utf8_error_message
+from keras_bert_impl.utils.file_patterns import read_json, utf8_error_message
 
 VOCABULARY_FILENAME = "vocab.txt"
 CONFIG_FILENAME = "tokenizer_config.json"
@@ -388,11 +387,7 @@ class BertTokenizer(tf.Module):
         config_path = os.path.join(directory, CONFIG_FILENAME)
         config = {}
         if os.path.isfile(config_path):
-            try:
-                with open(config_path, encoding="utf-8") as handle:
-                    config = json.load(handle)
-            except (ValueError, UnicodeDecodeError) as error:
-                raise ValueError(f"{config_path!r} is not valid JSON: {error}.") from error
+            config = read_json(config_path)
             if not isinstance(config, dict):
                 raise ValueError(f"{config_path!r} must hold a JSON object, got {type(config).__name__}.")
         settings = {argument: config[key] for key, argument in _CONFIG_ARGUMENTS.items() if key in config}
