@@ -16,13 +16,11 @@ Algorithm (the original `create_masked_lm_predictions`, vectorised over the batc
    `"ceil"`: `min(P, ceil(n_candidates * mask_rate))` as tensorflow-text's `RandomItemSelector`;
    `"bernoulli"`: every candidate word is kept with probability `mask_rate` (as Hugging Face's
    `DataCollatorForLanguageModeling`), then capped at `P`.
-3. Words are visited in a random order; a word is taken if it still fits, a word that would pass the count is
-   skipped (the original's rule), and the visit stops once the count is reached.
+3. Words are visited in a random order and taken while they fit (`_take_words_that_fit`, the original's rule).
 4. Each chosen word (or token, with `replacement_unit="token"`) becomes [MASK] with probability
    `mask_token_rate`, a uniformly random id from the whole vocabulary with probability `random_token_rate`,
    and stays unchanged otherwise (80/10/10 by default, also under whole-word masking, unlike Hugging Face's
    whole-word collator which drops the random replacement).
-5. Outputs: positions sorted ascending, padded to `P` with position 0, id 0 and weight 0.
 
 Randomness is stateless, keyed by a seed of shape `(2,)`: the same seed gives the same masks on every run and
 backend.
@@ -79,8 +77,8 @@ class MaskedLMMasker(keras.layers.Layer):
 
     Returns:
         The input dict with `"token_ids"` replaced by the masked ids (same shape, dtype and raggedness) and
-        `"mask_positions"` int32 `(B, P)`, `"mask_ids"` int32 `(B, P)` (the original ids) and
-        `"mask_weights"` float32 `(B, P)` added. TensorFlow tensors under every backend.
+        `"mask_positions"` int32 `(B, P)` (ascending), `"mask_ids"` int32 `(B, P)` (the original ids) and
+        `"mask_weights"` float32 `(B, P)` added, padded with 0. TensorFlow tensors under every backend.
 
     Example:
     >>> masker = MaskedLMMasker(vocabulary_size=10, mask_token_id=3, max_predictions_per_seq=3,

@@ -299,11 +299,10 @@ def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chin
 
 
 class BertTokenizer(tf.Module):
-    """BERT's WordPiece tokenizer: text to token ids, with character offsets, and back.
+    """BERT's WordPiece tokenizer (the original `FullTokenizer`): text to token ids, with character offsets, and back.
 
-    The original `FullTokenizer` (module docstring), on Python strings and lists (returning lists) and on
-    `tf.string` tensors (returning `tf.RaggedTensor`). A `tf.Module`, so an exported module can hold it (the
-    WordPiece model and, when built from a file, the vocabulary as a SavedModel asset).
+    A `tf.Module`, so an exported module can hold it (the WordPiece model and, when built from a file, the
+    vocabulary as a SavedModel asset).
 
     Args:
         vocabulary: str or list[str]. Path to a `vocab.txt` (one token per line, the line number minus one
