@@ -360,19 +360,6 @@ def epoch_seed(seed, epoch, stream=0):
     return tf.random.stateless_uniform([], seed=key, minval=None, maxval=None, dtype=tf.int64)
 
 
-def epoch_keyed_stream(one_epoch, epochs=1, initial_epoch=0):
-    """`one_epoch(epoch)` (a function of an int64 scalar tensor returning a `tf.data.Dataset`) for the epochs
-    `initial_epoch, initial_epoch + 1, ...` (`epochs` of them; None: without end), one after another. What
-    each epoch holds depends only on its number, not on how often the result is iterated."""
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs must be a positive integer or None (endless), got {epochs!r}.")
-    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or initial_epoch < 0:
-        raise ValueError(f"initial_epoch must be a non-negative integer, got {initial_epoch!r}.")
-    if epochs is None:
-        return tf.data.Dataset.counter(initial_epoch).flat_map(one_epoch)
-    return tf.data.Dataset.range(initial_epoch, initial_epoch + epochs).flat_map(one_epoch)
-
-
 def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_parallel_calls=tf.data.AUTOTUNE,
                  epoch=None):
     """Apply `masker` to every element of `dataset` with its own reproducible stateless seed.

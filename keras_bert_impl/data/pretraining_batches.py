@@ -7,7 +7,7 @@ The instances are the original's (`pretraining_instances`); every packing and ma
 import tensorflow as tf
 
 from keras_bert_impl.data.documents import as_sentence_documents, read_documents, tokenize_documents
-from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed
+from keras_bert_impl.data.masking import MASKING_MODES, epoch_seed
 from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 
@@ -59,6 +59,21 @@ def to_inputs_and_targets(features):
         "next_sentence_labels": tf.cast(tf.reshape(features["next_sentence_labels"], batch_shape), tf.int32),
     }
     return x, y
+
+
+def pretraining_epochs(one_epoch, epochs=1, initial_epoch=0):
+    """The prefetched `(x, y)` batches of `one_epoch(epoch)` (a function of an int64 scalar tensor returning a
+    `tf.data.Dataset` of masked batches) for the epochs `initial_epoch, initial_epoch + 1, ...` (`epochs` of
+    them; None: without end). What each epoch holds depends only on its number, not on how often the result
+    is iterated."""
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise ValueError(f"epochs must be a positive integer or None (endless), got {epochs!r}.")
+    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or initial_epoch < 0:
+        raise ValueError(f"initial_epoch must be a non-negative integer, got {initial_epoch!r}.")
+    numbers = tf.data.Dataset.counter(initial_epoch) if epochs is None else tf.data.Dataset.range(
+        initial_epoch, initial_epoch + epochs)
+    batches = numbers.flat_map(one_epoch)
+    return batches.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def check_pretraining_preprocessor(preprocessor, caller):
@@ -179,5 +194,4 @@ def pretraining_dataset(
             batches = preprocessor.mask_dataset(batches, seed=seed, new_masks_each_epoch=True, epoch=epoch)
         return batches
 
-    dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
-    return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return pretraining_epochs(one_epoch, epochs, initial_epoch)

@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from keras_bert_impl.data.documents import read_documents, tokenize_documents
 from keras_bert_impl.utils.file_patterns import expand_paths, read_json
-from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
-from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, to_inputs_and_targets
+from keras_bert_impl.data.masking import MASKING_MODES, epoch_seed, mask_dataset
+from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, pretraining_epochs
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 from keras_bert_impl.utils.atomic_io import atomic_path, atomic_write_json
 
@@ -239,8 +239,7 @@ def read_pretraining_tfrecords(
             dataset = mask_dataset(dataset, masker, seed=seed, new_masks_each_epoch=True, epoch=epoch)
         return dataset
 
-    dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
-    return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return pretraining_epochs(one_epoch, epochs, initial_epoch)
 
 
 def _check_token_ids(record, names, vocabulary_size, file_pattern):
