@@ -18,6 +18,7 @@ from keras_bert_impl.utils.file_patterns import utf8_error_message
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary, all_labelled
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
+_TABLE_DIALECTS = {"tsv": ("\t", csv.QUOTE_NONE), "csv": (",", csv.QUOTE_MINIMAL)}  # (delimiter, quoting)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,8 +253,7 @@ def read_classification_examples(
     if file_format == "jsonl":
         rows = _read_jsonl(path, text_columns, label_column)
     else:
-        delimiter, quoting = ("\t", csv.QUOTE_NONE) if file_format == "tsv" else (",", csv.QUOTE_MINIMAL)
-        rows = _read_table(path, text_columns, label_column, has_header, delimiter, quoting)
+        rows = _read_table(path, text_columns, label_column, has_header, *_TABLE_DIALECTS[file_format])
     examples = []
     for line, texts, label in rows:
         location = f"{path}, line {line}"
@@ -306,15 +306,14 @@ def has_label_column(path, label_column, file_format=None):
     if isinstance(label_column, int) or label_column.isdigit():
         return True
     file_format = _file_format(path, file_format)
-    with open(path, encoding="utf-8-sig", newline="") as handle:
+    if file_format != "jsonl":
+        return label_column in next(table_rows(path, *_TABLE_DIALECTS[file_format], True), (0, None, []))[2]
+    with open(path, encoding="utf-8-sig") as handle:
         first = next((line for line in handle if line.strip()), "")
-    if file_format == "jsonl":
-        try:
-            return label_column in json.loads(first)
-        except (json.JSONDecodeError, TypeError):
-            return True  # the labelled read names the bad line
-    delimiter = "\t" if file_format == "tsv" else ","
-    return label_column in next(csv.reader([first], delimiter=delimiter), [])
+    try:
+        return label_column in json.loads(first)
+    except (json.JSONDecodeError, TypeError):
+        return True  # the labelled read names the bad line
 
 
 def glue_layout(task):
