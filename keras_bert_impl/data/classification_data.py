@@ -2,11 +2,8 @@
 
 Files are tables with named (or, without a header, numbered) text and label columns. TSV is read with
 `csv.QUOTE_NONE`, as GLUE's files need (MRPC has unbalanced quotes and a byte order mark, which is ignored);
-CSV uses standard quoting; JSONL holds one JSON object per line, columns being keys. `GLUE_LAYOUTS` names
-the columns of the GLUE train/dev files.
-
-String labels become ids through a `LabelVocabulary`; regression labels (STS-B) are floats. A bad label or
-row raises `ClassificationDataError` naming the file, the line and the value.
+CSV uses standard quoting; JSONL holds one JSON object per line, columns being keys. A bad label or row raises
+`ClassificationDataError` naming the file, the line and the value.
 """
 
 import csv
@@ -17,10 +14,11 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.data.file_patterns import utf8_error_message
-from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
+from keras_bert_impl.utils.file_patterns import utf8_error_message
+from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary, all_labelled
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
+_TABLE_DIALECTS = {"tsv": ("\t", csv.QUOTE_NONE), "csv": (",", csv.QUOTE_MINIMAL)}  # (delimiter, quoting)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,8 +253,7 @@ def read_classification_examples(
     if file_format == "jsonl":
         rows = _read_jsonl(path, text_columns, label_column)
     else:
-        delimiter, quoting = ("\t", csv.QUOTE_NONE) if file_format == "tsv" else (",", csv.QUOTE_MINIMAL)
-        rows = _read_table(path, text_columns, label_column, has_header, delimiter, quoting)
+        rows = _read_table(path, text_columns, label_column, has_header, *_TABLE_DIALECTS[file_format])
     examples = []
     for line, texts, label in rows:
         location = f"{path}, line {line}"
@@ -309,15 +306,14 @@ def has_label_column(path, label_column, file_format=None):
     if isinstance(label_column, int) or label_column.isdigit():
         return True
     file_format = _file_format(path, file_format)
-    with open(path, encoding="utf-8-sig", newline="") as handle:
+    if file_format != "jsonl":
+        return label_column in next(table_rows(path, *_TABLE_DIALECTS[file_format], True), (0, None, []))[2]
+    with open(path, encoding="utf-8-sig") as handle:
         first = next((line for line in handle if line.strip()), "")
-    if file_format == "jsonl":
-        try:
-            return label_column in json.loads(first)
-        except (json.JSONDecodeError, TypeError):
-            return True  # the labelled read names the bad line
-    delimiter = "\t" if file_format == "tsv" else ","
-    return label_column in next(csv.reader([first], delimiter=delimiter), [])
+    try:
+        return label_column in json.loads(first)
+    except (json.JSONDecodeError, TypeError):
+        return True  # the labelled read names the bad line
 
 
 def glue_layout(task):
@@ -352,13 +348,9 @@ def classification_arrays(examples, label_vocabulary=None, regression=False):
     widths = {len(example.texts) for example in examples}
     if len(widths) != 1:
         raise ValueError("Mix of single-text and text-pair examples; read them with the same text_columns.")
-    labeled = {example.label is not None for example in examples}
-    if len(labeled) != 1:
-        missing = next(example for example in examples if example.label is None)
-        raise ClassificationDataError(f"{missing.location}: the example has no label, others do.")
     segments = tuple([example.texts[index] for example in examples] for index in range(widths.pop()))
     x = segments if len(segments) == 2 else segments[0]
-    if labeled == {False}:
+    if not all_labelled(examples):
         return x, None
     if regression:
         return x, np.asarray([example.label for example in examples], dtype=np.float32)

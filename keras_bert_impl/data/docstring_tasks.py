@@ -61,10 +61,6 @@ class RoutineFacts:
     returns: str = None
 
 
-def _listed(names):
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def topic_classification_examples(documented, dev_fraction=0.15, seed=0):
     """Topic-labelled docstring sentences, split into train and dev.
 
@@ -157,9 +153,9 @@ def _statements(fact):
         statements.append((f"{name} returns ", fact.returns, ".",
                            [f"What does {name} return?", f"What is returned by {name}?"]))
     if fact.parameters:
-        noun = "argument" if len(fact.parameters) == 1 else "arguments"
-        statements.append((f"{name} takes the {noun} ", _listed(fact.parameters), ".",
-                           [f"What arguments does {name} take?"]))
+        *others, last = fact.parameters
+        listed, noun = (f"{', '.join(others)} and {last}", "arguments") if others else (last, "argument")
+        statements.append((f"{name} takes the {noun} ", listed, ".", [f"What arguments does {name} take?"]))
     elif fact.parameters is not None:
         statements.append((f"{name} takes no arguments.", "", "", []))
     if fact.owner_class is not None:

@@ -4,7 +4,7 @@ Input formats (UTF-8): `"sentence_per_line"` (the original's: a blank line betwe
 `"document_per_line"` (split into sentences by `split_sentences`). Empty sentences and documents are dropped.
 """
 
-from keras_bert_impl.data.file_patterns import expand_paths, utf8_error_message
+from keras_bert_impl.utils.file_patterns import expand_paths, utf8_error_message
 from keras_bert_impl.data.sentence_splitting import split_sentences
 
 INPUT_FORMATS = ("sentence_per_line", "document_per_line")

@@ -4,17 +4,25 @@ Pure Python, so that classifiers keep their class names without TensorFlow; the 
 `ClassificationDataError` on a file they cannot use.
 """
 
-import json
-
 import numpy as np
 
 from keras_bert_impl.utils.atomic_io import atomic_write_json
+from keras_bert_impl.utils.file_patterns import read_json
 
 LABEL_VOCABULARY_FILENAME = "label_vocabulary.json"
 
 
 class ClassificationDataError(ValueError):
     """A classification data file that cannot be used: a missing column, a bad label, a malformed line."""
+
+
+def all_labelled(examples):
+    """Whether every example has a `label` (False when none has); a mix raises naming an unlabelled one."""
+    missing = [example for example in examples if example.label is None]
+    if missing and len(missing) < len(examples):
+        first = missing[0]
+        raise ClassificationDataError(f"{first.source}, line {first.line}: the example has no label, others do.")
+    return not missing
 
 
 class LabelVocabulary:
@@ -87,13 +95,7 @@ class LabelVocabulary:
     @classmethod
     def load(cls, path):
         """Reads a vocabulary written by `save`."""
-        try:
-            with open(path, encoding="utf-8") as handle:
-                content = json.load(handle)
-        except json.JSONDecodeError as error:
-            raise ClassificationDataError(
-                f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
-            ) from error
+        content = read_json(path, ClassificationDataError)
         if not isinstance(content, dict) or not isinstance(content.get("labels"), list):
             raise ClassificationDataError(f"{path}: expected a JSON object with a 'labels' list.")
         return cls(content["labels"])

@@ -7,10 +7,8 @@ buckets of width `bucket_width`, and a batch is padded to its bucket's upper len
 `T / bucket_width` distinct shapes, so XLA compiles a handful of programs). The model's outputs on the real
 tokens do not depend on the padding (attention masks it).
 
-`packed_batches` is the one implementation; the preprocessors' `make_dataset` calls it for packed inputs
-(`preprocessing.Preprocessor.make_dataset(..., bucket_width=..., seed=..., epochs=...)`). TensorFlow at the
-data edge: the batching runs in `tf.data` (`tf.data.Dataset.bucket_by_sequence_length`) under every Keras
-backend.
+`packed_batches` (what `Preprocessor.make_dataset` batches packed inputs with) runs in `tf.data` under every
+Keras backend; the length arithmetic before it needs no TensorFlow.
 
 Shape legend: N rows, T `max_length` (the packed length), C choices (multiple choice rows are `(C, T)`).
 """

@@ -1,8 +1,7 @@
 """Masked-LM masking for BERT pretraining (Devlin et al., 2018, section 3.1 "Task #1: Masked LM").
 
-TensorFlow at the data edge: `MaskedLMMasker` is a Keras layer written in TensorFlow ops, to run inside
-`tf.data.Dataset.map` under every Keras backend; it turns off Keras' input conversion (as keras-hub's
-preprocessing layers do), so it takes and returns TensorFlow tensors and is never part of a model's graph.
+TensorFlow at the data edge: `MaskedLMMasker` runs inside `tf.data.Dataset.map` under every Keras backend, on
+TensorFlow tensors (Keras' input conversion is off, as in keras-hub's preprocessing layers).
 
 Shape legend: `B` batch, `T` tokens per sequence, `P` max predictions per sequence, `W` = T + 1 word slots.
 
@@ -17,20 +16,20 @@ Algorithm (the original `create_masked_lm_predictions`, vectorised over the batc
    `"ceil"`: `min(P, ceil(n_candidates * mask_rate))` as tensorflow-text's `RandomItemSelector`;
    `"bernoulli"`: every candidate word is kept with probability `mask_rate` (as Hugging Face's
    `DataCollatorForLanguageModeling`), then capped at `P`.
-3. Words are visited in a random order; a word is taken if it still fits, a word that would pass the count is
-   skipped (the original's rule), and the visit stops once the count is reached.
+3. Words are visited in a random order and taken while they fit (`_take_words_that_fit`, the original's rule).
 4. Each chosen word (or token, with `replacement_unit="token"`) becomes [MASK] with probability
    `mask_token_rate`, a uniformly random id from the whole vocabulary with probability `random_token_rate`,
    and stays unchanged otherwise (80/10/10 by default, also under whole-word masking, unlike Hugging Face's
    whole-word collator which drops the random replacement).
-5. Outputs: positions sorted ascending, padded to `P` with position 0, id 0 and weight 0.
 
 Randomness is stateless, keyed by a seed of shape `(2,)`: the same seed gives the same masks on every run and
-backend. `mask_dataset` gives each dataset element its own seed (dynamic or static masking).
+backend.
 """
 
 import keras
 import tensorflow as tf
+
+from keras_bert_impl.layers.constructor_config import constructor_config
 
 COUNTING_RULES = ("original", "ceil", "bernoulli")
 REPLACEMENT_UNITS = ("word", "token")
@@ -78,8 +77,8 @@ class MaskedLMMasker(keras.layers.Layer):
 
     Returns:
         The input dict with `"token_ids"` replaced by the masked ids (same shape, dtype and raggedness) and
-        `"mask_positions"` int32 `(B, P)`, `"mask_ids"` int32 `(B, P)` (the original ids) and
-        `"mask_weights"` float32 `(B, P)` added. TensorFlow tensors under every backend.
+        `"mask_positions"` int32 `(B, P)` (ascending), `"mask_ids"` int32 `(B, P)` (the original ids) and
+        `"mask_weights"` float32 `(B, P)` added, padded with 0. TensorFlow tensors under every backend.
 
     Example:
     >>> masker = MaskedLMMasker(vocabulary_size=10, mask_token_id=3, max_predictions_per_seq=3,
@@ -108,7 +107,6 @@ class MaskedLMMasker(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        # TensorFlow tensors in, TensorFlow tensors out, whatever the backend (see the module docstring).
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.vocabulary_size = vocabulary_size
@@ -349,23 +347,7 @@ class MaskedLMMasker(keras.layers.Layer):
         return tf.transpose(taken)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocabulary_size=self.vocabulary_size,
-            mask_token_id=self.mask_token_id,
-            max_predictions_per_seq=self.max_predictions_per_seq,
-            mask_rate=self.mask_rate,
-            mask_token_rate=self.mask_token_rate,
-            random_token_rate=self.random_token_rate,
-            counting=self.counting,
-            whole_word_masking=self.whole_word_masking,
-            replacement_unit=self.replacement_unit,
-            unselectable_token_ids=self.unselectable_token_ids,
-            pad_token_id=self.pad_token_id,
-            vocabulary=self.vocabulary,
-            seed=self.seed,
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self)}
 
 
 def epoch_seed(seed, epoch, stream=0):
@@ -376,19 +358,6 @@ def epoch_seed(seed, epoch, stream=0):
         raise ValueError(f"stream must be 0, 1, 2 or 3, got {stream!r}.")
     key = tf.stack([tf.cast(seed, tf.int64), tf.cast(epoch, tf.int64) * 4 + stream])
     return tf.random.stateless_uniform([], seed=key, minval=None, maxval=None, dtype=tf.int64)
-
-
-def epoch_keyed_stream(one_epoch, epochs=1, initial_epoch=0):
-    """`one_epoch(epoch)` (a function of an int64 scalar tensor returning a `tf.data.Dataset`) for the epochs
-    `initial_epoch, initial_epoch + 1, ...` (`epochs` of them; None: without end), one after another. What
-    each epoch holds depends only on its number, not on how often the result is iterated."""
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs must be a positive integer or None (endless), got {epochs!r}.")
-    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or initial_epoch < 0:
-        raise ValueError(f"initial_epoch must be a non-negative integer, got {initial_epoch!r}.")
-    if epochs is None:
-        return tf.data.Dataset.counter(initial_epoch).flat_map(one_epoch)
-    return tf.data.Dataset.range(initial_epoch, initial_epoch + epochs).flat_map(one_epoch)
 
 
 def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_parallel_calls=tf.data.AUTOTUNE,

@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from keras_bert_impl.data.classification_data import table_rows
-from keras_bert_impl.data.label_vocabulary import ClassificationDataError
+from keras_bert_impl.data.label_vocabulary import ClassificationDataError, all_labelled
 
 CONTEXT_COLUMN = "sent1"
 ENDING_START_COLUMN = "sent2"
@@ -148,10 +148,6 @@ def multiple_choice_inputs(examples):
         )
     contexts = [example.context for example in examples]
     choices = [list(example.choices) for example in examples]
-    labelled = [example.label is not None for example in examples]
-    if not any(labelled):
+    if not all_labelled(examples):
         return (contexts, choices), None
-    if not all(labelled):
-        missing = examples[labelled.index(False)]
-        raise ClassificationDataError(f"{missing.source}, line {missing.line}: the example has no label, others do.")
     return (contexts, choices), np.asarray([example.label for example in examples], dtype=np.int32)

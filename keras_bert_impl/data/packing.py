@@ -1,7 +1,6 @@
 """Pack one or two token id segments into BERT inputs: `[CLS] A [SEP] B [SEP]`.
 
-TensorFlow at the data edge: `SegmentPacker` is written once, in TensorFlow ops, so that it runs inside
-`tf.data.Dataset.map` under every Keras backend; `SegmentPacker.pack` runs the same ops eagerly.
+TensorFlow at the data edge: `SegmentPacker` runs inside `tf.data.Dataset.map` under every Keras backend.
 
 Layout (Devlin et al., 2018, section 3): `[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1, padding
 (id `pad_token_id`, segment 0) has `padding_mask` False.
@@ -18,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_impl.layers.constructor_config import constructor_config
 
 TRUNCATION_RULES = ("longest_first", "random_front_back")
 PADDING_MODES = ("fixed", "dynamic")
@@ -153,8 +153,7 @@ class SegmentPacker(keras.layers.Layer):
         return {key: value.numpy() for key, value in self._pack_tf(first, second).items()}
 
     def __call__(self, first, second=None):
-        # No weights and no backend tensors: TensorFlow tensors in and out under every Keras backend, so
-        # Keras' input conversion is skipped.
+        # TensorFlow tensors in and out under every backend: Keras' input conversion is skipped.
         return self.call(first, second)
 
     def call(self, first, second=None):
@@ -255,14 +254,4 @@ class SegmentPacker(keras.layers.Layer):
         return front_count(0, removed_a), front_count(1, removed_b)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            sequence_length=self.sequence_length,
-            cls_token_id=self.cls_token_id,
-            sep_token_id=self.sep_token_id,
-            pad_token_id=self.pad_token_id,
-            truncation=self.truncation,
-            padding=self.padding,
-            seed=self.seed,
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self)}

@@ -1,14 +1,13 @@
 """Text to batched `(x, y)` pretraining batches with `tf.data`: NSP instances streamed, padded and masked.
 
-TensorFlow at the data edge. The instances are the original's (`pretraining_instances`); every packing and
-masking setting comes from the `BertPretrainingPreprocessor` that `pretraining_dataset` is given (data sits
-below preprocessing and never imports it).
+The instances are the original's (`pretraining_instances`); every packing and masking setting comes from the
+`BertPretrainingPreprocessor` that `pretraining_dataset` is given.
 """
 
 import tensorflow as tf
 
 from keras_bert_impl.data.documents import as_sentence_documents, read_documents, tokenize_documents
-from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed
+from keras_bert_impl.data.masking import MASKING_MODES, epoch_seed
 from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 
@@ -62,6 +61,21 @@ def to_inputs_and_targets(features):
     return x, y
 
 
+def pretraining_epochs(one_epoch, epochs=1, initial_epoch=0):
+    """The prefetched `(x, y)` batches of `one_epoch(epoch)` (a function of an int64 scalar tensor returning a
+    `tf.data.Dataset` of masked batches) for the epochs `initial_epoch, initial_epoch + 1, ...` (`epochs` of
+    them; None: without end). What each epoch holds depends only on its number, not on how often the result
+    is iterated."""
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise ValueError(f"epochs must be a positive integer or None (endless), got {epochs!r}.")
+    if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or initial_epoch < 0:
+        raise ValueError(f"initial_epoch must be a non-negative integer, got {initial_epoch!r}.")
+    numbers = tf.data.Dataset.counter(initial_epoch) if epochs is None else tf.data.Dataset.range(
+        initial_epoch, initial_epoch + epochs)
+    batches = numbers.flat_map(one_epoch)
+    return batches.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
 def check_pretraining_preprocessor(preprocessor, caller):
     """Raise a one-line `TypeError` unless `preprocessor` is a `BertPretrainingPreprocessor` (or anything with its
     tokenizer, settings and masking methods)."""
@@ -93,10 +107,6 @@ def pretraining_dataset(
 ):
     """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
 
-    Reads and tokenizes the text once, then streams NSP instances (`pretraining_instances_dataset`), shuffles
-    them, pads them into batches and masks them with the preprocessor's masker: `"dynamic"` draws new masks
-    every epoch, `"static"` masks every instance once. Works under every Keras backend.
-
     The stream is a function of `(seed, epoch)` only: epoch `e` (of `epochs`, numbered from `initial_epoch`)
     is shuffled and masked under seeds derived from `(seed, e)` and no batch spans two epochs, so iterating
     again (a `tf.distribute` run, a resumed run) gives the same batches. For new masks every epoch, build the
@@ -111,7 +121,8 @@ def pretraining_dataset(
         documents: list. In-memory documents, each a str (split with `split_sentences`) or a list of
             sentence strings.
         batch_size: int. `B`. Defaults to 32.
-        masking: str. `"dynamic"` or `"static"`. Defaults to `"dynamic"`.
+        masking: str. `"dynamic"` (new masks every epoch) or `"static"` (each instance masked once). Defaults
+            to `"dynamic"`.
         seed: int. Seed of instance creation, shuffling and masks. Defaults to 12345.
         short_seq_prob: float. Defaults to 0.1.
         dupe_factor: int. Passes over the documents per epoch. Defaults to 1.
@@ -183,5 +194,4 @@ def pretraining_dataset(
             batches = preprocessor.mask_dataset(batches, seed=seed, new_masks_each_epoch=True, epoch=epoch)
         return batches
 
-    dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
-    return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return pretraining_epochs(one_epoch, epochs, initial_epoch)

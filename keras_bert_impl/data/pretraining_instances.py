@@ -1,20 +1,11 @@
 """NSP sentence pairs from documents of token ids: the original `create_pretraining_data.py` instances.
 
-The instance algorithm is the original `create_pretraining_data.py` (Devlin et al., 2018, section 3.1 and
-appendix A.2), draw for draw with one `random.Random(seed)`:
-- documents are shuffled; `max_num_tokens = sequence_length - 3`; per document the target length is
-  `max_num_tokens`, or with probability `short_seq_prob` `randint(2, max_num_tokens)`;
-- sentences accumulate into a chunk until the target is reached or the document ends; segment A takes
-  `randint(1, len(chunk) - 1)` sentences (all of a one-sentence chunk);
-- with probability 0.5, or always for a one-sentence chunk, B is "random next": read from a random start in
-  another document (up to 10 tries to draw a different one; a one-document corpus reuses itself, as the
-  original does) until the target is filled, and the chunk's unused sentences are put back; otherwise B is
-  the rest of the chunk;
-- the pair is truncated by `truncate_pair(..., "random_front_back", rng)` (whatever a preprocessor's
-  `truncation`) and packed by `SegmentPacker` (`pretraining_batches`, `pretraining_tfrecords`);
-- `dupe_factor` passes over the documents; the TFRecord writer shuffles all instances at the end.
-One deviation: the original draws its masks from the same `rng`; here masking has its own stateless
-randomness, so the instances do not depend on the masking settings.
+The algorithm is the original's (Devlin et al., 2018, section 3.1 and appendix A.2), draw for draw with one
+`random.Random(seed)`: `instances_from_document` is its `create_instances_from_document` (a one-document corpus
+draws "random next" segments from itself, as the original does), pairs are truncated by
+`truncate_pair(..., "random_front_back", rng)` whatever a preprocessor's `truncation`, and the TFRecord writer
+shuffles all instances at the end. One deviation: the original draws its masks from the same `rng`; here
+masking has its own stateless randomness, so the instances do not depend on the masking settings.
 """
 
 import random

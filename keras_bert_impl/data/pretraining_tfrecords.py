@@ -1,8 +1,8 @@
 """Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
 
-TensorFlow at the data edge. The instances are the original's (`pretraining_instances`), packed and masked
-with the settings of one `BertPretrainingPreprocessor`; `write_pretraining_settings` records those
-settings beside the shards, in `{output_prefix}.settings.json`.
+The instances are the original's (`pretraining_instances`), packed and masked with the settings of one
+`BertPretrainingPreprocessor`; `write_pretraining_settings` records those settings in
+`{output_prefix}.settings.json`.
 
 TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
 padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64 `[T]`),
@@ -11,7 +11,6 @@ padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64
 `P` = `max_predictions_per_seq`.
 """
 
-import json
 import logging
 import os
 import random
@@ -21,9 +20,9 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data.documents import read_documents, tokenize_documents
-from keras_bert_impl.data.file_patterns import expand_paths
-from keras_bert_impl.data.masking import MASKING_MODES, epoch_keyed_stream, epoch_seed, mask_dataset
-from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, to_inputs_and_targets
+from keras_bert_impl.utils.file_patterns import expand_paths, read_json
+from keras_bert_impl.data.masking import MASKING_MODES, epoch_seed, mask_dataset
+from keras_bert_impl.data.pretraining_batches import check_pretraining_preprocessor, pretraining_epochs
 from keras_bert_impl.data.pretraining_instances import check_instance_settings, iterate_pretraining_instances
 from keras_bert_impl.utils.atomic_io import atomic_path, atomic_write_json
 
@@ -81,8 +80,8 @@ def write_pretraining_tfrecords(
 ):
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
-    All instances are made (`dupe_factor` passes), shuffled, and dealt round-robin over the shards as the
-    original does; each shard is written atomically. `write_pretraining_settings` records the settings.
+    All instances are made, shuffled, and dealt round-robin over the shards as the original does; each shard
+    is written atomically.
 
     Args:
         input_files: str or list of str. Text files (glob patterns allowed), in a format of
@@ -174,9 +173,8 @@ def read_pretraining_tfrecords(
     epochs=1,
     initial_epoch=0,
 ):
-    """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`.
-
-    The stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s.
+    """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`; the
+    stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s.
 
     Args:
         file_pattern: str or list of str. Shard paths or glob patterns.
@@ -241,8 +239,7 @@ def read_pretraining_tfrecords(
             dataset = mask_dataset(dataset, masker, seed=seed, new_masks_each_epoch=True, epoch=epoch)
         return dataset
 
-    dataset = epoch_keyed_stream(one_epoch, epochs, initial_epoch)
-    return dataset.map(to_inputs_and_targets, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return pretraining_epochs(one_epoch, epochs, initial_epoch)
 
 
 def _check_token_ids(record, names, vocabulary_size, file_pattern):
@@ -267,11 +264,9 @@ def _check_token_ids(record, names, vocabulary_size, file_pattern):
 
 
 def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
-    """Record beside the shards of `output_prefix` how they were made, written atomically.
-
-    The JSON holds `masking` (`"static"` / `"dynamic"`), `preprocessor` (`BertPretrainingPreprocessor.settings()`:
-    the record length and every masking setting), `vocabulary_size`, and `details` (e.g. `dupe_factor`,
-    `seed`). `read_pretraining_settings` reads it back from the shards' paths.
+    """Record beside the shards of `output_prefix` how they were made, written atomically: `masking`,
+    `preprocessor` (`BertPretrainingPreprocessor.settings()`), `vocabulary_size`, and `details` (e.g.
+    `dupe_factor`, `seed`).
 
     Returns:
         str, the path written.
@@ -305,11 +300,7 @@ def read_pretraining_settings(file_pattern):
         match = _SHARD_NAME.match(path)
         candidate = path if path.endswith(SETTINGS_SUFFIX) else (match.group(1) + SETTINGS_SUFFIX if match else None)
         if candidate is not None and candidate not in found and os.path.isfile(candidate):
-            with open(candidate, encoding="utf-8") as handle:
-                try:
-                    document = json.load(handle)
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{candidate}: malformed settings JSON ({error}).") from None
+            document = read_json(candidate)
             if not isinstance(document, dict) or document.get("format") != _SETTINGS_FORMAT:
                 raise ValueError(f"{candidate} is not a pretraining settings file (no format {_SETTINGS_FORMAT!r}).")
             found[candidate] = document

@@ -33,11 +33,6 @@ class TaggedSentence:
     source: str = ""
     line: int = 0
 
-    @property
-    def location(self):
-        """`"path, line N"` for error messages."""
-        return f"{self.source}, line {self.line}"
-
 
 def _sentence(rows, path):
     """A `TaggedSentence` of `(line, word, tag)` rows."""

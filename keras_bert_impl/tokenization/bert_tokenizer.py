@@ -24,7 +24,6 @@ and the rows are put back in order.
 """
 
 import functools
-import json
 import os
 
 import numpy as np
@@ -32,6 +31,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert_impl.utils.atomic_io import atomic_write_json, atomic_write_text, ensure_directory
+from keras_bert_impl.utils.file_patterns import read_json, utf8_error_message
 
 VOCABULARY_FILENAME = "vocab.txt"
 CONFIG_FILENAME = "tokenizer_config.json"
@@ -74,22 +74,15 @@ _BYTES_PER_CHARACTER = 4
 
 def _read_vocabulary_file(path):
     try:
-        with open(path, "rb") as handle:
-            raw_lines = handle.read().split(b"\n")
+        with open(path, encoding="utf-8", newline="") as handle:
+            lines = handle.read().split("\n")
     except FileNotFoundError as error:
         raise FileNotFoundError(f"Vocabulary file {path!r} does not exist.") from error
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()
-    tokens = []
-    for line_number, raw in enumerate(raw_lines, start=1):
-        try:
-            tokens.append(raw.decode("utf-8").rstrip("\r"))
-        except UnicodeDecodeError as error:
-            raise ValueError(
-                f"Vocabulary file {path!r}, line {line_number}: not valid UTF-8 ({error.reason} at byte "
-                f"{error.start} of the line)."
-            ) from error
-    return tokens
+    except UnicodeDecodeError:
+        raise ValueError(f"Vocabulary file {utf8_error_message(path)}") from None
+    if lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
 
 
 def _check_vocabulary(tokens, source):
@@ -283,6 +276,10 @@ def _wordpiece_model(tokens, max_bytes_per_word, no_pretokenization):
     return tf.constant(np.frombuffer(buffer, dtype=np.uint8))
 
 
+def _wordpiece(model_buffer):
+    return tf_text.FastWordpieceTokenizer(model_buffer=model_buffer, token_out_type=tf.int32)
+
+
 @functools.cache
 def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chinese_chars):
     """One traced graph per setting, shared by all tokenizers: the vocabulary enters as a tensor.
@@ -291,12 +288,10 @@ def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chin
     """
 
     def run(batch, model_buffer, fast_model_buffer, max_chars):
-        wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=model_buffer, token_out_type=tf.int32)
         settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
         if with_offsets:
-            return _tokenize_with_offsets_batch(batch, wordpiece, *settings)
-        fast_wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=fast_model_buffer, token_out_type=tf.int32)
-        return _tokenize_batch(batch, wordpiece, fast_wordpiece, *settings)
+            return _tokenize_with_offsets_batch(batch, _wordpiece(model_buffer), *settings)
+        return _tokenize_batch(batch, _wordpiece(model_buffer), _wordpiece(fast_model_buffer), *settings)
 
     signature = [tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.uint8), tf.TensorSpec([None], tf.uint8),
                  tf.TensorSpec([], tf.int32)]
@@ -304,11 +299,10 @@ def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chin
 
 
 class BertTokenizer(tf.Module):
-    """BERT's WordPiece tokenizer: text to token ids, with character offsets, and back.
+    """BERT's WordPiece tokenizer (the original `FullTokenizer`): text to token ids, with character offsets, and back.
 
-    The original `FullTokenizer` (module docstring), on Python strings and lists (returning lists) and on
-    `tf.string` tensors (returning `tf.RaggedTensor`). A `tf.Module`, so an exported module can hold it (the
-    WordPiece model and, when built from a file, the vocabulary as a SavedModel asset).
+    A `tf.Module`, so an exported module can hold it (the WordPiece model and, when built from a file, the
+    vocabulary as a SavedModel asset).
 
     Args:
         vocabulary: str or list[str]. Path to a `vocab.txt` (one token per line, the line number minus one
@@ -373,10 +367,8 @@ class BertTokenizer(tf.Module):
         self._fast_wordpiece_model = _wordpiece_model(
             tokens, self.max_input_chars_per_word, no_pretokenization=False
         )
-        self._wordpiece = tf_text.FastWordpieceTokenizer(model_buffer=self._wordpiece_model, token_out_type=tf.int32)
-        self._fast_wordpiece = tf_text.FastWordpieceTokenizer(
-            model_buffer=self._fast_wordpiece_model, token_out_type=tf.int32
-        )
+        self._wordpiece = _wordpiece(self._wordpiece_model)
+        self._fast_wordpiece = _wordpiece(self._fast_wordpiece_model)
 
     @classmethod
     def from_pretrained(cls, directory, **kwargs):
@@ -394,11 +386,7 @@ class BertTokenizer(tf.Module):
         config_path = os.path.join(directory, CONFIG_FILENAME)
         config = {}
         if os.path.isfile(config_path):
-            try:
-                with open(config_path, encoding="utf-8") as handle:
-                    config = json.load(handle)
-            except (ValueError, UnicodeDecodeError) as error:
-                raise ValueError(f"{config_path!r} is not valid JSON: {error}.") from error
+            config = read_json(config_path)
             if not isinstance(config, dict):
                 raise ValueError(f"{config_path!r} must hold a JSON object, got {type(config).__name__}.")
         settings = {argument: config[key] for key, argument in _CONFIG_ARGUMENTS.items() if key in config}

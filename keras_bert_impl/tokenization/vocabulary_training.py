@@ -12,27 +12,20 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX, SPECIAL_TOKENS, split_words
 from keras_bert_impl.utils.atomic_io import atomic_write_text
+from keras_bert_impl.utils.file_patterns import expand_paths, utf8_error_message
 
 _BATCH_SIZE = 1024
 
 
 def _check_text_file(path):
     """Raise a clear error for a missing, non-UTF-8 or empty corpus file; return its non-blank line count."""
-    path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Corpus file {path!r} does not exist.")
-    non_blank = 0
-    with open(path, "rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"Corpus file {path!r}, line {line_number}: not valid UTF-8 ({error.reason} at byte "
-                    f"{error.start} of the line). Re-encode the file as UTF-8."
-                ) from error
-            non_blank += bool(line.strip())
-    return non_blank
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return sum(1 for line in handle if line.strip())
+    except UnicodeDecodeError:
+        raise ValueError(f"Corpus file {utf8_error_message(path)}") from None
 
 
 def train_wordpiece_vocabulary(
@@ -47,8 +40,8 @@ def train_wordpiece_vocabulary(
     """Learn a BERT WordPiece vocabulary from text, reserved tokens first ([PAD] is id 0, as released).
 
     Args:
-        text_files_or_dataset: str, list[str] or tf.data.Dataset. UTF-8 text file path(s), read line by
-            line, or a dataset of tf.string scalars or `(B,)` batches.
+        text_files_or_dataset: str, list[str] or tf.data.Dataset. UTF-8 text file path(s) (glob patterns
+            allowed), read line by line, or a dataset of tf.string scalars or `(B,)` batches.
         vocabulary_size: int. Size of the vocabulary, reserved tokens included (at most this many tokens;
             fewer if the corpus has fewer distinct pieces).
         lowercase: bool. Learn an uncased vocabulary (use `BertTokenizer(..., lowercase=True)` with it).
@@ -83,12 +76,7 @@ def train_wordpiece_vocabulary(
         lines = text_files_or_dataset
         source = "the dataset"
     else:
-        paths = [text_files_or_dataset] if isinstance(text_files_or_dataset, (str, os.PathLike)) else list(
-            text_files_or_dataset
-        )
-        if not paths:
-            raise ValueError("No corpus files given.")
-        paths = [os.fspath(path) for path in paths]
+        paths = expand_paths(text_files_or_dataset)
         if sum(_check_text_file(path) for path in paths) == 0:
             raise ValueError(f"Corpus files {paths} contain no text (only blank lines).")
         lines = tf.data.TextLineDataset(paths)

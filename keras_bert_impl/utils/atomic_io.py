@@ -220,11 +220,8 @@ def _set_umask_modes(directory):
 
 @contextlib.contextmanager
 def atomic_directory(path, markers=(), overwrite=False, what="output directory", force_hint=None):
-    """Yield a temporary directory that replaces directory `path` only when the block succeeds.
-
-    The old directory is moved aside, the new one renamed in, then the old one deleted; if the block raises,
-    `path` is untouched. `check_replaceable` runs first; files get the umask permissions; a full disk becomes
-    one `disk_full_error` line.
+    """Yield a temporary directory that replaces directory `path` (if `check_replaceable` allows) only when the
+    block succeeds; files get the umask permissions, and a full disk becomes one `disk_full_error` line.
 
     Example:
     >>> import os

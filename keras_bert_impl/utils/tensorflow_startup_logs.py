@@ -1,9 +1,8 @@
 """Keep TensorFlow's native start-up log lines off stderr, unless asked for.
 
 TensorFlow writes absl lines (`Could not find cuda drivers`, oneDNN notices) to descriptor 2 before
-`TF_CPP_MIN_LOG_LEVEL` applies. `quiet_tensorflow_startup()` (called by `keras-bert`, never on import) hooks
-the first `import tensorflow`, captures descriptor 2 during it and the device listing, and writes back all
-but those lines; it also sets `TF_CPP_MIN_LOG_LEVEL=2` unless set (`0` keeps everything).
+`TF_CPP_MIN_LOG_LEVEL` applies, so `quiet_tensorflow_startup()` (called by `keras-bert`, never on import)
+filters descriptor 2 during the first `import tensorflow` and its device listing.
 """
 
 import contextlib
@@ -94,8 +93,9 @@ class _TensorFlowImportHook(importlib.abc.MetaPathFinder):
 
 
 def quiet_tensorflow_startup():
-    """Filter TensorFlow's native start-up lines from stderr when it is first imported (see the module
-    docstring). Does nothing when TensorFlow is already imported or the user set `TF_CPP_MIN_LOG_LEVEL=0`."""
+    """Filter TensorFlow's native start-up lines from stderr when it is first imported, and set
+    `TF_CPP_MIN_LOG_LEVEL=2` unless set. Does nothing when TensorFlow is already imported or the user set
+    `TF_CPP_MIN_LOG_LEVEL=0`."""
     if os.environ.get(LOG_LEVEL_VARIABLE) == "0" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)

@@ -234,7 +234,7 @@ def test_vocabulary_missing_a_special_token_names_it_and_the_file(tmp_path):
 def test_bad_vocabulary_files(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_bytes(("\n".join(SPECIALS) + "\nok\nbad\xff\n").encode("latin-1"))
-    with pytest.raises(ValueError, match="line 7: not valid UTF-8"):
+    with pytest.raises(ValueError, match="line 7: .*not valid UTF-8"):
         BertTokenizer(str(path))
     path.write_text("\n".join(SPECIALS + ["x", "x"]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="'x' appears twice, at lines 6 and 7"):

@@ -1,6 +1,7 @@
-"""File arguments of the data readers: paths or glob patterns, expanded in order, and their UTF-8 errors."""
+"""File arguments of the data readers: paths or glob patterns, expanded in order, and their UTF-8 and JSON errors."""
 
 import glob
+import json
 import os
 
 
@@ -33,3 +34,14 @@ def utf8_error_message(path):
                     "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
                 )
     return f"{path}: the file is not valid UTF-8; convert it to UTF-8."
+
+
+def read_json(path, error=ValueError):
+    """The JSON document in `path`; malformed JSON or UTF-8 raises `error` with one line naming where."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as bad:
+        raise error(f"{path}: malformed JSON at line {bad.lineno}, column {bad.colno}: {bad.msg}.") from None
+    except UnicodeDecodeError:
+        raise error(utf8_error_message(path)) from None
