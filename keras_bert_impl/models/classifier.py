@@ -79,18 +79,11 @@ class BertClassifier(BertTask):
         """True for `num_classes=1` (one score, mean squared error)."""
         return self.num_classes == 1
 
-    # -- training ---------------------------------------------------------------------------------------
-
-    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
-        if loss is None:
-            if self.is_regression:
-                loss = keras.losses.MeanSquaredError()
-            else:
-                loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-                if metrics is None:
-                    metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    def default_loss_and_metrics(self):
+        """Mean squared error for regression, else sparse categorical cross-entropy from logits and "accuracy"."""
+        if self.is_regression:
+            return keras.losses.MeanSquaredError(), None
+        return classification_loss_and_metrics()
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
@@ -162,3 +155,9 @@ def top_classes(logits):
     probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(keras.ops.convert_to_tensor(logits, "float32")))
     class_ids = np.argmax(probabilities, axis=-1)  # (B,)
     return class_ids, np.take_along_axis(probabilities, class_ids[:, None], axis=-1)[:, 0]
+
+
+def classification_loss_and_metrics():
+    """Sparse categorical cross-entropy from logits and "accuracy": `compile()`'s default for class logits."""
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True), [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

@@ -7,7 +7,7 @@ import keras
 
 from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
-from keras_bert_impl.models.classifier import top_classes
+from keras_bert_impl.models.classifier import classification_loss_and_metrics, top_classes
 from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout, head_logits, pooled_output
 from keras_bert_impl.models.task_checkpoints import stored_head
 
@@ -66,15 +66,8 @@ class BertMultipleChoice(BertTask):
         self.dropout = dropout
         self.preprocessor = preprocessor
 
-    # -- training ---------------------------------------------------------------------------------------
-
-    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
-        if loss is None:
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            if metrics is None:
-                metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    def default_loss_and_metrics(self):
+        return classification_loss_and_metrics()
 
     # -- config and checkpoints -------------------------------------------------------------------------
 

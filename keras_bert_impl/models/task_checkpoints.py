@@ -30,11 +30,6 @@ class StoredCheckpoint(NamedTuple):
         return self.extra.get("source_config", {}).get("architectures") or []
 
 
-def is_default_huggingface_labels(labels):
-    """Whether `labels` are the names `transformers` makes up when a model has none: LABEL_0, LABEL_1, ..."""
-    return all(label == f"LABEL_{index}" for index, label in enumerate(labels))
-
-
 def stored_head(task_class, checkpoint):
     """`{"num_classes", "labels", "dropout"}` of the checkpoint's head for `task_class`, None where unknown:
     from our config, or a foreign head's shape (Hugging Face `classifier.*` with `id2label` unless the default
@@ -53,9 +48,11 @@ def stored_head(task_class, checkpoint):
         source = checkpoint.extra.get("source_config", {})
         id2label = source.get("id2label") or {}
         labels = tuple(id2label[key] for key in sorted(id2label, key=int)) if id2label else None
+        # LABEL_0, LABEL_1, ...: the names `transformers` makes up for a model without any.
+        made_up = labels is not None and all(label == f"LABEL_{index}" for index, label in enumerate(labels))
         dropout = source.get("classifier_dropout")
         return {"num_classes": int(tensors["classifier.weight"].shape[0]),
-                "labels": None if labels is None or is_default_huggingface_labels(labels) else labels,
+                "labels": None if labels is None or made_up else labels,
                 "dropout": source.get("hidden_dropout_prob") if dropout is None else dropout}
     if "output_weights" in tensors:
         return {"num_classes": int(tensors["output_weights"].shape[0]), "labels": None, "dropout": None}
