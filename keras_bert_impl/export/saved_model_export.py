@@ -13,7 +13,7 @@ import keras
 
 from keras_bert_impl.export.export_error import ExportError
 from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess, exported_class_name
-from keras_bert_impl.models.registry import task_kind
+from keras_bert_impl.models.registry import TASK_KINDS
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
 logger = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
     class_name = exported_class_name(model, "export_saved_model")
     if class_name in NOT_EXPORTED:
         raise ExportError(f"{class_name} has no SavedModel export: {NOT_EXPORTED[class_name]}")
-    kind = task_kind(class_name)
+    kind = TASK_KINDS[class_name]
     settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
     check_replaceable(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel", "pass --overwrite to replace it")
