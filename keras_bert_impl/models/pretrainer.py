@@ -1,9 +1,6 @@
 """BERT pretraining model: backbone + masked-LM head + next-sentence head, trained by Keras' own step.
 
 Shape legend: B batch, T tokens, P masked slots per sequence, H hidden width, V vocabulary.
-
-The loss math is written once (`pretraining_losses`, keras.ops) and handed to each backend's own
-`keras.Model.train_step` / `test_step` through the public `compute_loss` hook.
 """
 
 import keras

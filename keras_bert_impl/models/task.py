@@ -116,11 +116,8 @@ class BertTask(keras.Model):
     """A functional Keras model: `backbone` plus a head, optionally holding a preprocessor.
 
     Subclasses build their graph in `__init__(backbone, ..., preprocessor=None, **kwargs)`, call
-    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, and keep each head
-    argument as the attribute of its name (`task_config()` reads them). Config round trip, `from_pretrained`,
-    `from_preset`, `from_scratch`, `save_pretrained`, `save_huggingface`, `save_to_preset` and the default
-    `compile()` optimizer are written here once; a task declares what differs (the class attributes and
-    classmethods below: head weight names, stored head arguments, Hugging Face architecture, preprocessor).
+    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, keep each head
+    argument as the attribute of its name (`task_config()` reads them), and declare what differs below.
 
     With a preprocessor, `fit`, `evaluate` and `predict` take raw strings (lists, NumPy string arrays, tuples
     of them for text pairs, or a `tf.data.Dataset`), preprocessed in `tf.data` (`preprocessor.make_dataset`);

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_bert_impl.checkpoints import CheckpointError, LoadReport, load_weights, native
+from keras_bert_impl.checkpoints import LoadReport, load_weights, native
 from keras_bert_impl.checkpoints.conversion import HUGGINGFACE, foreign_names, to_ours
 
 logger = logging.getLogger(__name__)
@@ -102,12 +102,7 @@ def load_task_weights(model, checkpoint):
     else:
         reads_head = reads_head and not mismatches
         report = load_weights(model, backbone, fmt, tensors, path, head_specs=head_specs if reads_head else [],
-                              strict_backbone=False)
-        required_missing = [
-            name for name in report.missing if name not in head_paths and name not in model.unused_backbone_paths
-        ]
-        if required_missing:
-            raise CheckpointError(f"{path}: encoder weights missing from the checkpoint: {required_missing}.")
+                              optional_backbone_paths=model.unused_backbone_paths)
         if not reads_head:
             report.missing = report.missing + head_paths
     missing_head = [name for name in report.missing if name in head_paths]
