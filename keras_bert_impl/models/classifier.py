@@ -44,8 +44,7 @@ class BertClassifier(BertTask):
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.models.backbone import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
     >>> model = BertClassifier(backbone, num_classes=3, labels=["contradiction", "entailment", "neutral"])
     >>> x = {"token_ids": np.array([[2, 7, 3, 9, 3]]), "segment_ids": np.array([[0, 0, 0, 1, 1]]),
     ...      "padding_mask": np.ones((1, 5), bool)}
@@ -131,8 +130,7 @@ class BertClassifier(BertTask):
 
         Example:
         >>> from keras_bert_impl.models.backbone import BertBackbone
-        >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-        ...                         intermediate_dim=16, max_sequence_length=16)
+        >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
         >>> model = BertClassifier(backbone, num_classes=2, labels=["neg", "pos"])
         >>> [(row["label"], round(row["probability"], 4)) for row in model.decode_predictions([[0.0, 2.0]])]
         [('pos', 0.8808)]

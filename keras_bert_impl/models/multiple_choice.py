@@ -35,8 +35,7 @@ class BertMultipleChoice(BertTask):
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.models.backbone import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
     >>> model = BertMultipleChoice(backbone)
     >>> x = {"token_ids": np.array([[[2, 7, 3, 9, 3], [2, 7, 3, 8, 3]]]),
     ...      "segment_ids": np.array([[[0, 0, 0, 1, 1]] * 2]), "padding_mask": np.ones((1, 2, 5), bool)}
@@ -100,8 +99,7 @@ class BertMultipleChoice(BertTask):
 
         Example:
         >>> from keras_bert_impl.models.backbone import BertBackbone
-        >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-        ...                         intermediate_dim=16, max_sequence_length=16)
+        >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
         >>> [(row["choice"], round(row["probability"], 4))
         ...  for row in BertMultipleChoice(backbone).decode_predictions([[0.0, 0.0, 3.0]])]
         [(2, 0.9094)]

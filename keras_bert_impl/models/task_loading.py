@@ -145,8 +145,7 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
     >>> from keras_bert_impl.models.backbone import BertBackbone
     >>> from keras_bert_impl.models.classifier import BertClassifier
     >>> from keras_bert_impl.tokenization import BertTokenizer
-    >>> backbone = BertBackbone(vocabulary_size=7, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
-    ...                         max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=7, num_layers=1)
     >>> directory = tempfile.mkdtemp()
     >>> BertClassifier(backbone, num_classes=2, labels=["bad", "good"]).save_pretrained(directory)
     >>> BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]).save_pretrained(directory)
