@@ -65,17 +65,17 @@ def read_checkpoint(path, revision=None):
     )
 
 
-def load_weights(model, backbone, fmt, tensors, path, head_specs=(), strict_backbone=True):
+def load_weights(model, backbone, fmt, tensors, path, head_specs=(), optional_backbone_paths=()):
     """Assign backbone (and head) weights from tensors read by `read_checkpoint`; return a LoadReport.
-    Missing backbone weights are an error (with `strict_backbone`); missing head weights stay initial."""
+    Missing backbone weights but `optional_backbone_paths` are an error; missing head weights stay initial."""
     if fmt == "native":
         unused = native.assign_native(model, tensors, path)
         return LoadReport(loaded=[v.path for v in model.weights], missing=[], unused=unused)
     specs = backbone_weight_specs(backbone.num_layers) + list(head_specs)
     report = assign_from_checkpoint(model, specs, tensors, fmt, path)
     backbone_paths = {spec.ours for spec in backbone_weight_specs(backbone.num_layers)}
-    missing_backbone = [name for name in report.missing if name in backbone_paths]
-    if strict_backbone and missing_backbone:
+    missing_backbone = [name for name in report.missing if name in backbone_paths - set(optional_backbone_paths)]
+    if missing_backbone:
         raise CheckpointError(f"{path}: encoder weights missing from the checkpoint: {missing_backbone}.")
     return report
 

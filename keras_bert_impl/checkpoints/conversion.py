@@ -90,16 +90,11 @@ def assign_from_checkpoint(model, specs, tensors, source, checkpoint_path):
         variable.assign(value.astype(variable.dtype))
         loaded.append(spec.ours)
         used.update(names)
-    unused = sorted(
-        name for name in tensors if name not in used and not _ignored(name)
-    )
+    # Ignored tensors, also under a prefix ("bert."), and the original TF optimizer slots.
+    ignored_endings = tuple("." + name for name in IGNORED_FOREIGN_TENSORS) + ("adam_m", "adam_v")
+    unused = sorted(name for name in tensors if name not in used and name not in IGNORED_FOREIGN_TENSORS
+                    and not name.endswith(ignored_endings))
     return LoadReport(loaded=loaded, missing=missing, unused=unused)
-
-
-def _ignored(name):
-    return any(name == ignored or name.endswith("." + ignored) for ignored in IGNORED_FOREIGN_TENSORS) or (
-        name.endswith("adam_m") or name.endswith("adam_v")  # original TF optimizer slots
-    )
 
 
 def export_tensors(model, specs, target):

@@ -34,14 +34,6 @@ def _is_local(path):
     return os.path.exists(path) or os.path.exists(path + ".index")
 
 
-def _offline():
-    """`HF_HUB_OFFLINE`, read now: `huggingface_hub` reads it once, at import."""
-    from huggingface_hub import constants
-
-    value = os.environ.get("HF_HUB_OFFLINE", "").strip().upper()
-    return value in ("1", "ON", "YES", "TRUE") or bool(constants.HF_HUB_OFFLINE)
-
-
 def resolve_checkpoint(name_or_path, revision=None):
     """The local path of a checkpoint: `name_or_path` itself when it exists on disk, else the cached
     snapshot of the Hugging Face Hub model of that id (downloaded first unless `HF_HUB_OFFLINE=1`).
@@ -77,7 +69,9 @@ def resolve_checkpoint(name_or_path, revision=None):
         ) from error
     from huggingface_hub import constants, errors
 
-    offline = _offline()
+    # `HF_HUB_OFFLINE`, read now: `huggingface_hub` reads it once, at import.
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+    offline = offline or bool(constants.HF_HUB_OFFLINE)
     where = path + (f" (revision {revision})" if revision else "")
     try:
         directory = huggingface_hub.snapshot_download(

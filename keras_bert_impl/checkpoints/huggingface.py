@@ -166,11 +166,6 @@ def read_huggingface_tensors(directory):
 
 
 def _read_pytorch_bin(path):
-    if not os.path.exists(path):
-        raise CheckpointError(
-            f"No weights in {os.path.dirname(path)}: expected {SAFETENSORS_FILE}, "
-            f"{SAFETENSORS_INDEX_FILE} or {PYTORCH_FILE}."
-        )
     try:
         import torch
     except ImportError as error:

@@ -60,19 +60,17 @@ def _name_table(num_layers):
                 (f"{ours}/self_attention_layer/{part}/kernel", f"{theirs}.attention.self.{part}.weight", "head_kernel"),
                 (f"{ours}/self_attention_layer/{part}/bias", f"{theirs}.attention.self.{part}.bias", "head_bias"),
             ]
-        table += [
-            (f"{ours}/self_attention_layer/attention_output/kernel", f"{theirs}.attention.output.dense.weight",
-             "output_kernel"),
-            (f"{ours}/self_attention_layer/attention_output/bias", f"{theirs}.attention.output.dense.bias", "vector"),
-            (f"{ours}/self_attention_layer_norm/gamma", f"{theirs}.attention.output.LayerNorm.weight", "vector"),
-            (f"{ours}/self_attention_layer_norm/beta", f"{theirs}.attention.output.LayerNorm.bias", "vector"),
-            (f"{ours}/feedforward_intermediate_dense/kernel", f"{theirs}.intermediate.dense.weight", "dense"),
-            (f"{ours}/feedforward_intermediate_dense/bias", f"{theirs}.intermediate.dense.bias", "vector"),
-            (f"{ours}/feedforward_output_dense/kernel", f"{theirs}.output.dense.weight", "dense"),
-            (f"{ours}/feedforward_output_dense/bias", f"{theirs}.output.dense.bias", "vector"),
-            (f"{ours}/feedforward_layer_norm/gamma", f"{theirs}.output.LayerNorm.weight", "vector"),
-            (f"{ours}/feedforward_layer_norm/beta", f"{theirs}.output.LayerNorm.bias", "vector"),
-        ]
+        for dense, their_dense, kernel_kind in (
+            ("self_attention_layer/attention_output", "attention.output.dense", "output_kernel"),
+            ("feedforward_intermediate_dense", "intermediate.dense", "dense"),
+            ("feedforward_output_dense", "output.dense", "dense"),
+        ):
+            table += [(f"{ours}/{dense}/kernel", f"{theirs}.{their_dense}.weight", kernel_kind),
+                      (f"{ours}/{dense}/bias", f"{theirs}.{their_dense}.bias", "vector")]
+        for norm, their_norm in (("self_attention_layer_norm", "attention.output.LayerNorm"),
+                                 ("feedforward_layer_norm", "output.LayerNorm")):
+            table += [(f"{ours}/{norm}/gamma", f"{theirs}.{their_norm}.weight", "vector"),
+                      (f"{ours}/{norm}/beta", f"{theirs}.{their_norm}.bias", "vector")]
     table += [
         ("pooled_dense/kernel", "pooler.dense.weight", "dense"),
         ("pooled_dense/bias", "pooler.dense.bias", "vector"),

@@ -30,7 +30,7 @@ def is_native_directory(path):
 
 
 def read_native(path):
-    """Return `(class_name, config, tensors)` from one of our checkpoint directories."""
+    """Return `(class_name, config, extra, tensors)` from one of our checkpoint directories."""
     config_path = os.path.join(path, CONFIG_FILE)
     document = read_json(config_path)
     for field in ("class_name", "config"):

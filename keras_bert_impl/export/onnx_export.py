@@ -32,15 +32,6 @@ SINGLE_OUTPUT_NAME = "logits"
 METADATA_KEYS = ("keras_bert_impl.model_class", "keras_bert_impl.labels", "keras_bert_impl.max_sequence_length")
 
 
-def _check_packages():
-    missing = [name for name in EXPORT_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ExportError(
-            f"ONNX export needs the packages {', '.join(EXPORT_PACKAGES)} ({', '.join(missing)} not installed): "
-            "pip install \"keras-bert-impl[onnx]\"."
-        )
-
-
 def check_output(path, overwrite=False):
     """Raise `OutputExistsError` unless an ONNX file may be written at `path` (absent, or `overwrite`)."""
     if os.path.isdir(path):
@@ -88,19 +79,19 @@ def export_onnx(model, path=None, *, overwrite=False, opset=None):
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_ONNX_ROOT,
                                                                                   f"{model.name}.onnx"))
     check_output(path, overwrite)
-    _check_packages()
-    _export_for_backend(model, class_name, path, opset, overwrite)
-    logger.info("Exported %s to %s", class_name, path)
-    return path
-
-
-def _export_for_backend(model, class_name, path, opset, overwrite):
-    """The one backend branch: convert here under TensorFlow, else in a TensorFlow subprocess."""
+    missing = [name for name in EXPORT_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ExportError(
+            f"ONNX export needs the packages {', '.join(EXPORT_PACKAGES)} ({', '.join(missing)} not installed): "
+            "pip install \"keras-bert-impl[onnx]\"."
+        )
     if keras.backend.backend() == "tensorflow":
         _export_with_tensorflow(model, class_name, path, opset)
     else:
         options = {} if opset is None else {"opset": opset}
         export_in_tensorflow_subprocess(model, class_name, "onnx", path, options, overwrite=overwrite)
+    logger.info("Exported %s to %s", class_name, path)
+    return path
 
 
 def _metadata(model, class_name):

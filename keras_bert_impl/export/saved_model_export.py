@@ -13,7 +13,7 @@ import keras
 
 from keras_bert_impl.export.export_error import ExportError
 from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess, exported_class_name
-from keras_bert_impl.models.registry import task_kind
+from keras_bert_impl.models.registry import TASK_KINDS
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
 logger = logging.getLogger(__name__)
@@ -142,38 +142,16 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
     class_name = exported_class_name(model, "export_saved_model")
     if class_name in NOT_EXPORTED:
         raise ExportError(f"{class_name} has no SavedModel export: {NOT_EXPORTED[class_name]}")
-    kind = task_kind(class_name)
+    kind = TASK_KINDS[class_name]
     settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
     check_replaceable(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel", "pass --overwrite to replace it")
-    _export_for_backend(model, class_name, kind, tokenizer, settings, path, overwrite)
-    logger.info("Exported %s to %s", class_name, path)
-    return path
-
-
-def _export_for_backend(model, class_name, kind, tokenizer, settings, path, overwrite):
-    """The one backend branch: build the graph here under TensorFlow, else in a TensorFlow subprocess."""
     if keras.backend.backend() == "tensorflow":
         _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite)
     else:
         export_in_tensorflow_subprocess(model, class_name, "saved_model", path, settings, tokenizer, overwrite)
-
-
-def _export_config(model, class_name, kind, tokenizer, settings):
-    config = {
-        "format": "keras_bert_impl.saved_model",
-        "model_class": class_name,
-        "model_config": model.get_config(),
-        "signatures": None,  # filled in once the signatures exist
-        "settings": settings,
-        "padding_mask_dtype": "int32",
-        "has_tokenizer": tokenizer is not None,
-    }
-    if kind in ("classifier", "token_classifier"):
-        config["labels"] = list(model.labels) if model.labels is not None else None
-    if kind == "classifier":
-        config["is_regression"] = bool(model.is_regression)
-    return config
+    logger.info("Exported %s to %s", class_name, path)
+    return path
 
 
 def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite=False):
@@ -189,8 +167,13 @@ def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, 
             assets["vocabulary_file"] = tf.saved_model.Asset(os.path.join(staging, "vocab.txt"))
             assets["tokenizer_config_file"] = tf.saved_model.Asset(os.path.join(staging, "tokenizer_config.json"))
         module, signatures = build_serving_module(model, kind, tokenizer, settings)
-        config = _export_config(model, class_name, kind, tokenizer, settings)
-        config["signatures"] = sorted(signatures)
+        config = {"format": "keras_bert_impl.saved_model", "model_class": class_name,
+                  "model_config": model.get_config(), "signatures": sorted(signatures), "settings": settings,
+                  "padding_mask_dtype": "int32", "has_tokenizer": tokenizer is not None}
+        if kind in ("classifier", "token_classifier"):
+            config["labels"] = list(model.labels) if model.labels is not None else None
+        if kind == "classifier":
+            config["is_regression"] = bool(model.is_regression)
         config_path = os.path.join(staging, EXPORT_CONFIG_FILENAME)
         with open(config_path, "w", encoding="utf-8") as handle:
             json.dump(config, handle, indent=2)

@@ -14,7 +14,7 @@ from keras_bert_impl.export.export_error import ExportError
 from keras_bert_impl.models.registry import TASK_CLASSES
 
 WORKER_MODULE = "keras_bert_impl.export.tensorflow_export_worker"
-# --format value -> how messages name it.
+# `export_format` -> how messages name it.
 FORMATS = {"saved_model": "SavedModel", "onnx": "ONNX"}
 _WORKER_OUTPUT_TAIL = 4000  # characters of a failed worker's output quoted in the error
 
@@ -59,13 +59,12 @@ def export_in_tensorflow_subprocess(model, class_name, export_format, path, opti
                 f"Cannot export {class_name} as {name} from the {backend} backend: saving it for the TensorFlow "
                 f"export worker failed ({type(error).__name__}: {error})."
             ) from error
-        command = [sys.executable, "-m", WORKER_MODULE, "--format", export_format, "--model-class", class_name,
-                   "--model-dir", model_dir, "--output", path, "--options", json.dumps(options)]
-        command += ["--overwrite"] if overwrite else []
+        job = {"format": export_format, "model_class": class_name, "model_dir": model_dir, "tokenizer_dir": None,
+               "output": path, "overwrite": overwrite, "options": options}
         if tokenizer is not None:
-            tokenizer_dir = os.path.join(staging, "tokenizer")
-            tokenizer.save_pretrained(tokenizer_dir)
-            command += ["--tokenizer-dir", tokenizer_dir]
+            job["tokenizer_dir"] = os.path.join(staging, "tokenizer")
+            tokenizer.save_pretrained(job["tokenizer_dir"])
+        command = [sys.executable, "-m", WORKER_MODULE, json.dumps(job)]
         result = subprocess.run(command, env=dict(os.environ, KERAS_BACKEND="tensorflow"), capture_output=True,
                                 text=True, check=False)
     if result.returncode != 0:

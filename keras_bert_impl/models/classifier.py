@@ -44,8 +44,7 @@ class BertClassifier(BertTask):
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.models.backbone import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
     >>> model = BertClassifier(backbone, num_classes=3, labels=["contradiction", "entailment", "neutral"])
     >>> x = {"token_ids": np.array([[2, 7, 3, 9, 3]]), "segment_ids": np.array([[0, 0, 0, 1, 1]]),
     ...      "padding_mask": np.ones((1, 5), bool)}
@@ -79,18 +78,11 @@ class BertClassifier(BertTask):
         """True for `num_classes=1` (one score, mean squared error)."""
         return self.num_classes == 1
 
-    # -- training ---------------------------------------------------------------------------------------
-
-    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
-        if loss is None:
-            if self.is_regression:
-                loss = keras.losses.MeanSquaredError()
-            else:
-                loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-                if metrics is None:
-                    metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    def default_loss_and_metrics(self):
+        """Mean squared error for regression, else sparse categorical cross-entropy from logits and "accuracy"."""
+        if self.is_regression:
+            return keras.losses.MeanSquaredError(), None
+        return classification_loss_and_metrics()
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
@@ -138,8 +130,7 @@ class BertClassifier(BertTask):
 
         Example:
         >>> from keras_bert_impl.models.backbone import BertBackbone
-        >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-        ...                         intermediate_dim=16, max_sequence_length=16)
+        >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
         >>> model = BertClassifier(backbone, num_classes=2, labels=["neg", "pos"])
         >>> [(row["label"], round(row["probability"], 4)) for row in model.decode_predictions([[0.0, 2.0]])]
         [('pos', 0.8808)]
@@ -162,3 +153,9 @@ def top_classes(logits):
     probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(keras.ops.convert_to_tensor(logits, "float32")))
     class_ids = np.argmax(probabilities, axis=-1)  # (B,)
     return class_ids, np.take_along_axis(probabilities, class_ids[:, None], axis=-1)[:, 0]
+
+
+def classification_loss_and_metrics():
+    """Sparse categorical cross-entropy from logits and "accuracy": `compile()`'s default for class logits."""
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True), [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

@@ -7,7 +7,7 @@ import keras
 
 from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
-from keras_bert_impl.models.classifier import top_classes
+from keras_bert_impl.models.classifier import classification_loss_and_metrics, top_classes
 from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout, head_logits, pooled_output
 from keras_bert_impl.models.task_checkpoints import stored_head
 
@@ -35,8 +35,7 @@ class BertMultipleChoice(BertTask):
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.models.backbone import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
     >>> model = BertMultipleChoice(backbone)
     >>> x = {"token_ids": np.array([[[2, 7, 3, 9, 3], [2, 7, 3, 8, 3]]]),
     ...      "segment_ids": np.array([[[0, 0, 0, 1, 1]] * 2]), "padding_mask": np.ones((1, 2, 5), bool)}
@@ -66,15 +65,8 @@ class BertMultipleChoice(BertTask):
         self.dropout = dropout
         self.preprocessor = preprocessor
 
-    # -- training ---------------------------------------------------------------------------------------
-
-    def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
-        """`BertTask.compile` with the class docstring's loss and metric when `loss` is None."""
-        if loss is None:
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            if metrics is None:
-                metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    def default_loss_and_metrics(self):
+        return classification_loss_and_metrics()
 
     # -- config and checkpoints -------------------------------------------------------------------------
 
@@ -107,8 +99,7 @@ class BertMultipleChoice(BertTask):
 
         Example:
         >>> from keras_bert_impl.models.backbone import BertBackbone
-        >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-        ...                         intermediate_dim=16, max_sequence_length=16)
+        >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
         >>> [(row["choice"], round(row["probability"], 4))
         ...  for row in BertMultipleChoice(backbone).decode_predictions([[0.0, 0.0, 3.0]])]
         [(2, 0.9094)]

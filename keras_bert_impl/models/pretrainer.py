@@ -1,9 +1,6 @@
 """BERT pretraining model: backbone + masked-LM head + next-sentence head, trained by Keras' own step.
 
 Shape legend: B batch, T tokens, P masked slots per sequence, H hidden width, V vocabulary.
-
-The loss math is written once (`pretraining_losses`, keras.ops) and handed to each backend's own
-`keras.Model.train_step` / `test_step` through the public `compute_loss` hook.
 """
 
 import keras
@@ -105,8 +102,7 @@ class BertPretrainer(BertTask):
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.models.backbone import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
     >>> model = BertPretrainer(backbone)
     >>> x = {"token_ids": np.array([[2, 4, 1, 3]]), "segment_ids": np.zeros((1, 4), "int32"),
     ...      "padding_mask": np.ones((1, 4), bool), "mask_positions": np.array([[2, 0]])}

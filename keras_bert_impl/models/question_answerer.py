@@ -46,8 +46,7 @@ class BertQuestionAnswerer(BertTask):
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.models.backbone import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
     >>> model = BertQuestionAnswerer(backbone)
     >>> x = {"token_ids": np.array([[2, 7, 3, 9, 8, 3]]), "segment_ids": np.array([[0, 0, 0, 1, 1, 1]]),
     ...      "padding_mask": np.ones((1, 6), bool)}

@@ -116,11 +116,8 @@ class BertTask(keras.Model):
     """A functional Keras model: `backbone` plus a head, optionally holding a preprocessor.
 
     Subclasses build their graph in `__init__(backbone, ..., preprocessor=None, **kwargs)`, call
-    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, and keep each head
-    argument as the attribute of its name (`task_config()` reads them). Config round trip, `from_pretrained`,
-    `from_preset`, `from_scratch`, `save_pretrained`, `save_huggingface`, `save_to_preset` and the default
-    `compile()` optimizer are written here once; a task declares what differs (the class attributes and
-    classmethods below: head weight names, stored head arguments, Hugging Face architecture, preprocessor).
+    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, keep each head
+    argument as the attribute of its name (`task_config()` reads them), and declare what differs below.
 
     With a preprocessor, `fit`, `evaluate` and `predict` take raw strings (lists, NumPy string arrays, tuples
     of them for text pairs, or a `tf.data.Dataset`), preprocessed in `tf.data` (`preprocessor.make_dataset`);
@@ -241,6 +238,11 @@ class BertTask(keras.Model):
         """Fields `save_huggingface` adds to the Hugging Face config.json (e.g. `num_labels`)."""
         return {}
 
+    def default_loss_and_metrics(self):
+        """`(loss, metrics)` for `compile()` without `loss` (the metrics only without `metrics`); `(None, None)`
+        for a task that computes its own loss."""
+        return None, None
+
     def keras_hub_task_head(self):
         """The head `save_to_preset` writes as a keras-hub task, or None (backbone and tokenizer only)."""
         return None
@@ -250,12 +252,6 @@ class BertTask(keras.Model):
         """The `LabelVocabulary` of the head's `labels`, or None without label names."""
         labels = getattr(self, "labels", None)
         return None if labels is None else LabelVocabulary(labels)
-
-    def checkpoint_files(self):
-        """`{file name: writer(path)}` that `save_pretrained` writes beside the weights, in the same atomic
-        directory: `label_vocabulary.json` for a head with `labels`."""
-        vocabulary = self.label_vocabulary
-        return {} if vocabulary is None else {LABEL_VOCABULARY_FILENAME: vocabulary.save}
 
     # -- loading: our directories, Hugging Face, original BERT, keras-hub presets, published sizes ----------
 
@@ -418,9 +414,11 @@ class BertTask(keras.Model):
     # -- saving: our directories, Hugging Face, keras-hub presets -------------------------------------------
 
     def save_pretrained(self, path):
-        """Write our checkpoint directory, atomically: `config.json` + `model.safetensors`, and with a
-        preprocessor `preprocessor.json`, `vocab.txt` and `tokenizer_config.json`."""
-        files = dict(self.checkpoint_files())
+        """Write our checkpoint directory, atomically: `config.json` + `model.safetensors`, with `labels`
+        `label_vocabulary.json`, and with a preprocessor `preprocessor.json`, `vocab.txt` and
+        `tokenizer_config.json`."""
+        vocabulary = self.label_vocabulary
+        files = {} if vocabulary is None else {LABEL_VOCABULARY_FILENAME: vocabulary.save}
         if self._preprocessor_or_none() is not None:
             files[PREPROCESSOR_FILENAME] = self._write_preprocessor_config
             # Writes vocab.txt and tokenizer_config.json into the same staged directory.
@@ -467,7 +465,8 @@ class BertTask(keras.Model):
             warmup_fraction: float or None. Warmup share of `total_steps`. Defaults to `default_warmup_fraction`
                 (0.1; the pretrainer's 0.01, 10k of 1M steps).
             weight_decay: float or None. Decoupled weight decay. Defaults to 0.01.
-            **kwargs: passed to `keras.Model.compile` (`loss`, `metrics`, `jit_compile`, ...).
+            **kwargs: passed to `keras.Model.compile` (`loss`, `metrics`, `jit_compile`, ...). Without `loss`, the
+                task's `default_loss_and_metrics()`.
 
         Example:
         >>> from keras_bert_impl.models.classifier import BertClassifier
@@ -489,6 +488,9 @@ class BertTask(keras.Model):
             optimizer = create_optimizer(learning_rate=learning_rate or self.default_learning_rate,
                                          total_steps=total_steps, warmup_fraction=warmup_fraction,
                                          weight_decay=0.01 if weight_decay is None else weight_decay)
+        if kwargs.get("loss") is None:
+            kwargs["loss"], default_metrics = self.default_loss_and_metrics()
+            kwargs["metrics"] = default_metrics if kwargs.get("metrics") is None else kwargs["metrics"]
         super().compile(optimizer=optimizer, **kwargs)
 
     def compile_from_config(self, config):

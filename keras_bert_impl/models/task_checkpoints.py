@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_bert_impl.checkpoints import CheckpointError, LoadReport, load_weights, native
+from keras_bert_impl.checkpoints import LoadReport, load_weights, native
 from keras_bert_impl.checkpoints.conversion import HUGGINGFACE, foreign_names, to_ours
 
 logger = logging.getLogger(__name__)
@@ -30,11 +30,6 @@ class StoredCheckpoint(NamedTuple):
         return self.extra.get("source_config", {}).get("architectures") or []
 
 
-def is_default_huggingface_labels(labels):
-    """Whether `labels` are the names `transformers` makes up when a model has none: LABEL_0, LABEL_1, ..."""
-    return all(label == f"LABEL_{index}" for index, label in enumerate(labels))
-
-
 def stored_head(task_class, checkpoint):
     """`{"num_classes", "labels", "dropout"}` of the checkpoint's head for `task_class`, None where unknown:
     from our config, or a foreign head's shape (Hugging Face `classifier.*` with `id2label` unless the default
@@ -53,9 +48,11 @@ def stored_head(task_class, checkpoint):
         source = checkpoint.extra.get("source_config", {})
         id2label = source.get("id2label") or {}
         labels = tuple(id2label[key] for key in sorted(id2label, key=int)) if id2label else None
+        # LABEL_0, LABEL_1, ...: the names `transformers` makes up for a model without any.
+        made_up = labels is not None and all(label == f"LABEL_{index}" for index, label in enumerate(labels))
         dropout = source.get("classifier_dropout")
         return {"num_classes": int(tensors["classifier.weight"].shape[0]),
-                "labels": None if labels is None or is_default_huggingface_labels(labels) else labels,
+                "labels": None if labels is None or made_up else labels,
                 "dropout": source.get("hidden_dropout_prob") if dropout is None else dropout}
     if "output_weights" in tensors:
         return {"num_classes": int(tensors["output_weights"].shape[0]), "labels": None, "dropout": None}
@@ -105,12 +102,7 @@ def load_task_weights(model, checkpoint):
     else:
         reads_head = reads_head and not mismatches
         report = load_weights(model, backbone, fmt, tensors, path, head_specs=head_specs if reads_head else [],
-                              strict_backbone=False)
-        required_missing = [
-            name for name in report.missing if name not in head_paths and name not in model.unused_backbone_paths
-        ]
-        if required_missing:
-            raise CheckpointError(f"{path}: encoder weights missing from the checkpoint: {required_missing}.")
+                              optional_backbone_paths=model.unused_backbone_paths)
         if not reads_head:
             report.missing = report.missing + head_paths
     missing_head = [name for name in report.missing if name in head_paths]

@@ -14,7 +14,7 @@ import os
 
 from keras_bert_impl.checkpoints import CheckpointError, native, read_checkpoint, resolve_checkpoint
 from keras_bert_impl.checkpoints.huggingface import read_json
-from keras_bert_impl.models.registry import TASK_CLASSES, TASK_KINDS, class_name_for_kind, task_class
+from keras_bert_impl.models.registry import TASK_CLASSES, TASK_KINDS, task_class
 from keras_bert_impl.models.task import AUTO, VOCABULARY_FILENAME
 
 # Hugging Face `architectures` names -> our class. Other BERT heads (`BertForMaskedLM`, ...) load as the encoder.
@@ -78,11 +78,10 @@ def _task_class_name(task):
         return task.__name__
     if task in TASK_CLASSES:
         return task
-    try:
-        return class_name_for_kind(task)
-    except KeyError:
-        raise ValueError(f"Unknown task {task!r}; expected None (detect it) or one of {', '.join(TASK_NAMES)}.") \
-            from None
+    for name, kind in TASK_KINDS.items():
+        if kind == task.replace("-", "_"):
+            return name
+    raise ValueError(f"Unknown task {task!r}; expected None (detect it) or one of {', '.join(TASK_NAMES)}.")
 
 
 def _with_preprocessor_settings(model, settings):
@@ -146,8 +145,7 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
     >>> from keras_bert_impl.models.backbone import BertBackbone
     >>> from keras_bert_impl.models.classifier import BertClassifier
     >>> from keras_bert_impl.tokenization import BertTokenizer
-    >>> backbone = BertBackbone(vocabulary_size=7, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
-    ...                         max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=7, num_layers=1)
     >>> directory = tempfile.mkdtemp()
     >>> BertClassifier(backbone, num_classes=2, labels=["bad", "good"]).save_pretrained(directory)
     >>> BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]).save_pretrained(directory)

@@ -80,8 +80,7 @@ class BertTokenClassifier(BertTask):
     Example:
     >>> import numpy as np
     >>> from keras_bert_impl.models.backbone import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> backbone = BertBackbone.from_scratch("tiny", vocabulary_size=30, num_layers=1)
     >>> model = BertTokenClassifier(backbone, num_classes=3, labels=["O", "B-PER", "I-PER"])
     >>> x = {"token_ids": np.array([[2, 7, 8, 3]]), "segment_ids": np.zeros((1, 4), "int32"),
     ...      "padding_mask": np.ones((1, 4), bool)}
