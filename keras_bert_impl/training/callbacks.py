@@ -471,7 +471,12 @@ PROGRESS_EVERY_SECONDS = 60.0
 
 
 def progress_callbacks(verbose, batch_size):
-    """`[ProgressLog]` for `fit(verbose=2)` (lines within an epoch), else `[]`; `batch_size` is per `fit` step."""
+    """`[ProgressLog]` for `fit(verbose=2)` (lines within an epoch), else `[]`.
+
+    Args:
+        verbose: int. The `fit` verbosity.
+        batch_size: int. Examples per `fit` step.
+    """
     if verbose != 2:
         return []
     return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]

@@ -114,6 +114,9 @@ def xla_jit_compile(requested=True):
     False on torch: its `jit_compile=True` is `torch.compile`, which cannot trace the tf.data-fed steps of this
     package, so torch steps run eagerly.
 
+    Args:
+        requested: bool. Whether XLA is wanted at all. Defaults to True.
+
     Example:
     >>> xla_jit_compile() == (keras.backend.backend() in ("tensorflow", "jax"))
     True
