@@ -269,18 +269,11 @@ class FinetuningSettings:
 
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
-    """The fine-tuning recipe: compile `model` for `settings.epochs` over `train_x` and fit it, resumably.
-
-    `AdamWeightDecay` with linear warmup and decay (`compile_for_finetuning`) and `model.fit` on
-    `model.preprocessor.make_dataset(train_x, train_y, ...)`: `settings.batch_size` rows per batch, length
-    bucketing by `settings.bucket_width` unless `settings.length_bucketing` is off, epoch `e` in an order
-    fixed by `(settings.seed, e)`. Every epoch end writes `last/`, `best/` when `monitor` improves, and the
-    resumable training state (`FinetuningCheckpoint`: weights, optimizer variables, dropout RNG states,
-    best-so-far). Run again on the same `settings.output_dir` after a crash or a kill, it continues after the
-    last finished epoch on the same batches, to the uninterrupted run's weights (bit for bit on TensorFlow and
-    JAX on one device; torch draws dropout from its global generator); a state saved with other settings is
-    refused, naming them. A NaN or infinite loss stops training (`FinetuningCheckpoint`). Prints what
-    it trains (`counts`, steps per epoch, updates) and, with a monitor, the best epoch.
+    """The fine-tuning recipe: compile `model` (`compile_for_finetuning`) and fit it for `settings.epochs` on
+    `model.preprocessor.make_dataset(train_x, train_y, ...)` batches, resumably (`FinetuningCheckpoint`: `last/`,
+    `best/` by `monitor`, the training state). Run again on the same `output_dir` after a kill, it continues after
+    the last finished epoch to the uninterrupted run's weights (bit for bit on TensorFlow and JAX on one device);
+    a state saved with other settings is refused. Prints what it trains and, with a monitor, the best epoch.
 
     Args:
         model: the task model to fine-tune, with a preprocessor.

@@ -1,10 +1,5 @@
-"""The named-entity recognition recipe (the paper's CoNLL-2003 fine-tuning) as one library call:
-`finetune_token_classifier`.
-
-Read CoNLL files, window long sentences (`BertTokenClassificationPreprocessor`), fine-tune a
-`BertTokenClassifier` (`finetuning.finetune`: last/, best/ by an entity metric, resume), then tag and score the
-dev and test files with conlleval's entity F1. What `keras-bert finetune-ner` runs; the command only turns its
-flags into these arguments.
+"""The named-entity recognition recipe (the paper's CoNLL-2003 fine-tuning) as one library call
+(`finetune_token_classifier`), what `keras-bert finetune-ner` runs.
 """
 
 import dataclasses
@@ -35,10 +30,9 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
                               monitor="f1"):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertTokenClassifier` on CoNLL files.
 
-    Writes into `settings.output_dir`: `last/` (and `best/` by `monitor` with a dev file), each a
-    `save_pretrained` directory with tags, tokenizer and preprocessor; `training_state/` (a rerun resumes
-    there); `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted`, conlleval's input) and
-    `eval_results.json` / `test_results.json` for the final model.
+    Writes into `settings.output_dir`: `last/` and `best/` by `monitor` (`finetuning.finetune`), and for the final
+    model `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted`, conlleval's input) with
+    `eval_results.json` / `test_results.json`.
 
     Args:
         files: `ConllFiles`.
