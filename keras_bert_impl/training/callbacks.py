@@ -415,6 +415,11 @@ def restore_training_checkpoint(model, path):
         variable.assign(value)
 
 
+# What `fit(verbose=2)` runs add: a progress line after this many steps or seconds, whichever comes first.
+PROGRESS_EVERY_STEPS = 100
+PROGRESS_EVERY_SECONDS = 60.0
+
+
 class ProgressLog(keras.callbacks.Callback):
     """Print a progress line within each `fit` epoch every `every_steps` steps or `every_seconds` seconds, so a
     long epoch under `fit(verbose=2)` is not silent, e.g.
@@ -422,16 +427,18 @@ class ProgressLog(keras.callbacks.Callback):
 
     Args:
         batch_size: int. Examples per step (for examples/s).
-        every_steps: int. Print after this many steps since the previous line.
+        every_steps: int. Print after this many steps since the previous line. Defaults to 100.
         every_seconds: float. Or after this many seconds since the previous line, whichever comes first.
+            Defaults to 60.
         stream: a text stream. Defaults to None (`sys.stdout` at print time).
 
     Example:
-    >>> progress = ProgressLog(batch_size=32, every_steps=100, every_seconds=60.0)
+    >>> progress = ProgressLog(batch_size=32)
     >>> # model.fit(dataset, epochs=3, verbose=2, callbacks=[progress])
     """
 
-    def __init__(self, batch_size, every_steps, every_seconds, stream=None):
+    def __init__(self, batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS,
+                 stream=None):
         super().__init__()
         if int(every_steps) < 1 or not float(every_seconds) > 0:
             raise ValueError(f"every_steps must be >= 1 and every_seconds > 0, got {every_steps} and "
@@ -463,23 +470,6 @@ class ProgressLog(keras.callbacks.Callback):
               f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d} elapsed",
               file=self.stream or sys.stdout, flush=True)
         self._last_step, self._last_time = step, now
-
-
-# `verbose=2`: a progress line within an epoch after this many steps or seconds, whichever comes first.
-PROGRESS_EVERY_STEPS = 100
-PROGRESS_EVERY_SECONDS = 60.0
-
-
-def progress_callbacks(verbose, batch_size):
-    """`[ProgressLog]` for `fit(verbose=2)` (lines within an epoch), else `[]`.
-
-    Args:
-        verbose: int. The `fit` verbosity.
-        batch_size: int. Examples per `fit` step.
-    """
-    if verbose != 2:
-        return []
-    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
 
 
 class MetricsLog(keras.callbacks.Callback):

@@ -24,7 +24,7 @@ from keras_bert_impl.training.finetuning_outputs import (
     save_finetuned,
     write_classification_predictions,
 )
-from keras_bert_impl.training.callbacks import FinetuningCheckpoint, progress_callbacks
+from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
 
 logger = logging.getLogger(__name__)
 
@@ -326,7 +326,7 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
     if initial_epoch < settings.epochs:
         model.fit(dataset.skip(initial_epoch * steps_per_epoch), epochs=settings.epochs, initial_epoch=initial_epoch,
                   steps_per_epoch=steps_per_epoch, verbose=settings.verbose, shuffle=False,
-                  callbacks=[checkpoint, *progress_callbacks(settings.verbose, settings.batch_size)])
+                  callbacks=[checkpoint, *([ProgressLog(settings.batch_size)] if settings.verbose == 2 else [])])
     checkpoint.finish()
     if monitor is not None and checkpoint.best_epoch is not None:
         print(f"best epoch {checkpoint.best_epoch + 1}: {selection_name} {monitor} {checkpoint.best_score:.4f}, "

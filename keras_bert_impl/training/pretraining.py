@@ -412,7 +412,7 @@ class _Run:
     def callbacks(self, phase, every, steps_before):
         import keras
 
-        from keras_bert_impl.training.callbacks import MetricsLog, progress_callbacks
+        from keras_bert_impl.training.callbacks import MetricsLog, ProgressLog
 
         callbacks = [
             # The log line first: a kill between the two repeats the interval, whose line is then rewritten
@@ -420,7 +420,7 @@ class _Run:
             MetricsLog(os.path.join(self.out, "metrics.jsonl"), every, extra={"phase": phase.index},
                        step_offset=steps_before, write=self.is_chief),
             self.checkpoints[phase.index],
-            *progress_callbacks(self.settings.verbose, phase.batch_size),
+            *([ProgressLog(phase.batch_size)] if self.settings.verbose == 2 else []),
         ]
         if self.is_chief:  # the workers of a multi-worker run share the output directory
             callbacks.append(keras.callbacks.TensorBoard(os.path.join(self.out, "tensorboard", f"phase{phase.index}"),
