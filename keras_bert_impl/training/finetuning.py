@@ -13,7 +13,7 @@ import os
 import keras
 import numpy as np
 
-# The names callers use as `finetuning.<name>` (the CLI, examples and tests); defined in the modules above.
+# Re-exported: callers use them as `finetuning.<name>` (the recipes, CLI, examples and tests).
 from keras_bert_impl.training.finetuning_metrics import (
     classification_monitor,
     classification_scores,
