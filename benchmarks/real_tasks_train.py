@@ -189,7 +189,7 @@ def train_ours(task, checkpoint, recipe, train_x, train_y, eval_x, seed, on_epoc
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
     from keras_bert_impl.models.token_classifier import BertTokenClassifier
     from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.training.jit_compile import xla_jit_compile
+    from keras_bert_impl.training.finetuning import xla_jit_compile
 
     keras.utils.set_random_seed(seed)
     if task == "squad":

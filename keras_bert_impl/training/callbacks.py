@@ -2,16 +2,9 @@
 (`TrainingCheckpoint`, and `FinetuningCheckpoint` for fine-tuning), a metrics log, progress lines within an epoch,
 and the training-curve plot.
 
-Resuming at the same step, learning rate and data position rests on three facts:
-- `TrainingCheckpoint` saves the model weights together with the optimizer state (its `iterations` drive the
-  learning-rate schedule) at the end of each `fit` epoch; pretraining makes one epoch one checkpoint interval
-  (`steps_per_epoch=N`);
-- the input is a deterministic stream (seeded shuffles and masks), so batch `k` is the same batch in every run,
-  and a resumed run skips the batches already consumed (`dataset.skip(step)`, or the epochs already trained);
-- the RNG states of the dropout layers (Keras `SeedGenerator` variables, which `save_weights` leaves out) are
-  saved beside the weights and restored with them.
-Every file goes through `utils.atomic_io`: a checkpoint directory appears complete or not at all, and the
-`latest` pointer is replaced only after it.
+An exact resume needs the weights with the optimizer state (its `iterations` drive the schedule), the dropout RNG
+states (which `save_weights` leaves out) and a deterministic input stream that a resumed run skips into. Every
+file goes through `utils.atomic_io`: a checkpoint appears complete or not at all, and `latest` only after it.
 """
 
 import io
@@ -54,13 +47,11 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     """Back up the resumable training state at every `fit` epoch end, restore it exactly, and remove it when the
     run has finished: Keras' `BackupAndRestore` conventions, with an exact resume and a settings check.
 
-    Each epoch end writes `backup_dir/step_XXXXXXXX/` atomically: the weights with the optimizer state, the
-    dropout RNG states and `training_state.json` (step, epoch, logs, `settings`, `extra_state`); then the
-    `latest` pointer. A NaN or infinite loss stops training at that batch (`NonFiniteLossError`) before diverged
-    weights are saved, naming the last good state. `restore(model)` continues from the newest state and refuses,
-    in one line, a state written with other `settings`. `finish()` (the run's last step) writes `finished.json`
-    (the last state's record) and removes the states unless `delete_checkpoint=False`; `restore` of that finished
-    run then loads the weights of `model_dir`, the finished run's model.
+    Each epoch end writes `backup_dir/step_XXXXXXXX/` (weights with optimizer state, dropout RNG states,
+    `training_state.json`), then the `latest` pointer. A non-finite loss stops training (`NonFiniteLossError`)
+    before diverged weights are saved. `restore(model)` refuses a state written with other `settings`.
+    `finish()` writes `finished.json` and removes the states unless `delete_checkpoint=False`; `restore` of a
+    finished run loads the weights of `model_dir`.
 
     Args:
         backup_dir: str. Folder of this run's states (created when missing).
@@ -114,8 +105,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     def check_settings(self, path, state):
         """Raise `ValueError` naming the first setting that differs from those `state` was saved with (`path`:
         its state, None for a finished run's record), both values, and the way out."""
-        # "run_settings": the key of pretraining states written before the one mechanism, still resumable.
-        saved = state.get("settings", state.get("run_settings"))
+        saved = state.get("settings")
         if saved is None:  # saved without settings: nothing to compare
             return
         now = json.loads(json.dumps(self.settings))
@@ -243,12 +233,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self._delete_old_checkpoints(os.path.basename(path))
 
     def _delete_old_checkpoints(self, current):
-        """Keep `current` (just written, what `latest` names) and the `keep - 1` newest checkpoints before it.
-
-        A checkpoint of a later step is an earlier run's, which this run started over from (`resume=False`):
-        `latest` no longer names it and no resume reads it. Sorting by name alone would keep that one and
-        delete `current`, leaving `latest` naming a deleted checkpoint.
-        """
+        """Keep `current` (what `latest` names) and the `keep - 1` newest checkpoints before it; a later step is
+        an earlier run's, which this one started over from, so it goes too."""
         names = sorted(name for name in os.listdir(self.backup_dir) if name.startswith("step_"))
         earlier = [name for name in names if name < current]  # step numbers are zero-padded: names sort by step
         stale = earlier[: max(0, len(earlier) - (self.keep - 1))] + [name for name in names if name > current]
@@ -258,13 +244,9 @@ class TrainingCheckpoint(keras.callbacks.Callback):
 
 class FinetuningCheckpoint(TrainingCheckpoint):
     """The `TrainingCheckpoint` of a fine-tuning run, which also selects models (Keras' `ModelCheckpoint` with a
-    `monitor`): at each epoch end it evaluates, saves `directory/last/`, and `directory/best/` when `monitor`
-    improves, then the training state in `directory/training_state/`, whose record of the selection (`history`,
-    `best_score`, `best_epoch`) a resumed run continues. A state for epoch `e` thus promises that `last/` and
-    `best/` reflect epoch `e`; a finished run whose state was removed restores `last/`.
-
-    `last/` and `best/` are each complete or absent (written atomically) and hold the `save_pretrained` files,
-    the tokenizer and `eval_results.json`, so `from_pretrained` and `--init-checkpoint` read them.
+    `monitor`): each epoch end evaluates, saves `directory/last/` (and `directory/best/` when `monitor` improves;
+    each a `save_finetuned` directory), then the training state in `directory/training_state/` with the selection
+    record (`history`, `best_score`, `best_epoch`) a resumed run continues. A finished run restores `last/`.
 
     Args:
         directory: str. Output directory.
@@ -320,21 +302,16 @@ class FinetuningCheckpoint(TrainingCheckpoint):
     def restore(self, model):
         """`TrainingCheckpoint.restore`, and the selection's `history`, `best_score` and `best_epoch`."""
         state = super().restore(model)
-        state_or_none = state or {}  # "finetuning": the key of states written before the one mechanism
-        selection = state_or_none.get("selection", state_or_none.get("finetuning", {}))
+        selection = (state or {}).get("selection", {})
         self.history = list(selection.get("history", []))
         self.best_score, self.best_epoch = selection.get("best_score"), selection.get("best_epoch")
         return state
 
 
 def _seed_generators(model):
-    """Every `keras.random.SeedGenerator` reachable from `model` through public attributes, each once.
-
-    Walks `Model.layers` and, in every layer, the public instance attributes (names without a leading
-    underscore) that hold a layer, a seed generator, or a list / tuple / dict of them:
-    `Dropout.seed_generator`, a block's sublayers, a task's `backbone`. A generator held only under a private
-    attribute (Keras' `MultiHeadAttention` keeps its dropout in `_dropout_layer`) is not found, so its state is
-    not saved: every layer of this package holds its dropout under a public name (tests/training).
+    """Every `keras.random.SeedGenerator` reachable from `model` through `Model.layers` and public instance
+    attributes (a layer, a generator, or a list / tuple / dict of them), each once. A generator held only under a
+    private attribute is not found: every layer of this package holds its dropout under a public name.
     """
     found, seen = [], set()
 
@@ -349,7 +326,9 @@ def _seed_generators(model):
             if isinstance(value, keras.Model):
                 for layer in value.layers:
                     visit(layer)
-            for name in _instance_attribute_names(value):
+            # `__dict__`, and what `dir()` lists beyond the class (torch keeps an `nn.Module`'s submodules there)
+            names = set(vars(value)) | (set(dir(value)) - set(dir(type(value))))
+            for name in sorted(name for name in names if not name.startswith("_")):
                 visit(getattr(value, name))
         elif isinstance(value, (list, tuple)):
             for item in value:
@@ -362,19 +341,9 @@ def _seed_generators(model):
     return found
 
 
-def _instance_attribute_names(layer):
-    """The public attribute names set on `layer` itself (not its class's methods or properties): its
-    `__dict__`, and what `dir()` lists beyond its class (torch keeps an `nn.Module`'s submodules there)."""
-    names = set(vars(layer)) | (set(dir(layer)) - set(dir(type(layer))))
-    return sorted(name for name in names if not name.startswith("_"))
-
-
 def _seed_states(model):
-    """The state variables (`SeedGenerator.state`) of the model's seed generators, in `model.variables` order.
-
-    Saved and restored by position (SeedGenerator names carry a process-wide counter, so paths differ between
-    builds); `model.variables` lists each generator's state after its layer's own weights, layer by layer.
-    """
+    """The state variables of the model's seed generators in `model.variables` order: saved and restored by
+    position, since SeedGenerator names carry a process-wide counter."""
     states = {id(generator.state): generator.state for generator in _seed_generators(model)}
     ordered = [variable for variable in model.variables if id(variable) in states]
     listed = {id(variable) for variable in ordered}
@@ -446,27 +415,30 @@ def restore_training_checkpoint(model, path):
         variable.assign(value)
 
 
-class ProgressLog(keras.callbacks.Callback):
-    """Print a progress line within each `fit` epoch every `every_steps` steps or `every_seconds` seconds.
+# What `fit(verbose=2)` runs add: a progress line after this many steps or seconds, whichever comes first.
+PROGRESS_EVERY_STEPS = 100
+PROGRESS_EVERY_SECONDS = 60.0
 
-    `fit(verbose=2)` prints one line per epoch, so a long epoch (the first includes compilation) is silent
-    until it ends; this callback fills the gap. Each line: the epoch and step (of the epoch's steps when
-    `fit` knows them), the training examples per second since the previous line, the running loss of the
-    epoch and the time since training began, e.g.
+
+class ProgressLog(keras.callbacks.Callback):
+    """Print a progress line within each `fit` epoch every `every_steps` steps or `every_seconds` seconds, so a
+    long epoch under `fit(verbose=2)` is not silent, e.g.
     `epoch 1/3 step 100/128: 41.2 examples/s, loss 0.6215, 0:02:35 elapsed`.
 
     Args:
         batch_size: int. Examples per step (for examples/s).
-        every_steps: int. Print after this many steps since the previous line.
+        every_steps: int. Print after this many steps since the previous line. Defaults to 100.
         every_seconds: float. Or after this many seconds since the previous line, whichever comes first.
+            Defaults to 60.
         stream: a text stream. Defaults to None (`sys.stdout` at print time).
 
     Example:
-    >>> progress = ProgressLog(batch_size=32, every_steps=100, every_seconds=60.0)
+    >>> progress = ProgressLog(batch_size=32)
     >>> # model.fit(dataset, epochs=3, verbose=2, callbacks=[progress])
     """
 
-    def __init__(self, batch_size, every_steps, every_seconds, stream=None):
+    def __init__(self, batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS,
+                 stream=None):
         super().__init__()
         if int(every_steps) < 1 or not float(every_seconds) > 0:
             raise ValueError(f"every_steps must be >= 1 and every_seconds > 0, got {every_steps} and "
@@ -500,29 +472,9 @@ class ProgressLog(keras.callbacks.Callback):
         self._last_step, self._last_time = step, now
 
 
-# `verbose=2`: a progress line within an epoch after this many steps or seconds, whichever comes first
-# (`ProgressLog`), so a long first epoch (XLA compilation included) is not silent.
-PROGRESS_EVERY_STEPS = 100
-PROGRESS_EVERY_SECONDS = 60.0
-
-
-def progress_callbacks(verbose, batch_size):
-    """`[ProgressLog]` for `fit(verbose=2)` (lines within an epoch), else `[]`.
-
-    Args:
-        verbose: int. The `fit` verbosity.
-        batch_size: int. Examples per `fit` step.
-    """
-    if verbose != 2:
-        return []
-    return [ProgressLog(batch_size, every_steps=PROGRESS_EVERY_STEPS, every_seconds=PROGRESS_EVERY_SECONDS)]
-
-
 class MetricsLog(keras.callbacks.Callback):
-    """Append one JSON line per `fit` epoch (`step`, the epoch's mean metrics, `learning_rate`) to `path`.
-
-    A resumed run appends again from its checkpoint's step; `read_metrics_log` keeps the last line per step,
-    so the log stays one curve across interruptions.
+    """Append one JSON line per `fit` epoch (`step`, the epoch's mean metrics, `learning_rate`) to `path`; a
+    resumed run appends again from its checkpoint's step, and `read_metrics_log` keeps the last line per step.
 
     Args:
         path: str. The `.jsonl` file.
@@ -569,10 +521,8 @@ def read_metrics_log(path):
 
 
 def plot_training_curves(entries, path, title="BERT pretraining"):
-    """Write a PNG with loss, accuracy and learning-rate panels from `read_metrics_log` entries.
-
-    Needs matplotlib (`pip install matplotlib`); uses the non-interactive Agg backend. Validation values
-    (`val_*`) are drawn dashed where present.
+    """Write a PNG with loss, accuracy and learning-rate panels from `read_metrics_log` entries (`val_*` dashed).
+    Needs matplotlib.
 
     Args:
         entries: list of dict. Each has `step` and any of `loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`,

@@ -1,8 +1,5 @@
-"""The sentence (pair) classification recipe of `run_classifier.py` as one library call: `finetune_classifier`.
-
-Read the files (a GLUE task's layout, or named columns), build the classifier with the run's `BertPreprocessor`,
-fine-tune it (`finetuning.finetune`: last/, best/, resume), then predict and score the dev and test files. What
-`keras-bert finetune-classifier` runs; the command only turns its flags into these arguments.
+"""The sentence (pair) classification recipe of `run_classifier.py` as one library call (`finetune_classifier`),
+what `keras-bert finetune-classifier` runs.
 """
 
 import dataclasses
@@ -12,11 +9,8 @@ import os
 
 @dataclasses.dataclass(frozen=True)
 class ClassificationFiles:
-    """Which files a classification run reads, and how.
-
-    `train_file` trains; `dev_file` is scored after every epoch and picks `best/` (else `tune_fraction` holds
-    out that share of the training rows to pick it); `test_file` is only predicted, and scored when it has the
-    label column: it never picks a model.
+    """Which files a classification run reads, and how: `train_file` trains; `dev_file` (else a `tune_fraction`
+    of the training rows) picks `best/`; `test_file` is predicted, and scored when labelled, never picking a model.
 
     Args:
         train_file: str or None. Labelled examples (None trains nothing). Defaults to None.
@@ -88,11 +82,9 @@ def _label_vocabulary(files, train):
 def finetune_classifier(files, source, settings, classifier_dropout=None, monitor=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertClassifier` as `run_classifier.py`.
 
-    Writes into `settings.output_dir`: `last/` (and `best/`, by `monitor`, when a dev file or held-out rows
-    score the epochs), each a `save_pretrained` directory with labels, tokenizer, preprocessor and
-    `eval_results.json`; `training_state/` (a rerun resumes there); for the final model `dev_predictions.tsv`
-    and `eval_results.json` (GLUE's official metrics for a task), `test_predictions.tsv` and, for a labelled
-    test file, `test_results.json`.
+    Writes into `settings.output_dir`: `last/` and `best/` (`finetuning.finetune`), and for the final model
+    `dev_predictions.tsv` with `eval_results.json` (GLUE's official metrics for a task), `test_predictions.tsv`
+    and, for a labelled test file, `test_results.json`.
 
     Args:
         files: `ClassificationFiles`.
@@ -112,7 +104,8 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
-    from keras_bert_impl.training.held_out_data import split_rows
+    from keras_bert_impl.training.finetuning_outputs import json_ready
+    from keras_bert_impl.training.held_out_data import hold_out_rows
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     keras.utils.set_random_seed(settings.seed)
@@ -120,11 +113,7 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     tokenizer = source.tokenizer()
     train = files.read(files.train_file) if settings.epochs else []
     labels = _label_vocabulary(files, train)
-    tune = []
-    if files.tune_fraction:
-        train, tune = split_rows(train, files.tune_fraction, settings.seed)
-        print(f"tune fraction {files.tune_fraction}: {len(tune)} of {len(train) + len(tune)} training rows held "
-              f"out to pick best/")
+    train, tune = hold_out_rows(train, files.tune_fraction, settings.seed)
     model = source.build(BertClassifier, tokenizer, BertPreprocessor(tokenizer, sequence_length=files.sequence_length),
                          max_sequence_length=max(512, files.sequence_length),
                          num_classes=1 if regression else (len(labels) if labels else None),
@@ -139,8 +128,7 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
         return model.predict(inputs, batch_size=settings.eval_batch_size, verbose=0)
 
     def scores(data):
-        logits = predict(data[0])
-        return logits, finetuning.classification_scores(data[1], logits, files.task, regression)
+        return finetuning.classification_scores(data[1], predict(data[0]), files.task, regression)
 
     dev = pack(files.read(files.dev_file)) if files.dev_file else None
     selection = dev if dev is not None else (pack(tune) if tune else None)
@@ -149,25 +137,21 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
         train_x, train_y = pack(train)
         finetuning.finetune(model, train_x, train_y, settings, tokenizer, counts=f"{len(train)} training examples",
                             details=f"; labels: {labels.labels if labels else 'regression'}",
-                            evaluate=(lambda m: scores(selection)[1]) if selection else None, monitor=monitor,
+                            evaluate=(lambda m: scores(selection)) if selection else None, monitor=monitor,
                             selection_name="dev" if dev else "held-out")
     dev_results = {}
-    if dev is not None:
-        logits, dev_results = scores(dev)
-        finetuning.write_classification_predictions(os.path.join(settings.output_dir, "dev_predictions.tsv"), logits,
-                                                    labels, regression)
-        atomic_write_json(os.path.join(settings.output_dir, "eval_results.json"),
-                          {key: float(value) for key, value in dev_results.items()})
-        print("dev:", json.dumps(dev_results))
-    if files.test_file:
-        labelled = files.has_labels(files.test_file)
-        test_x, test_y = pack(files.read(files.test_file, labeled=labelled))
-        logits = predict(test_x)
-        finetuning.write_classification_predictions(os.path.join(settings.output_dir, "test_predictions.tsv"),
+    for name, path, results_file in (("dev", files.dev_file, "eval_results.json"),
+                                     ("test", files.test_file, "test_results.json")):
+        if not path:
+            continue
+        labelled = name == "dev" or files.has_labels(path)
+        inputs, gold = dev if name == "dev" else pack(files.read(path, labeled=labelled))
+        logits = predict(inputs)
+        finetuning.write_classification_predictions(os.path.join(settings.output_dir, f"{name}_predictions.tsv"),
                                                     logits, labels, regression)
         if labelled:
-            results = finetuning.classification_scores(test_y, logits, files.task, regression)
-            atomic_write_json(os.path.join(settings.output_dir, "test_results.json"),
-                              {key: float(value) for key, value in results.items()})
-            print("test:", json.dumps(results))
+            results = finetuning.classification_scores(gold, logits, files.task, regression)
+            atomic_write_json(os.path.join(settings.output_dir, results_file), json_ready(results))
+            print(f"{name}:", json.dumps(results))
+            dev_results = results if name == "dev" else dev_results
     return dev_results

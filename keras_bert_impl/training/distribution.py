@@ -13,11 +13,9 @@ TensorFlow appears here only at the edge (strategy objects and a tf.data map), i
 | `jax_data_parallel` | jax        | `keras.distribution.DataParallel` over every JAX device; on several   |
 |                     |            | hosts, the same command on each with `JAX_PROCESS_VARIABLES` set      |
 
-In all of them the batch size given to the input pipeline is the global batch, split across replicas.
-Under tf.distribute each replica normalises the MLM loss by its own mask weights and the replica gradients
-are averaged (as the original's per-TPU-core loss); with JAX `DataParallel` the step is traced over the
-global batch, so the normalisation is global. The two agree when the replicas hold equal mask-weight sums
-(always so with the original's fixed number of predictions per full-length sequence).
+The batch size given to the input pipeline is always the global batch, split across replicas.
+Under tf.distribute each replica normalises the MLM loss by its own mask weights (as the original's per-TPU-core
+loss); JAX `DataParallel` traces the step over the global batch. They agree when replicas hold equal mask-weight sums.
 """
 
 import contextlib
@@ -33,13 +31,11 @@ _TENSORFLOW_ONLY = ("mirrored", "multi_worker", "tpu")
 
 
 def make_distribution(name, tpu="", devices=None):
-    """Set up distribution `name`; return `(scope, strategy, is_chief)`. Logs the replicas (tf.distribute)
-    or the device mesh (`jax_data_parallel`) at INFO.
+    """Set up distribution `name`; return `(scope, strategy, is_chief)`, logging the replicas or device mesh.
 
-    Build and compile the model inside `scope` (a no-op context for `none` and `jax_data_parallel`, whose
-    layout is global state set here). `strategy` is the tf.distribute strategy or None; `is_chief` says
-    whether this process should write checkpoints and logs: the chief of tf.distribute workers, every
-    process of a JAX run (into its own `process_directory`).
+    Build and compile the model inside `scope` (re-enterable; a no-op for `none` and `jax_data_parallel`, whose
+    layout is global state set here). `strategy` is the tf.distribute strategy or None; `is_chief` says whether
+    this process writes checkpoints and logs (every process of a JAX run does, see `process_directory`).
 
     Args:
         name: str. One of `DISTRIBUTIONS`.
@@ -92,20 +88,15 @@ def make_distribution(name, tpu="", devices=None):
     return StrategyScope(strategy), strategy, is_chief
 
 
-# keras.distribution.initialize's settings of a multi-process (multi-host) JAX run, the same on every host but
-# the process id: the coordinator's (process 0's) address as host:port (or every process's, comma-separated),
-# the number of processes and this process's id.
+# What keras.distribution.initialize reads on each host of a multi-host JAX run: the coordinator's address
+# (host:port, or every process's, comma-separated), the number of processes and this process's id.
 JAX_PROCESS_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
                          "KERAS_DISTRIBUTION_PROCESS_ID")
 
 
 def _initialize_jax_processes():
-    """Join the processes of a multi-host JAX run when `JAX_PROCESS_VARIABLES` are set (else nothing to do).
-
-    `keras.distribution.initialize` reads the variables, calls `jax.distributed.initialize` and agrees on one
-    random seed across processes; it must run before JAX initialises its devices. A variable missing or not
-    a number is one clear line naming it.
-    """
+    """Join the processes of a multi-host JAX run (`keras.distribution.initialize`, before JAX initialises its
+    devices) when `JAX_PROCESS_VARIABLES` are set; a variable missing or not a number is one clear line."""
     given = {variable: os.environ[variable] for variable in JAX_PROCESS_VARIABLES if os.environ.get(variable)}
     if not given:
         return
@@ -129,14 +120,9 @@ def _initialize_jax_processes():
 
 
 def _multi_worker_strategy():
-    """A `tf.distribute.MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3's trainer gives it.
-
-    - A nested structure, as `MirroredStrategy.reduce` does: `fit` reduces a whole `(x, y)` batch of dicts in
-      one call when it starts under a strategy, which the multi-worker strategy refuses ("Attempt to convert a
-      value ({'token_ids': PerReplica...}) ... to a Tensor", keras-team/keras#20329).
-    - Scalars with `axis=0`: the trainer reduces every step's loss and metrics that way under the multi-worker
-      strategy ("Invalid reduction dimension 0 for input with 0 dimensions"); their mean over the replicas is
-      what it means.
+    """A `tf.distribute.MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3's trainer gives it: a nested
+    structure, as `MirroredStrategy.reduce` does (keras-team/keras#20329), and scalars with `axis=0` (their mean
+    over the replicas).
     """
     import tensorflow as tf
 
@@ -154,14 +140,9 @@ def _multi_worker_strategy():
 
 
 def process_directory(directory, name):
-    """Where this process of a run under distribution `name` (set up by `make_distribution`) writes its
-    outputs: `directory`, or `directory/process<i>` for process i > 0 of a multi-host JAX run.
-
-    There every weight is one array across the hosts, and reading it is a collective that all processes
-    must join: process 0 reading them alone for a checkpoint fails ("... passed to device_put is not the
-    same on each process"). So each process writes the same checkpoints and final model, process 0 into
-    `directory`, the others into their own folders. (tf.distribute's chief writes alone: a replica's
-    weights are readable on its own worker.)
+    """Where this process of a run under distribution `name` writes: `directory`, or `directory/process<i>` for
+    process i > 0 of a multi-host JAX run, where reading a weight is a collective every process must join, so
+    each process writes the same checkpoints into its own folder.
     """
     if name != "jax_data_parallel":
         return directory
@@ -182,12 +163,8 @@ def replica_count(strategy=None):
 
 
 class StrategyScope:
-    """A `with` block that may be entered any number of times: each entry opens a fresh `strategy.scope()`.
-
-    The object one `strategy.scope()` call returns is a single-use context manager (a second `with` on it
-    fails); callers such as `keras-bert pretrain` enter the scope once to build the model and again for each
-    phase's optimizer.
-    """
+    """A `with` block that may be entered any number of times, each entry a fresh `strategy.scope()` (one
+    `strategy.scope()` object is single-use)."""
 
     def __init__(self, strategy):
         self.strategy = strategy
@@ -203,16 +180,9 @@ class StrategyScope:
 
 
 def for_tf_distribute(dataset):
-    """Prepare a stream of `(x, y)` batches for tf.distribute: boolean features (`padding_mask`) cast to
-    int32, and sharding across workers by data.
-
-    Keras 3 (`TensorFlowTrainer._maybe_symbolic_build`) averages one distributed batch across replicas to
-    build the model, which TensorFlow cannot do for booleans. The model treats an int 0/1 padding mask
-    exactly as the boolean one.
-
-    Sharding by data: every worker reads the whole stream and keeps its replicas' slices of each global
-    batch, so a multi-worker run trains on the batches of a one-device run. (TensorFlow's default would
-    give each worker its own TFRecord files: another stream, and an error with fewer files than workers.)
+    """Prepare a stream of `(x, y)` batches for tf.distribute: boolean features cast to int32 (Keras 3 averages
+    a distributed batch to build the model, which TensorFlow cannot do for booleans), and sharding by data, so
+    every worker reads the whole stream and a multi-worker run trains on the batches of a one-device run.
     """
     import tensorflow as tf
 

@@ -1,43 +1,30 @@
 """The fine-tuning recipe every `keras-bert finetune-*` command runs (`FinetuningSettings` -> `finetune`: resumable
-`model.fit` on `preprocessor.make_dataset` batches), and the fine-tuning API in one namespace.
+`model.fit` on `preprocessor.make_dataset` batches), with its tokenizer loading, input checks and optimizer.
 
-Each piece lives in the module named for it, and is importable from here too:
-
-- `tokenizer_loading.load_tokenizer`: the vocabulary from `--vocab` or from the initial checkpoint's directory.
-- `model_input_checks.check_model_inputs`: empty data, over-long rows and out-of-range ids named before the
-  compiled steps.
-- `finetuning_optimizer.compile_for_finetuning`: `AdamWeightDecay` + `WarmupLinearDecay` (the original
-  recipe), `jit_compile`.
-- `callbacks.FinetuningCheckpoint`: at each epoch end, evaluate, keep `last/` and `best/` (each a
-  `save_pretrained` directory with the tokenizer beside) and save the resumable training state.
-- `finetuning_metrics.classification_scores` / `classification_monitor` / `evaluate_squad_predictions`: the
-  official metrics (GLUE; SQuAD v1.1 / v2.0 with automatic null-threshold tuning).
-- `finetuning_outputs.save_finetuned` / `write_classification_predictions`: model directories and prediction
-  files, written atomically.
-- `ModelSource`, `FinetuningSettings` and `finetune` (here): where the model comes from, the run's training
-  settings, and the recipe on them (optimizer and schedule, `last/` / `best/`, a resumable `model.fit`, the
-  lines that say what it trains and what it picked).
+The metrics (`finetuning_metrics`) and output files (`finetuning_outputs`) are importable from here too.
 """
 
 import dataclasses
+import glob
 import inspect
 import logging
+import os
 
-# The names callers use as `finetuning.<name>` (the CLI, examples and tests); defined in the modules above.
+import keras
+import numpy as np
+
+# Re-exported: callers use them as `finetuning.<name>` (the recipes, CLI, examples and tests).
 from keras_bert_impl.training.finetuning_metrics import (
     classification_monitor,
     classification_scores,
     evaluate_squad_predictions,
 )
-from keras_bert_impl.training.finetuning_optimizer import compile_for_finetuning
 from keras_bert_impl.training.finetuning_outputs import (
     EVAL_RESULTS_FILENAME,
     save_finetuned,
     write_classification_predictions,
 )
-from keras_bert_impl.training.callbacks import FinetuningCheckpoint
-from keras_bert_impl.training.model_input_checks import check_model_inputs
-from keras_bert_impl.training.tokenizer_loading import load_tokenizer
+from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +42,107 @@ __all__ = [
     "load_tokenizer",
     "save_finetuned",
     "write_classification_predictions",
+    "xla_jit_compile",
 ]
+
+
+def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
+    """The `BertTokenizer` of a fine-tuning (or data-writing) run.
+
+    Args:
+        vocab: str or None. A `vocab.txt` file or a directory holding one (and maybe `tokenizer_config.json`).
+            Defaults to None: the checkpoint's directory.
+        checkpoint: str or None. The initial checkpoint (directory or original-TF prefix). Defaults to None.
+        lowercase: bool or None. Override the tokenizer config's casing. Defaults to None.
+
+    Returns:
+        `BertTokenizer`.
+    """
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    overrides = {} if lowercase is None else {"lowercase": lowercase}
+    source = vocab
+    if source is None and checkpoint is not None:
+        if not os.path.exists(checkpoint) and not glob.glob(glob.escape(checkpoint) + ".*"):
+            raise FileNotFoundError(f"{checkpoint} does not exist (no such folder, file or TF checkpoint prefix); "
+                                    f"check the --init-checkpoint path.")
+        source = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(os.path.abspath(checkpoint))
+    if source is None:
+        raise ValueError("No vocabulary: pass a vocab.txt (or its directory), or a checkpoint directory holding one.")
+    if os.path.isfile(source):
+        return BertTokenizer(source, **({"lowercase": True} | overrides))
+    if not os.path.isfile(os.path.join(source, "vocab.txt")):
+        raise FileNotFoundError(f"No vocab.txt in {source!r}; pass the vocabulary explicitly (--vocab).")
+    return BertTokenizer.from_pretrained(source, **overrides)
+
+
+def check_model_inputs(model, inputs, what="inputs"):
+    """Raise a ValueError naming the problem when packed NumPy `inputs` cannot go through `model`.
+
+    Compiled steps cannot check values (an id beyond the embedding table gathers garbage on GPUs and JAX), so
+    this checks before batching: at least one row; `T` within the position table; `token_ids` in
+    `[0, vocabulary_size)` and `segment_ids` in `[0, num_segments)`.
+
+    Args:
+        model: a task model (with `backbone`) or a `BertBackbone`.
+        inputs: dict of NumPy arrays `token_ids`, `segment_ids`, `padding_mask` `(N, T)` (or `(N, C, T)`).
+        what: str. Names the data in the message (e.g. "training data"). Defaults to "inputs".
+    """
+    from keras_bert_impl.layers.input_validation import check_token_ids_in_range
+
+    backbone = getattr(model, "backbone", model)
+    missing = [key for key in ("token_ids", "segment_ids", "padding_mask") if key not in inputs]
+    if missing:
+        raise ValueError(f"The {what} lack {missing}; got keys {sorted(inputs)}.")
+    token_ids = np.asarray(inputs["token_ids"])
+    if token_ids.ndim not in (2, 3) or token_ids.shape[0] == 0:
+        raise ValueError(f"The {what} are empty or not (N, T) (or (N, C, T)) arrays: token_ids has shape "
+                         f"{token_ids.shape}; give at least one example.")
+    if token_ids.shape[-1] > backbone.max_sequence_length:
+        raise ValueError(f"The {what} are {token_ids.shape[-1]} tokens long but the model's position table has "
+                         f"{backbone.max_sequence_length} rows; pack to at most that length (--sequence-length).")
+    for key in ("segment_ids", "padding_mask"):
+        if np.shape(inputs[key]) != token_ids.shape:
+            raise ValueError(f"The {what}: {key} has shape {np.shape(inputs[key])} but token_ids {token_ids.shape}.")
+    check_token_ids_in_range(token_ids, backbone.vocabulary_size, f"{what} token_ids")
+    check_token_ids_in_range(np.asarray(inputs["segment_ids"]), backbone.num_segments, f"{what} segment_ids")
+
+
+def xla_jit_compile(requested=True):
+    """The `jit_compile` value for `Model.compile` that means "compile with XLA where the backend has it".
+
+    False on torch: its `jit_compile=True` is `torch.compile`, which cannot trace the tf.data-fed steps of this
+    package, so torch steps run eagerly.
+
+    Args:
+        requested: bool. Whether XLA is wanted at all. Defaults to True.
+
+    Example:
+    >>> xla_jit_compile() == (keras.backend.backend() in ("tensorflow", "jax"))
+    True
+    """
+    return bool(requested) and keras.backend.backend() in ("tensorflow", "jax")
+
+
+def compile_for_finetuning(model, learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01,
+                           jit_compile=True):
+    """Compile `model` as `run_classifier.py` / `run_squad.py`: `BertTask.compile`'s default (`AdamWeightDecay`
+    with `WarmupLinearDecay`) for this run's length, and XLA where the backend has it (`xla_jit_compile`).
+
+    Args:
+        model: a `BertTask` (`BertClassifier`, `BertQuestionAnswerer`, ...).
+        learning_rate: float. Peak learning rate (the paper: 5e-5, 3e-5 or 2e-5).
+        total_steps: int. Optimizer updates of the whole run.
+        warmup_fraction: float. Defaults to 0.1.
+        weight_decay: float. Defaults to 0.01.
+        jit_compile: bool. Defaults to True.
+
+    Returns:
+        The optimizer.
+    """
+    model.compile(learning_rate=learning_rate, total_steps=total_steps, warmup_fraction=warmup_fraction,
+                  weight_decay=weight_decay, jit_compile=xla_jit_compile(jit_compile))
+    return model.optimizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,18 +269,11 @@ class FinetuningSettings:
 
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
-    """The fine-tuning recipe: compile `model` for `settings.epochs` over `train_x` and fit it, resumably.
-
-    `AdamWeightDecay` with linear warmup and decay (`compile_for_finetuning`) and `model.fit` on
-    `model.preprocessor.make_dataset(train_x, train_y, ...)`: `settings.batch_size` rows per batch, length
-    bucketing by `settings.bucket_width` unless `settings.length_bucketing` is off, epoch `e` in an order
-    fixed by `(settings.seed, e)`. Every epoch end writes `last/`, `best/` when `monitor` improves, and the
-    resumable training state (`FinetuningCheckpoint`: weights, optimizer variables, dropout RNG states,
-    best-so-far). Run again on the same `settings.output_dir` after a crash or a kill, it continues after the
-    last finished epoch on the same batches, to the uninterrupted run's weights (bit for bit on TensorFlow and
-    JAX on one device; torch draws dropout from its global generator); a state saved with other settings is
-    refused, naming them. A NaN or infinite loss stops training (`FinetuningCheckpoint`). Prints what
-    it trains (`counts`, steps per epoch, updates) and, with a monitor, the best epoch.
+    """The fine-tuning recipe: compile `model` (`compile_for_finetuning`) and fit it for `settings.epochs` on
+    `model.preprocessor.make_dataset(train_x, train_y, ...)` batches, resumably (`FinetuningCheckpoint`: `last/`,
+    `best/` by `monitor`, the training state). Run again on the same `output_dir` after a kill, it continues after
+    the last finished epoch to the uninterrupted run's weights (bit for bit on TensorFlow and JAX on one device);
+    a state saved with other settings is refused. Prints what it trains and, with a monitor, the best epoch.
 
     Args:
         model: the task model to fine-tune, with a preprocessor.
@@ -215,8 +295,6 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
         `settings.epochs` when the run had finished and nothing was trained), and `history`, `best_epoch`,
         `best_score` say what it picked.
     """
-    from keras_bert_impl.training.callbacks import progress_callbacks
-
     if settings.epochs < 1:
         raise ValueError(f"finetune trains at least one epoch, got epochs={settings.epochs}.")
     check_model_inputs(model, train_x, "training data")
@@ -248,7 +326,7 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
     if initial_epoch < settings.epochs:
         model.fit(dataset.skip(initial_epoch * steps_per_epoch), epochs=settings.epochs, initial_epoch=initial_epoch,
                   steps_per_epoch=steps_per_epoch, verbose=settings.verbose, shuffle=False,
-                  callbacks=[checkpoint, *progress_callbacks(settings.verbose, settings.batch_size)])
+                  callbacks=[checkpoint, *([ProgressLog(settings.batch_size)] if settings.verbose == 2 else [])])
     checkpoint.finish()
     if monitor is not None and checkpoint.best_epoch is not None:
         print(f"best epoch {checkpoint.best_epoch + 1}: {selection_name} {monitor} {checkpoint.best_score:.4f}, "

@@ -28,17 +28,8 @@ def classification_scores(labels, logits, task=None, regression=False):
 
 
 def prediction_scores(labels, predictions, num_classes, task=None, regression=False):
-    """The metrics of predicted class ids (or scores) against the gold ones, as `classification_scores`.
-
-    Args:
-        labels: array `(N,)`. Gold class ids (float scores for regression).
-        predictions: array `(N,)`. Predicted class ids (float scores for regression).
-        num_classes: int. Without a task, two classes add F1 (of class 1) to accuracy.
-        task: str or None. A GLUE task name: its official metrics. Defaults to None.
-        regression: bool. Without a task: Pearson and Spearman. Defaults to False.
-
-    Returns:
-        dict metric name -> float.
+    """The metrics of predicted class ids (or scores) against the gold ones, as `classification_scores` with
+    `predictions` `(N,)` instead of logits; `num_classes` 2 adds F1 (of class 1) without a task.
 
     Example:
     >>> prediction_scores([1, 0, 1, 0], [1, 0, 0, 0], num_classes=2)
@@ -80,11 +71,8 @@ def classification_monitor(task=None, regression=False):
 def evaluate_squad_predictions(examples, features, start_logits, end_logits, dataset_json, output_dir=None,
                                version_2_with_negative=False, n_best_size=20, max_answer_length=30,
                                null_score_diff_threshold=None, tune_metric="f1"):
-    """Decode SQuAD logits, score them with the official metrics, and write the prediction files.
-
-    SQuAD v2.0 with `null_score_diff_threshold=None` tunes the threshold on this data
-    (`squad.tune_null_threshold`) and reports the scores at the tuned threshold; give a number to use it as is
-    (e.g. one tuned on dev, for test data).
+    """Decode SQuAD logits, score them with the official metrics, and write the prediction files. For v2.0,
+    `null_score_diff_threshold=None` tunes the threshold on this data (`squad.tune_null_threshold`).
 
     Args:
         examples: `SquadExamples` the features were built from.
@@ -133,7 +121,7 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
 
 def read_prediction_tsv(path):
     """The predictions of an `index<TAB>prediction` TSV (what `keras-bert predict --output-file` and the
-    fine-tuning runs write; a header row "index ..." is skipped), in index order.
+    fine-tuning runs write; a header row is skipped), in index order.
 
     Args:
         path: str. The predictions file.
@@ -161,11 +149,8 @@ def read_prediction_tsv(path):
 
 def evaluate_classification_files(gold_path, predictions_path, task=None, label_column=None, file_format=None,
                                   has_header=True, regression=False):
-    """Score a predictions TSV against the labelled file it predicts, row i of the gold file being index i.
-
-    The classification counterpart of `squad.evaluate_squad_files`: GLUE's metrics for `task` (its file
-    layout too), else accuracy (and F1 of the second label for two labels), or Pearson and Spearman for
-    regression (`prediction_scores`).
+    """Score a predictions TSV against the labelled file it predicts (row i is index i) with
+    `prediction_scores`: the classification counterpart of `squad.evaluate_squad_files`.
 
     Args:
         gold_path: str. The labelled TSV, CSV or JSONL file.

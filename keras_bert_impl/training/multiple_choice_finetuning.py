@@ -1,10 +1,5 @@
-"""The multiple-choice recipe (the paper's SWAG run) as one library call: `finetune_multiple_choice`.
-
-Read SWAG CSV files, pack each choice as `[CLS] sent1 [SEP] sent2 endingN [SEP]`
-(`BertMultipleChoicePreprocessor`), fine-tune a `BertMultipleChoice` (`finetuning.finetune`: last/, best/ by
-accuracy, resume), then predict and score the dev and test files. What `keras-bert finetune-multiple-choice`
-runs; the command only turns its flags into these arguments. With length bucketing an example's `C` choices
-stay one row `(C, T)`, cut to its longest choice.
+"""The multiple-choice recipe (the paper's SWAG run) as one library call (`finetune_multiple_choice`), what
+`keras-bert finetune-multiple-choice` runs. Each choice is packed `[CLS] sent1 [SEP] sent2 endingN [SEP]`.
 """
 
 import dataclasses
@@ -29,10 +24,9 @@ class SwagFiles:
 def finetune_multiple_choice(files, source, settings, sequence_length=128, dropout=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertMultipleChoice` on SWAG files.
 
-    Writes into `settings.output_dir`: `last/` (and `best/` by accuracy with a dev file or held-out rows), each a
-    `save_pretrained` directory with the tokenizer and `eval_results.json`; `training_state/` (a rerun resumes
-    there); for the final model `dev_predictions.tsv` (`index<TAB>choice`) and `eval_results.json`, and
-    `test_predictions.tsv` plus, when the test file has labels, `test_results.json`.
+    Writes into `settings.output_dir`: `last/` and `best/` by accuracy (`finetuning.finetune`), and for the final
+    model `dev_predictions.tsv` (`index<TAB>choice`) with `eval_results.json`, `test_predictions.tsv` and, when
+    the test file has labels, `test_results.json`.
 
     Args:
         files: `SwagFiles`.
@@ -53,7 +47,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
     from keras_bert_impl.models.multiple_choice import BertMultipleChoice
     from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
     from keras_bert_impl.training import finetuning
-    from keras_bert_impl.training.held_out_data import split_rows
+    from keras_bert_impl.training.held_out_data import hold_out_rows
     from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     keras.utils.set_random_seed(settings.seed)
@@ -73,11 +67,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
         return logits, {MONITOR: metrics.accuracy(gold, np.argmax(logits, axis=-1))}
 
     train = read_swag_examples(files.train_file) if settings.epochs else []
-    tune = []
-    if files.tune_fraction:
-        train, tune = split_rows(train, files.tune_fraction, settings.seed)
-        print(f"tune fraction {files.tune_fraction}: {len(tune)} of {len(train) + len(tune)} training rows held "
-              f"out to pick best/")
+    train, tune = hold_out_rows(train, files.tune_fraction, settings.seed)
     dev = pack(read_swag_examples(files.dev_file)) if files.dev_file else None
     selection = dev if dev is not None else (pack(tune) if tune else None)
     if settings.epochs:

@@ -8,30 +8,12 @@ The recipe of the original `run_pretraining.py`, on `model.fit`; `keras-bert pre
                                           steps=2000, output_dir="runs/tiny"))
     result.evaluation, result.final_directory
 
-Run it again with the same settings after an interruption and it resumes from the newest checkpoint in
-`output_dir` at the same step, learning rate and data position; a resume with other settings is refused
-(`callbacks.TrainingCheckpoint`). Outputs in `output_dir`: `checkpoints/phase<i>/step_*` (weights + optimizer +
-RNG state, every `checkpoint_every` steps; removed when the run finishes unless `keep_training_state`, leaving
-the record `finished.json`), `tensorboard/`, `metrics.jsonl`, `training_curves.png`, `summary.json`
-and `final/` (a `BertPretrainer.save_pretrained` directory with the vocabulary).
-
-How the pieces fit:
-- One Keras "epoch" here is one checkpoint interval (`steps_per_epoch=checkpoint_every`), so checkpoints,
-  TensorBoard points and the progress bar line up with steps.
-- The input is an endless stream that depends only on (seed, epoch of the data): epoch e is shuffled and
-  masked under seeds from (seed, e), so re-reading it (as Keras does under a tf.distribute strategy) gives
-  the same batches; a resumed run skips the batches already consumed (`dataset.skip(step)`), so it sees
-  exactly the batches it would have seen. Skipping re-reads (and re-masks) those batches, which costs input
-  time but no training time.
-- Packing and masking: one `BertPretrainingPreprocessor` per phase holds the length and every masking
-  setting. With `input_tfrecords` the settings come from `<prefix>.settings.json` (what `keras-bert
-  create-data` writes beside its shards); a setting given that disagrees with them is an error naming both
-  values, not an override. Tokenization, instance creation and masking run in tf.data, outside the compiled
-  (`jit_compile`) step.
-- Phase 2 starts a fresh optimizer and schedule on the phase-1 weights, as the original does when
-  `run_pretraining.py` is re-run with `--init_checkpoint`.
-- `distribution`: see `training.distribution` and `keras-bert pretrain --help`; `batch_size` is always the
-  global batch.
+Outputs in `output_dir`: `checkpoints/phase<i>/` (`callbacks.TrainingCheckpoint`, removed when the run finishes
+unless `keep_training_state`), `tensorboard/`, `metrics.jsonl`, `training_curves.png`, `summary.json` and `final/`
+(a `BertPretrainer.save_pretrained` directory with the vocabulary). One Keras "epoch" is one checkpoint interval
+(`steps_per_epoch=checkpoint_every`); the input is an endless stream fixed by (seed, data epoch), and a resumed
+run skips the batches already consumed (`dataset.skip(step)`). Phase 2 starts a fresh optimizer and schedule on
+the phase-1 weights, as the original re-run with `--init_checkpoint`.
 """
 
 import dataclasses
@@ -220,10 +202,8 @@ class PretrainingResult:
 def data_settings(settings):
     """The phase-1 packing and masking settings: `(masking, preprocessor settings, source)`.
 
-    With `input_tfrecords` whose shards have the settings `create-data` wrote beside them
-    (`data.pretraining_tfrecords.read_pretraining_settings`), those settings; a setting given that
-    disagrees with them raises a one-line `ValueError` naming the setting, both values and the way out.
-    Otherwise the settings given, and the defaults for the rest. `source` is the settings file, or None.
+    The settings `create-data` recorded beside `input_tfrecords` (`source`: that file) win; a setting given that
+    disagrees with them is a one-line `ValueError`. Otherwise the settings given and the defaults (`source` None).
     """
     given = {argument: getattr(settings, name) for name, argument in PREPROCESSOR_SETTINGS.items()
              if getattr(settings, name) is not None}
@@ -432,7 +412,7 @@ class _Run:
     def callbacks(self, phase, every, steps_before):
         import keras
 
-        from keras_bert_impl.training.callbacks import MetricsLog, progress_callbacks
+        from keras_bert_impl.training.callbacks import MetricsLog, ProgressLog
 
         callbacks = [
             # The log line first: a kill between the two repeats the interval, whose line is then rewritten
@@ -440,7 +420,7 @@ class _Run:
             MetricsLog(os.path.join(self.out, "metrics.jsonl"), every, extra={"phase": phase.index},
                        step_offset=steps_before, write=self.is_chief),
             self.checkpoints[phase.index],
-            *progress_callbacks(self.settings.verbose, phase.batch_size),
+            *([ProgressLog(phase.batch_size)] if self.settings.verbose == 2 else []),
         ]
         if self.is_chief:  # the workers of a multi-worker run share the output directory
             callbacks.append(keras.callbacks.TensorBoard(os.path.join(self.out, "tensorboard", f"phase{phase.index}"),
@@ -501,14 +481,9 @@ class _Run:
 
 
 def pretrain(settings):
-    """Pretrain a `BertPretrainer` as `settings` say, resuming from the newest checkpoint in `output_dir`.
-
-    Phase 1 (and phase 2 with `phase2_steps`) each train with a fresh optimizer and warmup-then-linear-decay
-    schedule; a checkpoint every `checkpoint_every` updates holds the weights, optimizer and RNG state with the
-    settings of its run. Called again with the same settings, it continues from the newest checkpoint at the
-    same step, learning rate and data position (the final weights equal an uninterrupted run's); with other
-    settings it raises (only the step counts may change, with `allow_changed_settings`). After the last phase
-    it evaluates on `eval_files` and writes `final/`, `training_curves.png` and `summary.json`.
+    """Pretrain a `BertPretrainer` as `settings` say, resuming from the newest checkpoint in `output_dir` (at the
+    same step, learning rate and data position; other settings are refused), then evaluate on `eval_files` and
+    write `final/`, `training_curves.png` and `summary.json`.
 
     Args:
         settings: `PretrainingSettings`.

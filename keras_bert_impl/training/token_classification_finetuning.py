@@ -1,10 +1,5 @@
-"""The named-entity recognition recipe (the paper's CoNLL-2003 fine-tuning) as one library call:
-`finetune_token_classifier`.
-
-Read CoNLL files, window long sentences (`BertTokenClassificationPreprocessor`), fine-tune a
-`BertTokenClassifier` (`finetuning.finetune`: last/, best/ by an entity metric, resume), then tag and score the
-dev and test files with conlleval's entity F1. What `keras-bert finetune-ner` runs; the command only turns its
-flags into these arguments.
+"""The named-entity recognition recipe (the paper's CoNLL-2003 fine-tuning) as one library call
+(`finetune_token_classifier`), what `keras-bert finetune-ner` runs.
 """
 
 import dataclasses
@@ -22,23 +17,13 @@ class ConllFiles:
     test_file: str = None
 
 
-def write_conll_predictions(path, sentences, predicted):
-    """`word gold predicted` lines, a blank line after each sentence (conlleval's input), written atomically."""
-    from keras_bert_impl.utils.atomic_io import atomic_write_text
-
-    blocks = ["\n".join(f"{word} {gold} {tag}" for word, gold, tag in zip(sentence.words, sentence.tags, tags))
-              for sentence, tags in zip(sentences, predicted)]
-    atomic_write_text(path, "\n\n".join(blocks) + "\n")
-
-
 def finetune_token_classifier(files, source, settings, sequence_length=128, stride=None, classifier_dropout=None,
                               monitor="f1"):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertTokenClassifier` on CoNLL files.
 
-    Writes into `settings.output_dir`: `last/` (and `best/` by `monitor` with a dev file), each a
-    `save_pretrained` directory with tags, tokenizer and preprocessor; `training_state/` (a rerun resumes
-    there); `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted`, conlleval's input) and
-    `eval_results.json` / `test_results.json` for the final model.
+    Writes into `settings.output_dir`: `last/` and `best/` by `monitor` (`finetuning.finetune`), and for the final
+    model `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted`, conlleval's input) with
+    `eval_results.json` / `test_results.json`.
 
     Args:
         files: `ConllFiles`.
@@ -62,7 +47,7 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
     from keras_bert_impl.models.token_classifier import BertTokenClassifier
     from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
     from keras_bert_impl.training import finetuning
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
+    from keras_bert_impl.utils.atomic_io import atomic_write_json, atomic_write_text
 
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
@@ -97,7 +82,10 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
         if sentences is None:
             continue
         predicted, results = scores(sentences)
-        write_conll_predictions(os.path.join(settings.output_dir, f"{name}_predictions.txt"), sentences, predicted)
+        # conlleval's input: `word gold predicted` lines, a blank line after each sentence
+        blocks = ["\n".join(f"{word} {gold} {tag}" for word, gold, tag in zip(sentence.words, sentence.tags, guessed))
+                  for sentence, guessed in zip(sentences, predicted)]
+        atomic_write_text(os.path.join(settings.output_dir, f"{name}_predictions.txt"), "\n\n".join(blocks) + "\n")
         atomic_write_json(os.path.join(settings.output_dir, results_file), results)
         dev_results = results if name == "dev" else dev_results
         print(f"{name}:", json.dumps({key: round(value, 4) for key, value in results.items()}))

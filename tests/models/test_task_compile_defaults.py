@@ -10,7 +10,7 @@ from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
-from keras_bert_impl.training.finetuning_optimizer import compile_for_finetuning
+from keras_bert_impl.training.finetuning import compile_for_finetuning
 from tests.helpers import tiny_backbone
 
 TASKS = {

@@ -1,8 +1,6 @@
 """In-process checks of resumable fine-tuning (`finetuning.finetune`); the SIGKILL test is in
 `test_kill_and_resume.py`."""
 
-import json
-
 import keras
 import numpy as np
 import pytest
@@ -79,11 +77,6 @@ def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_
     # Finished: the state is removed as BackupAndRestore does (its record stays), unless kept.
     kept = ["finished.json", "latest", f"step_{2 * steps:08d}"] if keep else ["finished.json"]
     assert sorted(p.name for p in (tmp_path / "training_state").iterdir()) == kept
-    if keep:  # the kept state in the form written before the one mechanism (selection under "finetuning")
-        state_file = tmp_path / "training_state" / f"step_{2 * steps:08d}" / "training_state.json"
-        state = json.loads(state_file.read_text())
-        state["finetuning"] = state.pop("selection")
-        state_file.write_text(json.dumps(state))
 
     again = classifier()
     resumed = finetuning.finetune(again, x, y, settings(tmp_path, keep_training_state=keep), **score)

@@ -12,10 +12,9 @@ from keras_bert_impl.training.finetuning_metrics import (
     classification_scores,
     evaluate_squad_predictions,
 )
-from keras_bert_impl.training.finetuning_optimizer import compile_for_finetuning
+from keras_bert_impl.training.finetuning import compile_for_finetuning, load_tokenizer
 from keras_bert_impl.training.finetuning_outputs import write_classification_predictions
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint
-from keras_bert_impl.training.tokenizer_loading import load_tokenizer
 from tests.helpers import tiny_backbone, to_numpy
 from tests.models.task_test_utils import marker_span_task, token_presence_task
 from tests.training.finetuning_test_utils import VOCABULARY, tokenizer, write_squad_json, write_tiny_checkpoint
