@@ -74,6 +74,11 @@ def _as_string_tensor(texts, name, rank=1):
     return tensor
 
 
+def as_text_batch(texts, name):
+    """tf.string `(B,)` from a batch of texts or one text (a batch of one); see `_as_string_tensor`."""
+    return tf.reshape(_as_string_tensor(texts, name), [-1])
+
+
 def refuse_pair_list(x):
     """Raise a TypeError for sentence pairs given as a list of pairs (they go as a tuple of two lists)."""
     if isinstance(x, list) and x and isinstance(x[0], (list, tuple)) and not isinstance(x[0], str):

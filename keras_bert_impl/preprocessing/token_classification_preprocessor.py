@@ -37,7 +37,7 @@ import tensorflow as tf
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.preprocessing import entity_span_graph
 from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, repair_utf8
-from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor
+from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor, as_text_batch
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX
 
 WORD_SEPARATOR = " "
@@ -173,14 +173,6 @@ def _as_words(words):
                               inner_shape=())
 
 
-def _as_texts(texts):
-    if isinstance(texts, (str, bytes)):
-        texts = [texts]
-    if isinstance(texts, np.ndarray):
-        texts = texts.tolist()
-    return tf.convert_to_tensor(texts, dtype=tf.string)
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassificationPreprocessor(Preprocessor):
     """Words or raw text to windowed BERT features for token classification (NER), and logits back to
@@ -245,10 +237,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
                                    tag_ids=tag_ids)
         if self._first_pieces is None:
             self._first_pieces = first_piece_table(self.tokenizer)
-        texts = _as_texts(x)
-        if texts.shape.rank == 0:
-            texts = tf.reshape(texts, [1])
-        return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, texts=texts,
+        return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride,
+                               texts=as_text_batch(x, "x"),
                                first_pieces=self._first_pieces)
 
     def call(self, x, y=None, sample_weight=None):
@@ -276,7 +266,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             if y is not None:
                 y = tf.ragged.constant([list(row) for row in y], dtype=tf.int32, ragged_rank=1)
         else:
-            x = _as_texts(x)
+            x = as_text_batch(x, "x")
         dataset = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y))
         if shuffle:
             dataset = dataset.shuffle(int(dataset.cardinality()), seed=batching.get("seed"),
