@@ -1,11 +1,7 @@
 """Raw `(question, context)` pairs (and answers) to windowed SQuAD features, and span logits back to answers.
 
-The windowing and decoding are `run_squad.py`'s, each written once: `call` (TensorFlow ops, for `tf.data` and
-eager use) and `featurize` window with `preprocessing.squad_span_graph` (`windowed_features`, also inside an
-exported SavedModel's `serve_text`, and `convert_examples_to_features`); `decode` / `answers` are
-`squad.decode_squad_predictions` (n-best, `max_answer_length`, SQuAD v2.0 null threshold, its tie order), which
-the SavedModel's in-graph decoder reproduces. So `BertQuestionAnswerer.fit` / `predict` on raw text, the offline
-evaluation (`squad.*`, the CLI) and the served answer agree.
+Windowing is `preprocessing.squad_span_graph`'s and decoding `squad.decode_squad_predictions`, each written
+once, so `BertQuestionAnswerer.fit` / `predict` on raw text, the offline evaluation and the served answer agree.
 
 Shape legend: B examples, F features (document windows of all examples), T `sequence_length`.
 """
@@ -53,7 +49,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
     Each example becomes one or more features `[CLS] question [SEP] window [SEP]` padded to
     `sequence_length`, as `run_squad.py`: the question cut to `max_query_length` tokens, the context split
     into windows of `sequence_length - len(question) - 3` tokens whose starts are `doc_stride` apart (see
-    `squad.squad_features`). Decoding follows `run_squad.py`'s `write_predictions`
+    `squad_span_graph.squad_windows`). Decoding follows `run_squad.py`'s `write_predictions`
     (`squad.decode_squad_predictions`): the `n_best_size` best starts and ends of every window, answers of at
     most `max_answer_length` tokens, and for SQuAD v2.0 models (`version_2_with_negative=True`) "" iff the
     null odds exceed `null_score_diff_threshold`.
@@ -189,11 +185,15 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         examples = [SquadExample(str(index), question.decode("utf-8", errors="replace"),
                                  context.decode("utf-8", errors="replace"), ())
                     for index, (question, context) in enumerate(zip(questions.numpy(), contexts.numpy()))]
-        features = squad_span_graph.convert_examples_to_features(
+        return examples, self.example_features(examples)
+
+    def example_features(self, examples, is_training=False):
+        """`squad.SquadFeatures` of `squad.SquadExample`s in this preprocessor's windows (`is_training`: with the
+        first answer's labels), by `convert_examples_to_features`."""
+        return squad_span_graph.convert_examples_to_features(
             examples, self.tokenizer, sequence_length=self.sequence_length, doc_stride=self.doc_stride,
-            max_query_length=self.max_query_length,
+            max_query_length=self.max_query_length, is_training=is_training,
         )
-        return examples, features
 
     def decode(self, examples, features, outputs):
         """`squad.SquadPredictions` (answers, n-best lists, v2.0 null odds) of the model's `outputs`

@@ -1,20 +1,11 @@
-"""SQuAD windowing and answer decoding as TensorFlow graph ops: `BertQuestionAnsweringPreprocessor`'s featurizer
-and the exported question answerer's `serve_text`.
+"""SQuAD windowing and answer decoding as TensorFlow graph ops, after `run_squad.py`: the featurizer of
+`BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`, and the exported question answerer's
+`serve_text` (`export.serving_signatures` imports it from here).
 
-TensorFlow at the preprocessing edge: this module builds graph code that runs in `tf.data` and inside an
-exported SavedModel (`export.serving_signatures` imports it from here); it is the in-graph counterpart of
-`squad.squad_features` (windows, max context) and `squad.squad_decoding` (span selection), following
-`run_squad.py`:
-
-- The question is cut to `max_query_length` tokens; the context is split into windows of
-  `max_tokens_for_doc = sequence_length - len(question) - 3` tokens whose starts are
-  `min(max_tokens_for_doc, doc_stride)` apart (the original's "step" stride), the last window ending at the
-  last context token. Every window is one feature `[CLS] question [SEP] window [SEP]`, padded to
-  `sequence_length` like the original's features.
-- A context token is "at max context" in the first window with the largest
-  `min(left, right) + 0.01 * window length`.
-- Decoding is `squad.span_ranking`, the decoder of `squad.decode_squad_predictions`, on the windows' token
-  offsets: the served answer is the offline one (only the n-best list and its probabilities are not built).
+TensorFlow at the preprocessing edge: this graph code runs in `tf.data` and inside an exported SavedModel.
+Windows and max context are `squad_windows`; decoding is `squad.span_ranking`, the decoder of
+`squad.decode_squad_predictions`, on the windows' token offsets, so the served answer is the offline one (only
+the n-best list and its probabilities are not built).
 
 Shape legend: B examples, F features (windows, all examples together), T `sequence_length`,
 N context tokens of all examples together.
