@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
-from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
+from keras_bert_impl.preprocessing.bert_preprocessor import pack_texts
 from keras_bert_impl.preprocessing.preprocessor import (
     DEFAULT_BATCH_SIZE,
     Preprocessor,
@@ -175,11 +175,7 @@ class BertPretrainingPreprocessor(Preprocessor):
             if "padding_mask" not in packed:
                 packed["padding_mask"] = tf.not_equal(token_ids, tf.cast(self.tokenizer.pad_token_id, token_ids.dtype))
         else:
-            first, second = as_segments(x)
-            first = self.tokenize(first, "x[0]" if second is not None else "x")
-            if second is not None:
-                second = self.tokenize(second, "x[1]")
-            packed = self.packer(first, second)  # each (B, T)
+            packed = pack_texts(self, x)  # each (B, T)
         masked = self.masker(packed, seed=seed)
         labels = tf.zeros(tf.shape(masked["token_ids"])[:-1], tf.int32) if y is None else y
         inputs, targets = to_inputs_and_targets({**masked, "next_sentence_labels": labels})
