@@ -151,10 +151,9 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
     def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, **batching):
         """Batched `tf.data.Dataset` of model inputs (and labels from `y`, the answers `call` takes):
         `(questions, contexts)` (in memory, or a dataset of such pairs or of `{"question", "context"}` dicts, or
-        of `(x, y)`) is windowed, `batch_size` examples per batch (each batch has as many rows as windows); data
-        that already holds model inputs (token ids and labels, e.g. `SquadFeatures.inputs()` and `labels()`), and in-memory
-        pairs with `bucket_width` or `epochs` (`batching`, as the base class takes it), go through the base
-        class."""
+        of `(x, y)`) is windowed, `batch_size` examples per batch (each batch has as many rows as windows); model
+        inputs (with labels: `SquadFeatures.inputs()`, `labels()`), and in-memory pairs with `bucket_width` or
+        `epochs` (`batching`, as the base class takes it), go through the base class."""
         if self._batches_packed(x, **batching):
             return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
         if isinstance(x, tf.data.Dataset):
