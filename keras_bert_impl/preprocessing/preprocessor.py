@@ -202,12 +202,20 @@ class Preprocessor(keras.layers.Layer):
             return packed_batches(x, y, sample_weight, batch_size=batch_size or DEFAULT_BATCH_SIZE,
                                   bucket_width=bucket_width, shuffle=shuffle, seed=seed, epochs=epochs,
                                   pad_token_id=self.tokenizer.pad_token_id)
-        refuse_pair_list(x)
-        dataset = tf.data.Dataset.from_tensor_slices(keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
+        dataset = tf.data.Dataset.from_tensor_slices(self._slices(x, y, sample_weight))
         if shuffle:
             dataset = dataset.shuffle(int(dataset.cardinality()), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+        dataset = self._batch(dataset, batch_size or DEFAULT_BATCH_SIZE)
         return dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    def _slices(self, x, y, sample_weight):
+        """Raw in-memory data as `tf.data.Dataset.from_tensor_slices` takes it (subclasses convert their inputs)."""
+        refuse_pair_list(x)
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    @staticmethod
+    def _batch(dataset, batch_size):
+        return dataset.batch(batch_size)
 
     @staticmethod
     def _batches_packed(x, bucket_width=None, epochs=None, seed=None):

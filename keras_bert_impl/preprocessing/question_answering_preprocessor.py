@@ -12,7 +12,6 @@ import tensorflow as tf
 
 from keras_bert_impl.preprocessing import squad_span_graph
 from keras_bert_impl.preprocessing.preprocessor import (
-    DEFAULT_BATCH_SIZE,
     Preprocessor,
     _as_string_tensor,
     as_text_batch,
@@ -56,6 +55,8 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
 
     A `BertQuestionAnswerer` holding this preprocessor answers raw questions:
     `model.predict(questions, contexts)` returns `{"text", "start", "end", "score"}` per question.
+    `make_dataset` batches `batch_size` examples (each batch as many rows as windows); `(question, context)`
+    datasets may hold pairs, `{"question", "context"}` dicts or `(x, y)`.
 
     Args:
         tokenizer: `BertTokenizer`.
@@ -148,32 +149,14 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             sample_weight = tf.gather(tf.reshape(sample_weight, [-1]), windows["example_index"])
         return keras.utils.pack_x_y_sample_weight(features["inputs"], labels, sample_weight)
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, **batching):
-        """Batched `tf.data.Dataset` of model inputs (and labels from `y`, the answers `call` takes):
-        `(questions, contexts)` (in memory, or a dataset of such pairs or of `{"question", "context"}` dicts, or
-        of `(x, y)`) is windowed, `batch_size` examples per batch (each batch has as many rows as windows); model
-        inputs (with labels: `SquadFeatures.inputs()`, `labels()`), and in-memory pairs with `bucket_width` or
-        `epochs` (`batching`, as the base class takes it), go through the base class."""
-        if self._batches_packed(x, **batching):
-            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
-        if isinstance(x, tf.data.Dataset):
-            if y is not None or sample_weight is not None or batch_size is not None:
-                raise ValueError("When `x` is a tf.data.Dataset, give no `y`, `sample_weight` or `batch_size`.")
-            dataset = x
-        else:
-            questions, contexts, _ = _question_context(x)
-            dataset = tf.data.Dataset.from_tensor_slices(
-                keras.utils.pack_x_y_sample_weight((questions, contexts), y, sample_weight))
-            if shuffle:
-                dataset = dataset.shuffle(questions.shape[0], seed=batching.get("seed"), reshuffle_each_iteration=True)
-            dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+    def _slices(self, x, y, sample_weight):
+        questions, contexts, _ = _question_context(x)
+        return keras.utils.pack_x_y_sample_weight((questions, contexts), y, sample_weight)
 
-        def preprocess(*element):
-            if len(element) == 2 and all(isinstance(part, tf.Tensor) for part in element):
-                element = (element,)  # a (question, context) pair without targets
-            return self.call(*element)
-
-        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    def _preprocess_element(self, *element):
+        if len(element) == 2 and all(isinstance(part, tf.Tensor) for part in element):
+            element = (element,)  # a dataset of (question, context) pairs without targets
+        return self.call(*element)
 
     # -- the offline pipeline: features with their context offsets, and decoding -------------------------
 
