@@ -86,6 +86,14 @@ def refuse_pair_list(x):
                         "second_texts).")
 
 
+def refuse_dataset_options(**options):
+    """Raise a ValueError for an option given with a `tf.data.Dataset`, which holds its own targets and batches."""
+    for name, value in options.items():
+        if value is not None:
+            raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}); "
+                             "targets, batching, bucketing and epoch streams need in-memory data.")
+
+
 def _slice_structure(structure, start, stop):
     if structure is None:
         return None
@@ -187,11 +195,8 @@ class Preprocessor(keras.layers.Layer):
         (4, [(4, 8), (2, 8)])
         """
         if isinstance(x, tf.data.Dataset):
-            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size),
-                                ("bucket_width", bucket_width), ("epochs", epochs)):
-                if value is not None:
-                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}); "
-                                     "bucketing and epoch streams need in-memory data.")
+            refuse_dataset_options(y=y, sample_weight=sample_weight, batch_size=batch_size, bucket_width=bucket_width,
+                                   epochs=epochs)
             element_x = keras.utils.unpack_x_y_sample_weight(x.element_spec)[0]
             if _is_model_input(element_x):
                 return x

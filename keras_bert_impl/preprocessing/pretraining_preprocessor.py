@@ -20,7 +20,7 @@ from keras_bert_impl.preprocessing.preprocessor import (
     DEFAULT_BATCH_SIZE,
     Preprocessor,
     _is_model_input,
-    refuse_pair_list,
+    refuse_dataset_options,
 )
 
 # The settings a BertPretrainingPreprocessor owns besides its tokenizer, with their defaults (the original
@@ -190,15 +190,12 @@ class BertPretrainingPreprocessor(Preprocessor):
         unmasked inputs (`token_ids`, `segment_ids`) are masked.
         """
         if isinstance(x, tf.data.Dataset):
-            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size)):
-                if value is not None:
-                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}).")
+            refuse_dataset_options(y=y, sample_weight=sample_weight, batch_size=batch_size)
             if _is_masked_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0]):
                 return x
             dataset = x
         else:
-            refuse_pair_list(x)
-            dataset = tf.data.Dataset.from_tensor_slices(keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
+            dataset = tf.data.Dataset.from_tensor_slices(self._slices(x, y, sample_weight))
             if shuffle:
                 dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
