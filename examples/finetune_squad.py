@@ -34,6 +34,7 @@ from keras_bert_impl import (
     write_squad_predictions,
 )
 from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings
+from keras_bert_impl.data.length_bucketing import packed_batches
 from keras_bert_impl.data.docstring_tasks import routine_squad, subsample_squad
 from keras_bert_impl.squad import parse_squad_examples
 from keras_bert_impl.squad.squad_reader import load_squad_json
@@ -113,7 +114,8 @@ def main(argv=None):
 
     # 4. Train with the original recipe (AdamWeightDecay, 10% warmup, linear decay); the default loss is the
     # mean of the start and end cross-entropies.
-    train_data = train_features.to_dataset(args.batch_size, shuffle=True, seed=args.seed)
+    train_data = packed_batches(train_features.inputs(), train_features.labels(), batch_size=args.batch_size,
+                                shuffle=True, seed=args.seed)
     total_steps = -(-len(train_features) // args.batch_size) * args.epochs
     model.compile(optimizer=create_optimizer(name="adamw_original", learning_rate=args.learning_rate,
                                              total_steps=total_steps, warmup_fraction=0.1))

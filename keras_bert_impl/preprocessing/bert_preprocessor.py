@@ -8,14 +8,18 @@ import keras
 from keras_bert_impl.preprocessing.preprocessor import Preprocessor, refuse_pair_list
 
 
-def as_segments(x):
-    """`(first, second)` from a batch of texts or a tuple of one or two such batches (second None alone)."""
+def pack_texts(preprocessor, x):
+    """`preprocessor.packer` on texts, or on a tuple of one or two text batches (a pair): each `(B, T)`."""
     refuse_pair_list(x)
+    first, second = x, None
     if isinstance(x, tuple):
         if len(x) not in (1, 2):
             raise ValueError(f"x must be texts or a tuple of 1 or 2 text batches (a pair), got {len(x)} segments.")
-        return x[0], (x[1] if len(x) == 2 else None)
-    return x, None
+        first, second = x[0], (x[1] if len(x) == 2 else None)
+    first = preprocessor.tokenize(first, "x[0]" if second is not None else "x")
+    if second is not None:
+        second = preprocessor.tokenize(second, "x[1]")
+    return preprocessor.packer(first, second)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -60,11 +64,7 @@ class BertPreprocessor(Preprocessor):
         self.packer = self.segment_packer(truncation=truncation)  # checks `truncation`
 
     def call(self, x, y=None, sample_weight=None):
-        first, second = as_segments(x)
-        first = self.tokenize(first, "x[0]" if second is not None else "x")
-        if second is not None:
-            second = self.tokenize(second, "x[1]")
-        packed = self.packer(first, second)  # each (B, T)
+        packed = pack_texts(self, x)  # each (B, T)
         return keras.utils.pack_x_y_sample_weight(packed, y, sample_weight)
 
     def get_config(self):

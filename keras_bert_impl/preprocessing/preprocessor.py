@@ -74,11 +74,24 @@ def _as_string_tensor(texts, name, rank=1):
     return tensor
 
 
+def as_text_batch(texts, name):
+    """tf.string `(B,)` from a batch of texts or one text (a batch of one); see `_as_string_tensor`."""
+    return tf.reshape(_as_string_tensor(texts, name), [-1])
+
+
 def refuse_pair_list(x):
     """Raise a TypeError for sentence pairs given as a list of pairs (they go as a tuple of two lists)."""
     if isinstance(x, list) and x and isinstance(x[0], (list, tuple)) and not isinstance(x[0], str):
         raise TypeError("x is a list of pairs; give sentence pairs as a tuple of two lists, (first_texts, "
                         "second_texts).")
+
+
+def refuse_dataset_options(**options):
+    """Raise a ValueError for an option given with a `tf.data.Dataset`, which holds its own targets and batches."""
+    for name, value in options.items():
+        if value is not None:
+            raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}); "
+                             "targets, batching, bucketing and epoch streams need in-memory data.")
 
 
 def _slice_structure(structure, start, stop):
@@ -182,11 +195,8 @@ class Preprocessor(keras.layers.Layer):
         (4, [(4, 8), (2, 8)])
         """
         if isinstance(x, tf.data.Dataset):
-            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size),
-                                ("bucket_width", bucket_width), ("epochs", epochs)):
-                if value is not None:
-                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}); "
-                                     "bucketing and epoch streams need in-memory data.")
+            refuse_dataset_options(y=y, sample_weight=sample_weight, batch_size=batch_size, bucket_width=bucket_width,
+                                   epochs=epochs)
             element_x = keras.utils.unpack_x_y_sample_weight(x.element_spec)[0]
             if _is_model_input(element_x):
                 return x
@@ -197,12 +207,20 @@ class Preprocessor(keras.layers.Layer):
             return packed_batches(x, y, sample_weight, batch_size=batch_size or DEFAULT_BATCH_SIZE,
                                   bucket_width=bucket_width, shuffle=shuffle, seed=seed, epochs=epochs,
                                   pad_token_id=self.tokenizer.pad_token_id)
-        refuse_pair_list(x)
-        dataset = tf.data.Dataset.from_tensor_slices(keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
+        dataset = tf.data.Dataset.from_tensor_slices(self._slices(x, y, sample_weight))
         if shuffle:
             dataset = dataset.shuffle(int(dataset.cardinality()), seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+        dataset = self._batch(dataset, batch_size or DEFAULT_BATCH_SIZE)
         return dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    def _slices(self, x, y, sample_weight):
+        """Raw in-memory data as `tf.data.Dataset.from_tensor_slices` takes it (subclasses convert their inputs)."""
+        refuse_pair_list(x)
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    @staticmethod
+    def _batch(dataset, batch_size):
+        return dataset.batch(batch_size)
 
     @staticmethod
     def _batches_packed(x, bucket_width=None, epochs=None, seed=None):

@@ -15,12 +15,12 @@ import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
-from keras_bert_impl.preprocessing.bert_preprocessor import as_segments
+from keras_bert_impl.preprocessing.bert_preprocessor import pack_texts
 from keras_bert_impl.preprocessing.preprocessor import (
     DEFAULT_BATCH_SIZE,
     Preprocessor,
     _is_model_input,
-    refuse_pair_list,
+    refuse_dataset_options,
 )
 
 # The settings a BertPretrainingPreprocessor owns besides its tokenizer, with their defaults (the original
@@ -175,11 +175,7 @@ class BertPretrainingPreprocessor(Preprocessor):
             if "padding_mask" not in packed:
                 packed["padding_mask"] = tf.not_equal(token_ids, tf.cast(self.tokenizer.pad_token_id, token_ids.dtype))
         else:
-            first, second = as_segments(x)
-            first = self.tokenize(first, "x[0]" if second is not None else "x")
-            if second is not None:
-                second = self.tokenize(second, "x[1]")
-            packed = self.packer(first, second)  # each (B, T)
+            packed = pack_texts(self, x)  # each (B, T)
         masked = self.masker(packed, seed=seed)
         labels = tf.zeros(tf.shape(masked["token_ids"])[:-1], tf.int32) if y is None else y
         inputs, targets = to_inputs_and_targets({**masked, "next_sentence_labels": labels})
@@ -194,15 +190,12 @@ class BertPretrainingPreprocessor(Preprocessor):
         unmasked inputs (`token_ids`, `segment_ids`) are masked.
         """
         if isinstance(x, tf.data.Dataset):
-            for name, value in (("y", y), ("sample_weight", sample_weight), ("batch_size", batch_size)):
-                if value is not None:
-                    raise ValueError(f"When `x` is a tf.data.Dataset, give no `{name}` (got {type(value).__name__}).")
+            refuse_dataset_options(y=y, sample_weight=sample_weight, batch_size=batch_size)
             if _is_masked_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0]):
                 return x
             dataset = x
         else:
-            refuse_pair_list(x)
-            dataset = tf.data.Dataset.from_tensor_slices(keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
+            dataset = tf.data.Dataset.from_tensor_slices(self._slices(x, y, sample_weight))
             if shuffle:
                 dataset = dataset.shuffle(int(dataset.cardinality()), reshuffle_each_iteration=True)
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)

@@ -1,11 +1,7 @@
 """Raw `(question, context)` pairs (and answers) to windowed SQuAD features, and span logits back to answers.
 
-The windowing and decoding are `run_squad.py`'s, each written once: `call` (TensorFlow ops, for `tf.data` and
-eager use) and `featurize` window with `preprocessing.squad_span_graph` (`windowed_features`, also inside an
-exported SavedModel's `serve_text`, and `convert_examples_to_features`); `decode` / `answers` are
-`squad.decode_squad_predictions` (n-best, `max_answer_length`, SQuAD v2.0 null threshold, its tie order), which
-the SavedModel's in-graph decoder reproduces. So `BertQuestionAnswerer.fit` / `predict` on raw text, the offline
-evaluation (`squad.*`, the CLI) and the served answer agree.
+Windowing is `preprocessing.squad_span_graph`'s and decoding `squad.decode_squad_predictions`, each written
+once, so `BertQuestionAnswerer.fit` / `predict` on raw text, the offline evaluation and the served answer agree.
 
 Shape legend: B examples, F features (document windows of all examples), T `sequence_length`.
 """
@@ -16,9 +12,9 @@ import tensorflow as tf
 
 from keras_bert_impl.preprocessing import squad_span_graph
 from keras_bert_impl.preprocessing.preprocessor import (
-    DEFAULT_BATCH_SIZE,
     Preprocessor,
     _as_string_tensor,
+    as_text_batch,
 )
 from keras_bert_impl.squad.squad_decoding import decode_squad_predictions
 from keras_bert_impl.squad.squad_reader import SquadExample
@@ -27,36 +23,22 @@ DEFAULT_MAX_QUERY_LENGTH = 64
 
 
 def _question_context(x):
-    """`(questions, contexts)` from a `(questions, contexts)` tuple or a dict with those keys."""
+    """`(questions, contexts, single)`: tf.string `(B,)` each, from a `(questions, contexts)` tuple (or a dict
+    with those keys) of two str or two batches; `single` when two str were given."""
     if isinstance(x, dict) and {"question", "context"} <= set(x):
-        return x["question"], x["context"]
-    if isinstance(x, tuple) and len(x) == 2:
-        return x
-    raise TypeError(
-        "x must be a tuple (questions, contexts): two str, or two equally long lists / arrays / tf.string "
-        f"tensors of str; got {type(x).__name__}" + (f" of length {len(x)}." if isinstance(x, (tuple, list)) else ".")
-    )
-
-
-def _as_text_list(texts, name):
-    """A list of Python str (and whether a single str was given) from str, bytes, lists, arrays or tensors."""
-    if isinstance(texts, (tf.Tensor, tf.Variable)):
-        texts = texts.numpy()
-    single = isinstance(texts, (str, bytes)) or (isinstance(texts, np.ndarray) and texts.ndim == 0)
-    if single:
-        texts = [texts.item() if isinstance(texts, np.ndarray) else texts]
-    elif isinstance(texts, np.ndarray):
-        if texts.ndim != 1:
-            raise ValueError(f"{name} must be a str or a batch `(B,)` of str, got shape {texts.shape}.")
-        texts = texts.tolist()
-    result = []
-    for index, text in enumerate(texts):
-        if isinstance(text, bytes):
-            text = text.decode("utf-8", errors="replace")
-        if not isinstance(text, str):
-            raise TypeError(f"{name}[{index}] is {type(text).__name__}, expected str.")
-        result.append(text)
-    return result, single
+        x = x["question"], x["context"]
+    if not (isinstance(x, tuple) and len(x) == 2):
+        length = f" of length {len(x)}" if isinstance(x, (tuple, list)) else ""
+        raise TypeError("x must be a tuple (questions, contexts): two str, or two equally long lists / arrays / "
+                        f"tf.string tensors of str; got {type(x).__name__}{length}.")
+    questions = _as_string_tensor(x[0], "questions")
+    single = questions.shape.rank == 0
+    questions, contexts = tf.reshape(questions, [-1]), as_text_batch(x[1], "contexts")
+    if None not in (questions.shape[0], contexts.shape[0]) and questions.shape[0] != contexts.shape[0]:
+        raise ValueError(
+            f"Got {questions.shape[0]} questions and {contexts.shape[0]} contexts; give one context per question."
+        )
+    return questions, contexts, single
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -66,13 +48,15 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
     Each example becomes one or more features `[CLS] question [SEP] window [SEP]` padded to
     `sequence_length`, as `run_squad.py`: the question cut to `max_query_length` tokens, the context split
     into windows of `sequence_length - len(question) - 3` tokens whose starts are `doc_stride` apart (see
-    `squad.squad_features`). Decoding follows `run_squad.py`'s `write_predictions`
+    `squad_span_graph.squad_windows`). Decoding follows `run_squad.py`'s `write_predictions`
     (`squad.decode_squad_predictions`): the `n_best_size` best starts and ends of every window, answers of at
     most `max_answer_length` tokens, and for SQuAD v2.0 models (`version_2_with_negative=True`) "" iff the
     null odds exceed `null_score_diff_threshold`.
 
     A `BertQuestionAnswerer` holding this preprocessor answers raw questions:
     `model.predict(questions, contexts)` returns `{"text", "start", "end", "score"}` per question.
+    `make_dataset` batches `batch_size` examples (each batch as many rows as windows); `(question, context)`
+    datasets may hold pairs, `{"question", "context"}` dicts or `(x, y)`.
 
     Args:
         tokenizer: `BertTokenizer`.
@@ -149,12 +133,9 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         if y is not None and not (isinstance(y, dict) and set(y) == {"text", "answer_start"}):
             raise ValueError("y must be the answers as a dict of `text` (answer texts) and `answer_start` (each "
                              f"answer's first code point in its context, -1 for none); got {y!r:.80}.")
-        questions, contexts = _question_context(x)
-        # One str (rank 0) is a batch of one.
-        questions = tf.reshape(_as_string_tensor(questions, "questions"), [-1])
-        contexts = tf.reshape(_as_string_tensor(contexts, "contexts"), [-1])
+        questions, contexts, _ = _question_context(x)
         if y is not None:
-            y = {"text": tf.reshape(_as_string_tensor(y["text"], "y['text']"), [-1]),
+            y = {"text": as_text_batch(y["text"], "y['text']"),
                  "answer_start": tf.reshape(y["answer_start"], [-1])}
         features = squad_span_graph.windowed_features(
             self.tokenizer, self.packer, questions, contexts, self.sequence_length, self.doc_stride,
@@ -168,55 +149,33 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             sample_weight = tf.gather(tf.reshape(sample_weight, [-1]), windows["example_index"])
         return keras.utils.pack_x_y_sample_weight(features["inputs"], labels, sample_weight)
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, **batching):
-        """Batched `tf.data.Dataset` of model inputs (and labels from `y`, the answers `call` takes):
-        `(questions, contexts)` (in memory, or a dataset of such pairs or of `{"question", "context"}` dicts, or
-        of `(x, y)`) is windowed, `batch_size` examples per batch (each batch has as many rows as windows); data
-        that already holds model inputs (token ids and labels, e.g. `SquadFeatures.to_dataset()`), and in-memory
-        pairs with `bucket_width` or `epochs` (`batching`, as the base class takes it), go through the base
-        class."""
-        if self._batches_packed(x, **batching):
-            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
-        if isinstance(x, tf.data.Dataset):
-            if y is not None or sample_weight is not None or batch_size is not None:
-                raise ValueError("When `x` is a tf.data.Dataset, give no `y`, `sample_weight` or `batch_size`.")
-            dataset = x
-        else:
-            questions, contexts = _question_context(x)
-            questions, _ = _as_text_list(questions, "questions")
-            contexts, _ = _as_text_list(contexts, "contexts")
-            dataset = tf.data.Dataset.from_tensor_slices(
-                keras.utils.pack_x_y_sample_weight((questions, contexts), y, sample_weight))
-            if shuffle:
-                dataset = dataset.shuffle(len(questions), seed=batching.get("seed"), reshuffle_each_iteration=True)
-            dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
+    def _slices(self, x, y, sample_weight):
+        questions, contexts, _ = _question_context(x)
+        return keras.utils.pack_x_y_sample_weight((questions, contexts), y, sample_weight)
 
-        def preprocess(*element):
-            if len(element) == 2 and all(isinstance(part, tf.Tensor) for part in element):
-                element = (element,)  # a (question, context) pair without targets
-            return self.call(*element)
-
-        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    def _preprocess_element(self, *element):
+        if len(element) == 2 and all(isinstance(part, tf.Tensor) for part in element):
+            element = (element,)  # a dataset of (question, context) pairs without targets
+        return self.call(*element)
 
     # -- the offline pipeline: features with their context offsets, and decoding -------------------------
 
     def featurize(self, x):
         """`(examples, features)`: the `squad.SquadExample`s (ids "0", "1", ...) of `x = (questions, contexts)`
         and their `squad.SquadFeatures` (`features.inputs()` equals `self(x)` row for row)."""
-        questions, contexts = _question_context(x)
-        questions, _ = _as_text_list(questions, "questions")
-        contexts, _ = _as_text_list(contexts, "contexts")
-        if len(questions) != len(contexts):
-            raise ValueError(
-                f"Got {len(questions)} questions and {len(contexts)} contexts; give one context per question."
-            )
-        examples = [SquadExample(str(index), question, context, ())
-                    for index, (question, context) in enumerate(zip(questions, contexts))]
-        features = squad_span_graph.convert_examples_to_features(
+        questions, contexts, _ = _question_context(x)
+        examples = [SquadExample(str(index), question.decode("utf-8", errors="replace"),
+                                 context.decode("utf-8", errors="replace"), ())
+                    for index, (question, context) in enumerate(zip(questions.numpy(), contexts.numpy()))]
+        return examples, self.example_features(examples)
+
+    def example_features(self, examples, is_training=False):
+        """`squad.SquadFeatures` of `squad.SquadExample`s in this preprocessor's windows (`is_training`: with the
+        first answer's labels), by `convert_examples_to_features`."""
+        return squad_span_graph.convert_examples_to_features(
             examples, self.tokenizer, sequence_length=self.sequence_length, doc_stride=self.doc_stride,
-            max_query_length=self.max_query_length,
+            max_query_length=self.max_query_length, is_training=is_training,
         )
-        return examples, features
 
     def decode(self, examples, features, outputs):
         """`squad.SquadPredictions` (answers, n-best lists, v2.0 null odds) of the model's `outputs`
@@ -237,7 +196,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             ("" for none), its code point offsets in the context (`context[start:end] == text`, -1 for ""),
             and the start + end logit of the best span (-inf when there is none); v2.0 adds `null_odds`.
         """
-        _, single = _as_text_list(_question_context(x)[0], "questions")
+        single = _question_context(x)[2]
         examples, features = self.featurize(x)
         decoded = self.decode(examples, features, outputs)
         answers = [decoded.answer(example.qas_id) for example in examples]

@@ -1,20 +1,11 @@
-"""SQuAD windowing and answer decoding as TensorFlow graph ops: `BertQuestionAnsweringPreprocessor`'s featurizer
-and the exported question answerer's `serve_text`.
+"""SQuAD windowing and answer decoding as TensorFlow graph ops, after `run_squad.py`: the featurizer of
+`BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`, and the exported question answerer's
+`serve_text` (`export.serving_signatures` imports it from here).
 
-TensorFlow at the preprocessing edge: this module builds graph code that runs in `tf.data` and inside an
-exported SavedModel (`export.serving_signatures` imports it from here); it is the in-graph counterpart of
-`squad.squad_features` (windows, max context) and `squad.squad_decoding` (span selection), following
-`run_squad.py`:
-
-- The question is cut to `max_query_length` tokens; the context is split into windows of
-  `max_tokens_for_doc = sequence_length - len(question) - 3` tokens whose starts are
-  `min(max_tokens_for_doc, doc_stride)` apart (the original's "step" stride), the last window ending at the
-  last context token. Every window is one feature `[CLS] question [SEP] window [SEP]`, padded to
-  `sequence_length` like the original's features.
-- A context token is "at max context" in the first window with the largest
-  `min(left, right) + 0.01 * window length`.
-- Decoding is `squad.span_ranking`, the decoder of `squad.decode_squad_predictions`, on the windows' token
-  offsets: the served answer is the offline one (only the n-best list and its probabilities are not built).
+TensorFlow at the preprocessing edge: this graph code runs in `tf.data` and inside an exported SavedModel.
+Windows and max context are `squad_windows`; decoding is `squad.span_ranking`, the decoder of
+`squad.decode_squad_predictions`, on the windows' token offsets, so the served answer is the offline one (only
+the n-best list and its probabilities are not built).
 
 Shape legend: B examples, F features (windows, all examples together), T `sequence_length`,
 N context tokens of all examples together.
@@ -304,19 +295,14 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
     windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length,
                             stride_semantics, answer_spans)
     inputs = _pack_windows(window_packer(tokenizer, sequence_length), windows, context_ids)
-    doc_offset = windows["question_ids"].row_lengths() + 2  # [CLS] question [SEP]
-    length = windows["window_length"]
-    window_offsets = {}
-    for name, offsets in (("token_char_starts", char_starts), ("token_char_ends", char_ends)):
-        offsets = windows["window_index"].with_flat_values(tf.gather(offsets.flat_values,
-                                                                     windows["window_index"].flat_values))
-        window_offsets[name] = _place_in_sequence(offsets, doc_offset, length, sequence_length, -1)[0]
-    is_max_context, _ = _place_in_sequence(windows["is_max_context"], doc_offset, length, sequence_length, False)
+    window_offsets = {name: _in_sequence(windows, offsets.flat_values, sequence_length, -1)[0]
+                      for name, offsets in (("token_char_starts", char_starts), ("token_char_ends", char_ends))}
+    is_max_context, _ = _in_sequence(windows, windows["is_max_context"], sequence_length, False)
     skipped = np.flatnonzero(windows["skipped"].numpy()).tolist() if is_training else []
     for index in skipped:
         logger.warning("Skipping training example %r: its answer %r covers no token of the tokenized context.",
                        examples[index].qas_id, examples[index].answers[0].text)
-    no_labels = tf.zeros_like(length, tf.int32)
+    no_labels = tf.zeros_like(windows["window_length"], tf.int32)
     return SquadFeatures(
         **{name: value.numpy() for name, value in inputs.items()},
         start_positions=windows.get("start_positions", no_labels).numpy(),
@@ -330,14 +316,19 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
     )
 
 
-def _place_in_sequence(values, offset, length, sequence_length, fill):
-    """Ragged per-feature values `(F, None)` -> dense `(F, T)` with row f's values at columns
-    `offset[f] .. offset[f] + length[f] - 1` and `fill` elsewhere."""
+def _in_sequence(windows, values, sequence_length, fill):
+    """Values of the window tokens at their columns of `[CLS] question [SEP] window [SEP]`: dense `(F, T)` with
+    `fill` elsewhere, and bool `(F, T)` where the window is. `values`: ragged `(F, None)` per window token, or
+    `(N,)` per context token (gathered by `windows["window_index"]`)."""
+    window_index = windows["window_index"]
+    if not isinstance(values, tf.RaggedTensor):
+        values = window_index.with_flat_values(tf.gather(values, window_index.flat_values))
+    offset = windows["question_ids"].row_lengths() + 2  # (F,) [CLS] question [SEP]
     fill = tf.cast(fill, values.dtype)
     dense = values.to_tensor(default_value=fill)  # (F, L_max)
     dense = tf.concat([dense, tf.fill([tf.shape(dense)[0], 1], fill)], axis=1)  # width >= 1 even if all empty
     column = tf.range(sequence_length, dtype=tf.int64)[tf.newaxis] - offset[:, tf.newaxis]  # (F, T)
-    inside = (column >= 0) & (column < length[:, tf.newaxis])
+    inside = (column >= 0) & (column < windows["window_length"][:, tf.newaxis])
     width = tf.shape(dense, out_type=tf.int64)[1]
     gathered = tf.gather(dense, tf.clip_by_value(column, 0, width - 1), batch_dims=1)
     return tf.where(inside, gathered, fill), inside
@@ -364,22 +355,16 @@ def decode_best_spans(start_logits, end_logits, windows, context_starts, context
         context bytes, 0 when none).
     """
     sequence_length = start_logits.shape[1]
-    doc_offset = windows["question_ids"].row_lengths() + 2  # [CLS] question [SEP]
-    length = windows["window_length"]
-    is_max_context, in_document = _place_in_sequence(
-        windows["is_max_context"], doc_offset, length, sequence_length, False
-    )  # (F, T) each
+    is_max_context, in_document = _in_sequence(windows, windows["is_max_context"], sequence_length, False)  # (F, T)
     example_index = windows["example_index"]
     ranked = span_ranking.rank_spans(start_logits, end_logits, example_index, in_document & is_max_context,
                                      in_document, n_best_size, max_answer_length)
     num_examples = tf.shape(windows["num_windows"], out_type=tf.int64)[0]
     best = span_ranking.best_spans(ranked, start_logits, end_logits, example_index, num_examples, n_best_size,
                                    version_2_with_negative)
-    window_index = windows["window_index"]
     found = best["found"]
     for name, position, offsets in (("byte_start", "start", context_starts), ("byte_end", "end", context_ends)):
-        window_offsets = window_index.with_flat_values(tf.gather(offsets.flat_values, window_index.flat_values))
-        dense, _ = _place_in_sequence(window_offsets, doc_offset, length, sequence_length, tf.constant(-1, tf.int64))
+        dense, _ = _in_sequence(windows, offsets.flat_values, sequence_length, -1)
         # With B > 0 there is a feature 0; an example without a valid span reads (0, 0) and is masked.
         best[name] = tf.where(found, tf.gather_nd(dense, tf.stack([best["feature"], best[position]], axis=1)), 0)
     return best

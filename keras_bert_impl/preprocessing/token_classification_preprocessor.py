@@ -37,7 +37,7 @@ import tensorflow as tf
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.preprocessing import entity_span_graph
 from keras_bert_impl.preprocessing.squad_span_graph import byte_span_to_answer, repair_utf8
-from keras_bert_impl.preprocessing.preprocessor import DEFAULT_BATCH_SIZE, Preprocessor
+from keras_bert_impl.preprocessing.preprocessor import Preprocessor, as_text_batch
 from keras_bert_impl.tokenization.bert_tokenizer import CONTINUATION_PREFIX
 
 WORD_SEPARATOR = " "
@@ -173,14 +173,6 @@ def _as_words(words):
                               inner_shape=())
 
 
-def _as_texts(texts):
-    if isinstance(texts, (str, bytes)):
-        texts = [texts]
-    if isinstance(texts, np.ndarray):
-        texts = texts.tolist()
-    return tf.convert_to_tensor(texts, dtype=tf.string)
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassificationPreprocessor(Preprocessor):
     """Words or raw text to windowed BERT features for token classification (NER), and logits back to
@@ -191,6 +183,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
     its `words` (`{"text", "start", "end", "tag", "score"}`) and `entities` (`{"text", "type", "start", "end",
     "score"}`, read from the tags as conlleval reads them; `score` is the mean probability of the entity's
     tags), with character offsets into the text.
+    `make_dataset` batches `batch_size` sentences (each batch as many rows as windows; with `bucket_width` or
+    `epochs`, `batch_size` windows).
 
     Args:
         tokenizer: `BertTokenizer`.
@@ -245,10 +239,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
                                    tag_ids=tag_ids)
         if self._first_pieces is None:
             self._first_pieces = first_piece_table(self.tokenizer)
-        texts = _as_texts(x)
-        if texts.shape.rank == 0:
-            texts = tf.reshape(texts, [1])
-        return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, texts=texts,
+        return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride,
+                               texts=as_text_batch(x, "x"),
                                first_pieces=self._first_pieces)
 
     def call(self, x, y=None, sample_weight=None):
@@ -259,30 +251,17 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             return features["inputs"]
         return features["inputs"], features["labels"]
 
-    def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, **batching):
-        """Batched `tf.data.Dataset` of windowed features: `batch_size` sentences (word lists with tag id lists
-        as `y`) or texts per batch, each batch as many rows as windows. Model inputs (token ids and labels),
-        datasets of them, and in-memory data with `bucket_width` or `epochs` (`batching`: `seed`,
-        `bucket_width`, `epochs`, as the base class takes them; then `batch_size` counts windows) go through the
-        base class."""
-        if self._batches_packed(x, **batching):
-            return super().make_dataset(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, **batching)
+    def _slices(self, x, y, sample_weight):
         if sample_weight is not None:
             self.call(x, y, sample_weight)  # the error
-        if isinstance(x, tf.data.Dataset):
-            return x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        if _is_word_lists(x):
-            x = _as_words(x)
-            if y is not None:
-                y = tf.ragged.constant([list(row) for row in y], dtype=tf.int32, ragged_rank=1)
-        else:
-            x = _as_texts(x)
-        dataset = tf.data.Dataset.from_tensor_slices(x if y is None else (x, y))
-        if shuffle:
-            dataset = dataset.shuffle(int(dataset.cardinality()), seed=batching.get("seed"),
-                                      reshuffle_each_iteration=True)
-        dataset = dataset.ragged_batch(batch_size or DEFAULT_BATCH_SIZE)
-        return dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        if not _is_word_lists(x):
+            return keras.utils.pack_x_y_sample_weight(as_text_batch(x, "x"), y)
+        tags = None if y is None else tf.ragged.constant([list(row) for row in y], dtype=tf.int32, ragged_rank=1)
+        return keras.utils.pack_x_y_sample_weight(_as_words(x), tags)
+
+    @staticmethod
+    def _batch(dataset, batch_size):
+        return dataset.ragged_batch(batch_size)
 
     # -- the offline pipeline: features with their words, and decoding -----------------------------------
 

@@ -21,7 +21,6 @@ missing questions are left out of those splits too.
 """
 
 import collections
-import json
 import logging
 import re
 import string
@@ -287,13 +286,6 @@ def evaluate_squad_files(dataset_path, predictions_path, na_prob_path=None, vers
         dict, as `evaluate_v1` or `evaluate_v2`; with `skipped_unscorable_questions` when some were left out.
     """
     dataset, skipped = scorable_squad_json(load_squad_json(dataset_path), dataset_path, skip_unscorable)
-    result = _evaluate_dataset(dataset, predictions_path, na_prob_path, version_2, na_prob_thresh)
-    if skipped:
-        result["skipped_unscorable_questions"] = skipped
-    return result
-
-
-def _evaluate_dataset(dataset, predictions_path, na_prob_path, version_2, na_prob_thresh):
     predictions = _load_json_object(predictions_path)
     if version_2 is None:
         version_2 = str(dataset.get("version", "")).startswith("v2") or any(
@@ -305,19 +297,17 @@ def _evaluate_dataset(dataset, predictions_path, na_prob_path, version_2, na_pro
     if not version_2:
         if na_prob_path is not None:
             raise ValueError("No-answer probabilities (na_prob_path) only apply to SQuAD v2.0 evaluation.")
-        return evaluate_v1(dataset, predictions)
-    na_probs = _load_json_object(na_prob_path) if na_prob_path is not None else None
-    return evaluate_v2(dataset, predictions, na_probs, na_prob_thresh)
+        result = evaluate_v1(dataset, predictions)
+    else:
+        na_probs = _load_json_object(na_prob_path) if na_prob_path is not None else None
+        result = evaluate_v2(dataset, predictions, na_probs, na_prob_thresh)
+    if skipped:
+        result["skipped_unscorable_questions"] = skipped
+    return result
 
 
 def _load_json_object(path):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
-    except json.JSONDecodeError as error:
-        raise SquadFormatError(
-            f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
-        ) from error
+    value = load_squad_json(path)  # SquadFormatError on malformed JSON
     if not isinstance(value, dict):
         raise SquadFormatError(f"{path}: expected a JSON object mapping question ids, got {type(value).__name__}.")
     return value

@@ -1,8 +1,8 @@
 """Windowed SQuAD features (one row per document window) and what decoding needs, as NumPy arrays.
 
 `preprocessing.convert_examples_to_features` builds them (the windowing of `run_squad.py`); decoding
-(`squad_decoding`) reads them. `SquadFeatures.to_dataset` builds a `tf.data.Dataset`; this is the only
-TensorFlow use here (data edge).
+(`squad_decoding`) reads them; `BertQuestionAnsweringPreprocessor.make_dataset(features.inputs(),
+features.labels())` batches them.
 """
 
 import dataclasses
@@ -60,26 +60,3 @@ class SquadFeatures:
     def labels(self):
         """The QA labels: `{"start_positions", "end_positions"}` NumPy arrays."""
         return {"start_positions": self.start_positions, "end_positions": self.end_positions}
-
-    def to_dataset(self, batch_size=32, include_labels=True, shuffle=False, seed=None, drop_remainder=False):
-        """A `tf.data.Dataset` of batches `(x, y)` (or `x` alone without labels).
-
-        Args:
-            batch_size: int. Batch size. Defaults to 32.
-            include_labels: bool. Yield `(x, y)` if True, `x` if False (prediction). Defaults to True.
-            shuffle: bool. Shuffle all features each epoch (keep False for prediction so logits line up
-                with features). Defaults to False.
-            seed: int or None. Shuffle seed. Defaults to None.
-            drop_remainder: bool. Drop a last partial batch. Defaults to False.
-
-        Returns:
-            `tf.data.Dataset`.
-        """
-        # Imported here so that decoding and evaluation (which import this module) stay TensorFlow-free.
-        import tensorflow as tf
-
-        elements = (self.inputs(), self.labels()) if include_labels else self.inputs()
-        dataset = tf.data.Dataset.from_tensor_slices(elements)
-        if shuffle:
-            dataset = dataset.shuffle(len(self), seed=seed, reshuffle_each_iteration=True)
-        return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

@@ -5,19 +5,12 @@ A SQuAD file is `{"version": ..., "data": [article, ...]}`; each article holds `
 (`{"text", "answer_start"}`, `answer_start` a character offset into the context) and, in v2.0, an
 `is_impossible` flag (impossible questions have no answers).
 
-The original `run_squad.py` maps answers onto whitespace-split words; here answers stay character spans of
-the context, and `squad_features.py` maps them onto WordPiece tokens through the tokenizer's character
-offsets.
+Answers stay character spans of the context (the original maps them onto whitespace-split words);
+`preprocessing.convert_examples_to_features` maps them onto WordPiece tokens through the tokenizer's offsets.
 
-Bad input:
-- Malformed JSON raises `SquadFormatError` naming the file, line and column.
-- A missing or mistyped field raises `SquadFormatError` naming the file, the article/paragraph/question
-  index (`data[0].paragraphs[3].qas[1]`) and the field.
-- For training, a question whose first answer does not match the context at `answer_start` is skipped with
-  a `logging` warning; `SquadExamples.skipped` lists every skip and why.
-- Outside training, two questions with the same id raise `SquadFormatError` (predictions are keyed by id).
-- For scoring, `scorable_squad_json` also refuses a question without `answers` that is not marked
-  `is_impossible` (it would be scored as unanswerable); `skip_unscorable=True` drops such questions instead.
+Bad input raises `SquadFormatError` naming the file, the line and column of malformed JSON, or the question
+(`data[0].paragraphs[3].qas[1]`) and field; `parse_squad_examples` and `scorable_squad_json` say which
+questions are skipped or refused.
 """
 
 import collections.abc

@@ -63,11 +63,6 @@ class SquadSettings:
     max_answer_length: int = 30
     null_score_diff_threshold: float = None
 
-    def windows(self):
-        """The `convert_examples_to_features` window arguments."""
-        return dict(sequence_length=self.sequence_length, doc_stride=self.doc_stride,
-                    max_query_length=self.max_query_length)
-
 
 def has_gold_answers(squad_json):
     """Whether a SQuAD object carries labels: some question has `answers` or `is_impossible`."""
@@ -85,7 +80,6 @@ class _SquadRun:
 
     def prepare(self, squad_json, source):
         """`(squad_json, examples, features)` of a scored file."""
-        from keras_bert_impl.preprocessing import convert_examples_to_features
         from keras_bert_impl.squad import parse_squad_examples, scorable_squad_json
 
         skip = self.files.skip_unscorable_questions
@@ -94,7 +88,7 @@ class _SquadRun:
             print(f"skipped {skipped} questions of {source} that cannot be scored (a repeated id, or no 'answers' "
                   f"without is_impossible)")
         examples = parse_squad_examples(squad_json, source=source)
-        return squad_json, examples, convert_examples_to_features(examples, self.tokenizer, **self.squad.windows())
+        return squad_json, examples, self.model.preprocessor.example_features(examples)
 
     def logits(self, features):
         return self.model.predict(features.inputs(), batch_size=self.settings.eval_batch_size, verbose=0)
@@ -149,7 +143,6 @@ class _SquadRun:
 
     def train(self, train_json):
         """Fine-tune on `train_json`'s answered questions; the epoch the run started from."""
-        from keras_bert_impl.preprocessing import convert_examples_to_features
         from keras_bert_impl.squad import parse_squad_examples
         from keras_bert_impl.training import finetuning
 
@@ -161,7 +154,7 @@ class _SquadRun:
             raise ValueError(f"{train_file} has no training questions ({len(examples.skipped)} skipped); give a "
                              f"SQuAD file whose data[].paragraphs[].qas[] hold answered questions, or train 0 "
                              f"epochs (--epochs 0) to predict only.")
-        features = convert_examples_to_features(examples, self.tokenizer, is_training=True, **self.squad.windows())
+        features = self.model.preprocessor.example_features(examples, is_training=True)
         selection, scored = self.selection, self.selection or self.threshold_set
         return finetuning.finetune(
             self.model, features.inputs(), features.labels(), self.settings, self.tokenizer,
@@ -171,7 +164,6 @@ class _SquadRun:
 
     def predict_test(self, test_file, test_dir):
         """Predict `test_file` into `test_dir`, and score it when it has gold answers."""
-        from keras_bert_impl.preprocessing import convert_examples_to_features
         from keras_bert_impl.squad import parse_squad_examples, write_squad_predictions
         from keras_bert_impl.squad.squad_reader import load_squad_json
 
@@ -180,7 +172,7 @@ class _SquadRun:
             print("test:", json.dumps(self.score(self.prepare(test_json, test_file), test_dir)))
         else:
             examples = parse_squad_examples(test_json, source=test_file)
-            features = convert_examples_to_features(examples, self.tokenizer, **self.squad.windows())
+            features = self.model.preprocessor.example_features(examples)
             write_squad_predictions(self.model.preprocessor.decode(examples, features, self.logits(features)),
                                     test_dir)
         print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")

@@ -56,7 +56,8 @@ def test_runs_inside_tf_data_and_make_dataset():
     # Model inputs (token ids, with or without labels) pass through.
     passed = next(iter(preprocessor.make_dataset(features.inputs(), batch_size=100)))
     np.testing.assert_array_equal(passed["token_ids"].numpy(), features.token_ids)
-    assert preprocessor.make_dataset(features.to_dataset(batch_size=4)) is not None
+    labelled = tf.data.Dataset.from_tensor_slices((features.inputs(), features.labels())).batch(4)
+    assert preprocessor.make_dataset(labelled) is labelled
     with pytest.raises(ValueError, match="y must be the answers as a dict of `text`"):
         preprocessor((QUESTIONS, CONTEXTS), np.zeros(len(QUESTIONS)))
     with pytest.raises(ValueError, match="sample_weight needs the answers"):

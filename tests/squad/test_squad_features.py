@@ -3,7 +3,7 @@ import logging
 import numpy as np
 import pytest
 
-from keras_bert_impl.preprocessing import convert_examples_to_features
+from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor, convert_examples_to_features
 from keras_bert_impl.squad import SquadAnswer, SquadExample
 from keras_bert_impl.tokenization import BertTokenizer
 
@@ -173,19 +173,20 @@ def test_invalid_lengths_are_clear_errors(tokenizer, kwargs, message):
         convert_examples_to_features([SquadExample("q", "what", CONTEXT, ())], tokenizer, **kwargs)
 
 
-def test_to_dataset_batches_inputs_and_labels(tokenizer):
+def test_make_dataset_batches_inputs_and_labels(tokenizer):
     example = SquadExample("q", "what is t1", CONTEXT, (answer("t5 t6"),))
     features = convert_examples_to_features(
         [example], tokenizer, sequence_length=10, doc_stride=2, max_query_length=4, is_training=True
     )
-    x, y = next(iter(features.to_dataset(batch_size=3)))
+    preprocessor = BertQuestionAnsweringPreprocessor(tokenizer, sequence_length=10, doc_stride=2, max_query_length=4)
+    x, y = next(iter(preprocessor.make_dataset(features.inputs(), features.labels(), batch_size=3)))
     assert {k: (v.shape, v.dtype.name) for k, v in x.items()} == {
         "token_ids": ((3, 10), "int32"),
         "segment_ids": ((3, 10), "int32"),
         "padding_mask": ((3, 10), "bool"),
     }
     assert y["start_positions"].numpy().tolist() == [0, 0, 6]
-    batches = list(features.to_dataset(batch_size=3, include_labels=False))
+    batches = list(preprocessor.make_dataset(features.inputs(), batch_size=3))
     assert [b["token_ids"].shape[0] for b in batches] == [3, 1]
     np.testing.assert_array_equal(np.concatenate([b["token_ids"] for b in batches]), features.token_ids)
 
