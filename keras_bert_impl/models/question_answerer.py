@@ -24,9 +24,7 @@ def _targets_by_output(y):
 class BertQuestionAnswerer(BertTask):
     """Span extraction with BERT (Devlin et al., 2018, section 4.2), as `run_squad.py`.
 
-    One `Dense(2)` layer named "span_dense" maps each token's sequence output to a start and an end logit;
-    the backbone's pooler is unused and frozen. `compile()` without `loss` trains with `SpanCrossEntropy`
-    and reports `start_logits_accuracy` and `end_logits_accuracy`; a `loss` or `metrics` given per output
+    The head (module docstring) is named "span_dense". A `loss` or `metrics` given to `compile()` per output
     receives `start_positions` / `end_positions` as its targets.
 
     With a preprocessor, `predict(questions, contexts)` windows the contexts, runs the model and decodes as

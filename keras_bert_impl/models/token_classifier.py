@@ -56,10 +56,9 @@ def masked_token_cross_entropy(labels, logits, weights):
 class BertTokenClassifier(BertTask):
     """Token classification with BERT, e.g. named entities (Devlin et al., 2018, section 5.3).
 
-    Every token's sequence output goes through dropout and one `Dense(num_classes)` layer named
-    "token_classifier_dense", as Hugging Face's `BertForTokenClassification`. Labels sit on the first
-    sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss
-    (`masked_token_cross_entropy`) and accuracy skip. The backbone's pooler is unused and frozen.
+    The head (module docstring) is named "token_classifier_dense", as Hugging Face's
+    `BertForTokenClassification`. Labels sit on the first sub-token of each word; other positions carry -100
+    (`IGNORED_LABEL`), which the default loss (`masked_token_cross_entropy`) and accuracy skip.
 
     With a preprocessor, `fit(words, tag_ids)` trains on pre-split sentences and `predict(texts)` (or word
     lists) returns per text its `words` (`tag`, character `start` / `end`, `score`) and `entities`
