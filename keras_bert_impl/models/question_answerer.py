@@ -60,7 +60,6 @@ class BertQuestionAnswerer(BertTask):
     default_sequence_length = 384  # run_squad.py's feature length
     huggingface_architecture = "BertForQuestionAnswering"
     head_specs = staticmethod(question_answering_head_specs)
-    # The span head reads the sequence output only; a Hugging Face BertForQuestionAnswering has no pooler.
     unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, preprocessor=None, **kwargs):

@@ -209,7 +209,8 @@ class BertTask(keras.Model):
     default_sequence_length = 128
     # The `architectures` entry of the Hugging Face directory `save_huggingface` writes.
     huggingface_architecture = "BertModel"
-    # Backbone variables the head does not read (the pooler of a token-level head); a checkpoint may lack them.
+    # Backbone variables the head does not read (the pooler of a token-level head, which Hugging Face's
+    # BertForTokenClassification / BertForQuestionAnswering lack); a checkpoint may lack them.
     unused_backbone_paths = ()
     # The default optimizer's peak learning rate and warmup (`compile`).
     default_learning_rate = 5e-5

@@ -93,7 +93,6 @@ class BertTokenClassifier(BertTask):
     default_preprocessor_class = "BertTokenClassificationPreprocessor"
     huggingface_architecture = "BertForTokenClassification"
     head_specs = staticmethod(token_classifier_head_specs)
-    # The head reads the sequence output only; Hugging Face's BertForTokenClassification has no pooler.
     unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
