@@ -88,8 +88,7 @@ class BertPretrainer(BertTask):
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
-        preprocessor: `BertPretrainingPreprocessor` or None. With one, `fit` / `evaluate` / `predict` take raw
-            texts or `(first_texts, second_texts)` pairs, packed and masked in tf.data. Defaults to None.
+        preprocessor: `BertPretrainingPreprocessor` or None (see `BertTask`); it also masks. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`, and

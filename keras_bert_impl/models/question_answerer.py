@@ -101,8 +101,7 @@ class BertQuestionAnswerer(BertTask):
 
         Args:
             x: questions (a str, or a list / array of str) with `contexts`, a tuple `(questions, contexts)`,
-                or model inputs (token ids; a dict or a `tf.data.Dataset`), which give the logits as without
-                a preprocessor.
+                or model inputs (a dict or a `tf.data.Dataset` of token ids).
             contexts: the context of each question, when `x` holds the questions alone. Defaults to None.
             batch_size: int or None. Features (windows) per batch. Defaults to 32.
             **kwargs: passed to `keras.Model.predict` (e.g. `verbose`).

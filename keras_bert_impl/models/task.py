@@ -261,7 +261,7 @@ class BertTask(keras.Model):
 
         Our directory of this class restores everything; a Hugging Face or original checkpoint with this
         task's head loads the head too. Otherwise only the encoder loads: the head keeps its initial values,
-        listed in `model.load_report.missing` and named in a WARNING.
+        listed in `model.load_report.missing` and named in a WARNING (as are checkpoint tensors left unused).
 
         Args:
             path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id

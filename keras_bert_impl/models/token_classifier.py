@@ -117,7 +117,6 @@ class BertTokenClassifier(BertTask):
         With the default loss, `weighted_metrics` see the labelled tokens only; `metrics` see every position."""
         self.uses_default_loss = loss is None
         if loss is None and metrics is None and kwargs.get("weighted_metrics") is None:
-            # Weighted: the token weights (0 on ignored positions) reach only `weighted_metrics`.
             kwargs["weighted_metrics"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
