@@ -122,16 +122,15 @@ def read_keras_hub_tokenizer(preset):
 
 
 def write_keras_hub_preset(backbone, path, tokenizer=None, classifier_head=None):
-    """Write `backbone` (and `tokenizer`, and a classification head) as a keras-hub BERT preset directory,
-    atomically; with `classifier_head`, keras-hub's `BertTextClassifier.from_preset(path)` loads the head too.
+    """Write `backbone` (and `tokenizer`, and a classification head) as a keras-hub BERT preset directory.
 
     Args:
-        backbone: `BertBackbone`. Its activation and LayerNorm epsilon must be keras-hub's (tanh GELU, 1e-12).
+        backbone: `BertBackbone`, with keras-hub's fixed activation and LayerNorm epsilon (module docstring).
         path: str. The preset directory; replaced only when complete.
         tokenizer: our `BertTokenizer` or None. Written as the preset's tokenizer. Defaults to None.
         classifier_head: dict or None. `num_classes`, `dropout`, `kernel` `(H, C)`, `bias` `(C,)` and the
-            preprocessor's `sequence_length` of a `BertClassifier`: written as a keras-hub `BertTextClassifier`.
-            Defaults to None.
+            preprocessor's `sequence_length` of a `BertClassifier`: written as a keras-hub `BertTextClassifier`
+            (its `from_preset(path)` loads the head). Defaults to None.
 
     Raises:
         CheckpointError: the backbone computes something keras-hub's `BertBackbone` cannot.

@@ -51,8 +51,7 @@ def write_native(path, model, config, extra=None, files=None):
         config: dict. The model config stored in `config.json`.
         extra: dict or None. More JSON stored under `extra`. Defaults to None.
         files: dict or None. `{file name: writer}`: each `writer(file_path)` writes one more file into the
-            directory before it replaces `path` (e.g. a classifier's label vocabulary), so the directory is
-            complete or absent as a whole. Defaults to None.
+            directory before it replaces `path` (e.g. a classifier's label vocabulary). Defaults to None.
     """
     from safetensors.numpy import save_file
 

@@ -43,9 +43,7 @@ def check_output(path, overwrite=False):
 
 
 def export_onnx(model, path=None, *, overwrite=False, opset=None):
-    """Export a BERT task model as one ONNX file taking token ids, with dynamic batch and sequence length.
-
-    The tokenizer is not part of the graph (see the module docstring for inputs and outputs).
+    """Export a BERT task model as one ONNX file taking token ids (inputs and outputs: module docstring).
 
     Args:
         model: a task model of `models.registry.TASK_CLASSES`.

@@ -103,10 +103,8 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
 def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None, overwrite=False, **options):
     """Export a BERT model as a TensorFlow SavedModel with numeric and (with a tokenizer) raw-text signatures.
 
-    Works from every Keras backend. The SavedModel serves with only `tensorflow` and `tensorflow_text`; it
-    carries `vocab.txt`, `tokenizer_config.json` and `export_config.json` (model class and config, labels,
-    settings) as assets. Signatures are listed in `export.serving_signatures`; `serving_default` is
-    `serve_text` when there is one, else `serve_token_ids`.
+    Assets: `vocab.txt`, `tokenizer_config.json` and `export_config.json` (model class and config, labels,
+    settings). Signatures: `export.serving_signatures`; `serving_default`: `serve_text`, else `serve_token_ids`.
 
     Args:
         model: a task model of `models.registry.TASK_CLASSES` but `BertMultipleChoice`.

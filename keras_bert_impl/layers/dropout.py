@@ -9,8 +9,7 @@ from keras_bert_impl.backend import random_bits
 class BertDropout(keras.layers.Dropout):
     """`keras.layers.Dropout` whose training-mode mask comes from `keras_bert_impl.backend.random_bits.dropout`.
 
-    Same arguments, config, seeding and distribution as Keras' layer; bit-identical masks on JAX, a cheaper
-    Threefry stream on TensorFlow. `KERAS_BERT_IMPL_FAST_DROPOUT=0` restores Keras' own dropout everywhere.
+    Same arguments, config, seeding and distribution as Keras' layer (the bits and their off switch: see there).
 
     Example:
     >>> import numpy as np

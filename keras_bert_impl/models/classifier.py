@@ -22,10 +22,9 @@ from keras_bert_impl.models.task import (
 class BertClassifier(BertTask):
     """Sentence and sentence-pair classification with BERT (Devlin et al., 2018, section 4.1).
 
-    The backbone's pooled output (the tanh-projected [CLS] vector) goes through dropout and one
-    `Dense(num_classes)` layer named "classifier_dense", as `run_classifier.py`. `num_classes=1` is
-    regression (STS-B): the one output is the predicted score. `compile()` without `loss` uses sparse
-    categorical cross-entropy from logits and "accuracy" (mean squared error and no metric for regression).
+    The head (module docstring) is named "classifier_dense", as `run_classifier.py`'s. `num_classes=1` is
+    regression (STS-B): the one output is the predicted score. `compile()`'s default loss:
+    `default_loss_and_metrics`.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -33,8 +32,7 @@ class BertClassifier(BertTask):
         dropout: float. Dropout on the pooled output, applied only in training. Defaults to 0.1.
         labels: sequence of str, a `LabelVocabulary`, or None. The class names, id i being `labels[i]`;
             saved with the model (config and `label_vocabulary.json`). Defaults to None.
-        preprocessor: `preprocessing.BertPreprocessor` or None. With one, `fit` / `evaluate` / `predict`
-            take raw texts, or `(first_texts, second_texts)` pairs. Defaults to None.
+        preprocessor: `preprocessing.BertPreprocessor` or None (see `BertTask`). Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`.

@@ -16,11 +16,10 @@ from keras_bert_impl.models.task_checkpoints import stored_head
 class BertMultipleChoice(BertTask):
     """Pick the right ending among `C` with BERT (Devlin et al., 2018, section 4.4, SWAG).
 
-    Each choice is its own packed sequence, `[CLS] context [SEP] ending [SEP]`; the `B * C` sequences go
-    through the backbone as one batch, and each pooled output through dropout and one `Dense(1)` layer named
-    "multiple_choice_dense". An example's `C` scores are its logits, a softmax over the choices (as Hugging
-    Face `BertForMultipleChoice`); `C` may vary by batch. `compile()` without `loss` uses sparse categorical
-    cross-entropy from the logits and "accuracy".
+    The `B * C` packed sequences `[CLS] context [SEP] ending [SEP]` go through the backbone as one batch; the
+    head (module docstring) is named "multiple_choice_dense". An example's `C` scores are its logits over the
+    choices (as Hugging Face `BertForMultipleChoice`); `C` may vary by batch. `compile()`'s default loss and
+    metric are `BertClassifier`'s.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.

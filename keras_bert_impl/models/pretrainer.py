@@ -83,14 +83,12 @@ class BertPretrainer(BertTask):
     """BERT pretraining with the masked-LM and next-sentence objectives (Devlin et al., 2018, section 3.1).
 
     Adds `MaskedLMHead` (tied to `backbone.token_embedding`) and `NextSentenceHead` to a `BertBackbone`.
-    Keras' own train / test step calls `compute_loss`, the sum of the two losses (`pretraining_losses`); the
-    logs are `METRIC_NAMES`. Compile it with an optimizer only (no `loss` / `metrics`); loss scaling,
-    clipping, gradient accumulation, XLA and tf.distribute / the JAX distribution API work as for any model.
+    Keras' own train / test step calls `compute_loss`; the logs are `METRIC_NAMES`. Compile it with an
+    optimizer only (no `loss` / `metrics`).
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
-        preprocessor: `BertPretrainingPreprocessor` or None. With one, `fit` / `evaluate` / `predict` take raw
-            texts or `(first_texts, second_texts)` pairs, packed and masked in tf.data. Defaults to None.
+        preprocessor: `BertPretrainingPreprocessor` or None (see `BertTask`); it also masks. Defaults to None.
         **kwargs: passed to `keras.Model` (e.g. `name`).
 
     Inputs (dict): the backbone's `token_ids`, `segment_ids` int `(B, T)`, `padding_mask` bool `(B, T)`, and
@@ -147,7 +145,6 @@ class BertPretrainer(BertTask):
         self.preprocessor = preprocessor
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
-        # Tracked by Keras, so `model.metrics` lists them after its own `loss` tracker (see METRIC_NAMES).
         self.metric_trackers = [keras.metrics.Mean(name=name) for name in METRIC_NAMES if name != "loss"]
 
     # -- training: Keras' own train_step / test_step call compute_loss -----------------------------------
@@ -168,10 +165,8 @@ class BertPretrainer(BertTask):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The MLM + NSP loss (`pretraining_losses`) that Keras' train step differentiates.
 
-        Updates the other logs where their values are computed: `mlm_loss`, `nsp_loss` and `nsp_accuracy`
-        weighted by the batch size, `mlm_accuracy` by the mask-weight sum (on JAX inside Keras'
-        `StatelessScope`). Under tf.distribute the returned loss is this replica's share, `loss / replicas`,
-        as Keras' built-in losses return it.
+        Updates the other logs: `mlm_loss`, `nsp_loss` and `nsp_accuracy` weighted by the batch size,
+        `mlm_accuracy` by the mask-weight sum (on JAX inside Keras' `StatelessScope`).
 
         Args:
             x: dict. The inputs (see the class docstring); only the batch size is read.
@@ -181,7 +176,8 @@ class BertPretrainer(BertTask):
             training: bool. Unused (the loss is the same in training and evaluation). Defaults to True.
 
         Returns:
-            float32 scalar: `mlm_loss + nsp_loss`, divided by the tf.distribute replicas in sync.
+            float32 scalar: `mlm_loss + nsp_loss`, divided by the tf.distribute replicas in sync (this
+            replica's share, as Keras' built-in losses return it).
         """
         del training
         if sample_weight is not None:
@@ -193,7 +189,6 @@ class BertPretrainer(BertTask):
         batch_size = ops.cast(ops.shape(x["token_ids"])[0], "float32")
         weights = {"mlm_accuracy": values["mlm_weight"]}
         for tracker in self.metric_trackers:
-            # Metric values are not differentiated: no tape / autograd graph for the tracker updates.
             value = ops.stop_gradient(values[tracker.name])
             tracker.update_state(value, sample_weight=weights.get(tracker.name, batch_size))
         replicas = self._replicas_in_sync()

@@ -24,9 +24,7 @@ def _targets_by_output(y):
 class BertQuestionAnswerer(BertTask):
     """Span extraction with BERT (Devlin et al., 2018, section 4.2), as `run_squad.py`.
 
-    One `Dense(2)` layer named "span_dense" maps each token's sequence output to a start and an end logit;
-    the backbone's pooler is unused and frozen. `compile()` without `loss` trains with `SpanCrossEntropy`
-    and reports `start_logits_accuracy` and `end_logits_accuracy`; a `loss` or `metrics` given per output
+    The head (module docstring) is named "span_dense". A `loss` or `metrics` given to `compile()` per output
     receives `start_positions` / `end_positions` as its targets.
 
     With a preprocessor, `predict(questions, contexts)` windows the contexts, runs the model and decodes as
@@ -62,7 +60,6 @@ class BertQuestionAnswerer(BertTask):
     default_sequence_length = 384  # run_squad.py's feature length
     huggingface_architecture = "BertForQuestionAnswering"
     head_specs = staticmethod(question_answering_head_specs)
-    # The span head reads the sequence output only; a Hugging Face BertForQuestionAnswering has no pooler.
     unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
@@ -104,8 +101,7 @@ class BertQuestionAnswerer(BertTask):
 
         Args:
             x: questions (a str, or a list / array of str) with `contexts`, a tuple `(questions, contexts)`,
-                or model inputs (token ids; a dict or a `tf.data.Dataset`), which give the logits as without
-                a preprocessor.
+                or model inputs (a dict or a `tf.data.Dataset` of token ids).
             contexts: the context of each question, when `x` holds the questions alone. Defaults to None.
             batch_size: int or None. Features (windows) per batch. Defaults to 32.
             **kwargs: passed to `keras.Model.predict` (e.g. `verbose`).

@@ -125,7 +125,6 @@ class BertTask(keras.Model):
     """
 
     # -- preprocessing ------------------------------------------------------------------------------------
-
     # `self.preprocessor` is a plain attribute, not a property: torch's `Module.__setattr__` bypasses descriptors.
 
     def _preprocessor_or_none(self):
@@ -210,7 +209,8 @@ class BertTask(keras.Model):
     default_sequence_length = 128
     # The `architectures` entry of the Hugging Face directory `save_huggingface` writes.
     huggingface_architecture = "BertModel"
-    # Backbone variables the head does not read (the pooler of a token-level head); a checkpoint may lack them.
+    # Backbone variables the head does not read (the pooler of a token-level head, which Hugging Face's
+    # BertForTokenClassification / BertForQuestionAnswering lack); a checkpoint may lack them.
     unused_backbone_paths = ()
     # The default optimizer's peak learning rate and warmup (`compile`).
     default_learning_rate = 5e-5
@@ -261,7 +261,7 @@ class BertTask(keras.Model):
 
         Our directory of this class restores everything; a Hugging Face or original checkpoint with this
         task's head loads the head too. Otherwise only the encoder loads: the head keeps its initial values,
-        listed in `model.load_report.missing` and named in a WARNING.
+        listed in `model.load_report.missing` and named in a WARNING (as are checkpoint tensors left unused).
 
         Args:
             path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
@@ -335,11 +335,9 @@ class BertTask(keras.Model):
                 `"hf://..."`); a published size without weights is `from_scratch`'s.
             vocabulary: str, list of str, `BertTokenizer` or None. Overrides the preset's tokenizer. Defaults to
                 None.
-            sequence_length: int or None. The preprocessor's length. Defaults to
-                `min(default_sequence_length, max_sequence_length)`.
-            lowercase: bool. The tokenizer's casing when `vocabulary` is a path or a list. Defaults to True.
-            **kwargs: the head's constructor arguments (e.g. `num_classes`), the rest backbone config values
-                (e.g. `dropout=0.0`).
+            sequence_length: int or None. The preprocessor's length, as in `from_scratch`. Defaults to None.
+            lowercase: bool. As in `from_scratch`. Defaults to True.
+            **kwargs: the head's arguments, the rest backbone config values, as in `from_scratch`.
 
         Example:
         >>> model = BertClassifier.from_preset("bert_base_en_uncased", num_classes=2)  # doctest: +SKIP
@@ -453,15 +451,13 @@ class BertTask(keras.Model):
                 weight_decay=None, **kwargs):
         """`keras.Model.compile` with the BERT fine-tuning optimizer by default (tasks add their loss).
 
-        `optimizer="auto"` is the original recipe (`optimization.create_optimizer`): `AdamWeightDecay` with
-        linear warmup and decay to 0 over `total_steps` when given, else a constant `learning_rate`.
-
         Args:
-            optimizer: "auto" or any Keras optimizer. Defaults to "auto".
+            optimizer: "auto" (the original recipe, `optimization.create_optimizer`'s `AdamWeightDecay`) or any
+                Keras optimizer. Defaults to "auto".
             learning_rate: float or None. The peak rate of "auto". Defaults to `default_learning_rate` (5e-5;
                 the pretrainer's 1e-4).
-            total_steps: int or None. Optimizer updates of the whole run (`epochs * steps_per_epoch`), for the
-                schedule. Defaults to None (a constant rate).
+            total_steps: int or None. Optimizer updates of the whole run (`epochs * steps_per_epoch`): warmup,
+                then linear decay to 0. Defaults to None (a constant rate).
             warmup_fraction: float or None. Warmup share of `total_steps`. Defaults to `default_warmup_fraction`
                 (0.1; the pretrainer's 0.01, 10k of 1M steps).
             weight_decay: float or None. Decoupled weight decay. Defaults to 0.01.

@@ -1,8 +1,4 @@
-"""What a task model reads from a checkpoint: its stored head arguments and its weights, for every task.
-
-Head weights the checkpoint lacks keep their initial values and unused checkpoint tensors are skipped; both
-are listed in the `LoadReport` and named in a WARNING, so pretrained head weights are never dropped silently.
-"""
+"""What a task model reads from a checkpoint: its stored head arguments and its weights, for every task."""
 
 import logging
 from typing import NamedTuple

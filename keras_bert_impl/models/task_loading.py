@@ -125,9 +125,8 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
         task: None, a class name ("BertClassifier"), a kind ("classifier", "question-answerer") or a task
             class. None detects it (`detect_task`); anything else loads that class from the checkpoint (e.g.
             "backbone": the encoder of a fine-tuned model). Defaults to None.
-        preprocessor: "auto", a preprocessor or None, as the task's `from_pretrained` takes it. "auto" attaches
-            the one saved with the model, else the task's default on the checkpoint's `vocab.txt` (none without
-            a vocabulary or TensorFlow). Ignored for a `BertBackbone`. Defaults to "auto".
+        preprocessor: "auto", a preprocessor or None, as `BertTask.from_pretrained` takes it. Ignored for a
+            `BertBackbone`. Defaults to "auto".
         require_preprocessor: bool. Raise `ValueError` saying why when no preprocessor is attached. Defaults
             to False.
         **preprocessor_settings: settings of the attached preprocessor to change (e.g. `sequence_length=64`,

@@ -56,10 +56,9 @@ def masked_token_cross_entropy(labels, logits, weights):
 class BertTokenClassifier(BertTask):
     """Token classification with BERT, e.g. named entities (Devlin et al., 2018, section 5.3).
 
-    Every token's sequence output goes through dropout and one `Dense(num_classes)` layer named
-    "token_classifier_dense", as Hugging Face's `BertForTokenClassification`. Labels sit on the first
-    sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the default loss
-    (`masked_token_cross_entropy`) and accuracy skip. The backbone's pooler is unused and frozen.
+    The head (module docstring) is named "token_classifier_dense", as Hugging Face's
+    `BertForTokenClassification`. Labels sit on the first sub-token of each word; other positions carry -100
+    (`IGNORED_LABEL`), which the default loss (`masked_token_cross_entropy`) and accuracy skip.
 
     With a preprocessor, `fit(words, tag_ids)` trains on pre-split sentences and `predict(texts)` (or word
     lists) returns per text its `words` (`tag`, character `start` / `end`, `score`) and `entities`
@@ -94,7 +93,6 @@ class BertTokenClassifier(BertTask):
     default_preprocessor_class = "BertTokenClassificationPreprocessor"
     huggingface_architecture = "BertForTokenClassification"
     head_specs = staticmethod(token_classifier_head_specs)
-    # The head reads the sequence output only; Hugging Face's BertForTokenClassification has no pooler.
     unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
@@ -119,7 +117,6 @@ class BertTokenClassifier(BertTask):
         With the default loss, `weighted_metrics` see the labelled tokens only; `metrics` see every position."""
         self.uses_default_loss = loss is None
         if loss is None and metrics is None and kwargs.get("weighted_metrics") is None:
-            # Weighted: the token weights (0 on ignored positions) reach only `weighted_metrics`.
             kwargs["weighted_metrics"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 

@@ -2,7 +2,6 @@
 
 The decay lives in `update_step`, not in the Keras base optimizer's `weight_decay` (a separate pre-step matched
 on bare variable names): LAMB needs it inside the update, and exclusions match the layer path as the original.
-Backend-agnostic: `keras.ops` only.
 """
 
 import re
@@ -64,12 +63,10 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
         m = beta_1 * m + (1 - beta_1) * g
         v = beta_2 * v + (1 - beta_2) * g^2
-        p = p - lr * (m / (sqrt(v) + epsilon) + weight_decay_rate * p)
+        p = p - lr * (m / (sqrt(v) + epsilon) + weight_decay_rate * p)      (decay unless excluded)
 
-    where the decay term is dropped for variables whose path or name matches `exclude_from_weight_decay`.
     Unlike `keras.optimizers.AdamW`: no bias correction, epsilon 1e-6, exclusion matched on the layer path
-    (`.../layer_norm/gamma`), global-norm clipping 1.0 by default. Gradient accumulation, loss scaling and
-    mixed precision work as with any Keras optimizer.
+    (`.../layer_norm/gamma`), global-norm clipping 1.0 by default.
 
     Args:
         learning_rate: float, `keras.optimizers.schedules.LearningRateSchedule` (e.g. `WarmupLinearDecay`) or

@@ -1,7 +1,4 @@
-"""Warmup + linear decay learning-rate schedules (original BERT and Hugging Face variants) and `create_optimizer`.
-
-Backend-agnostic: `keras.ops` only.
-"""
+"""Warmup + linear decay learning-rate schedules (original BERT and Hugging Face variants) and `create_optimizer`."""
 
 import logging
 
