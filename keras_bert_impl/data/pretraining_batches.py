@@ -182,7 +182,6 @@ def pretraining_dataset(
     padding_values["token_ids"] = tf.constant(tokenizer.pad_token_id, padding_values["token_ids"].dtype)
 
     def one_epoch(epoch):
-        # Seeds from (seed, epoch) alone, not from how often the dataset object was iterated.
         batches = instances
         if shuffle_buffer_size:
             batches = batches.shuffle(shuffle_buffer_size, seed=epoch_seed(seed, epoch, stream=1),
