@@ -89,10 +89,9 @@ def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_he
     groups for the command's own flags.
 
     `data_files` says what the train, dev and test files hold (e.g. "CoNLL file with tags"), `dev_help` /
-    `test_help` are appended to their help; `tune_fraction` adds `--tune-fraction` (True: held-out rows that pick
-    best/; a str: its help), `classifier_dropout`
-    adds `--classifier-dropout`; `defaults` are the `FinetuningSettings` fields (and `sequence_length`) whose
-    default the command changes.
+    `test_help` are appended to their help; `tune_fraction` adds `--tune-fraction` (True: the default help; a str:
+    its help), `classifier_dropout` adds `--classifier-dropout`; `defaults` are the `FinetuningSettings` fields (and
+    `sequence_length`) whose default the command changes.
     """
     from keras_bert_impl.training.finetuning import FinetuningSettings
 

@@ -142,8 +142,7 @@ def main(argv=None):
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)
-    # Before the subcommands' modules import TensorFlow: its native start-up lines (cuda drivers, cuInit,
-    # oneDNN) stay off stderr unless `--debug` or TF_CPP_MIN_LOG_LEVEL=0 asks for them.
+    # Before the subcommands' modules import TensorFlow (`utils.tensorflow_startup_logs`).
     if "--debug" not in argv:
         quiet_tensorflow_startup()
     args = parse_arguments(argv)

@@ -189,7 +189,6 @@ def classifier_step(args, documented, init_checkpoint, paths):
     topic_dev = topic_dev[:_scaled_count(len(topic_dev), min(1.0, args.steps_scale))]
     train_file, dev_file = (write_topic_tsv(os.path.join(paths["data"], f"topics_{split}.tsv"), examples)
                             for split, examples in (("train", topic_train), ("dev", topic_dev)))
-    # The dev file goes in as the recipe's test file: scored once, by the final model, never picking one.
     files = ClassificationFiles(train_file=train_file, test_file=dev_file, text_columns=("sentence",),
                                 label_column="topic", sequence_length=CLASSIFIER_SEQUENCE_LENGTH)
     finetune_classifier(files, ModelSource(init_checkpoint), finetuning_settings(
@@ -223,7 +222,6 @@ def question_answerer_step(args, documented, init_checkpoint, paths):
     squad_dev = subsample_squad(squad_dev, _scaled_count(SQUAD_DEV_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
     for name, squad in (("squad_train.json", squad_train), ("squad_dev.json", squad_dev)):
         atomic_write_json(os.path.join(paths["data"], name), squad)  # for `keras-bert evaluate` and reruns
-    # The dev file goes in as the recipe's test file: scored once, by the final model, never picking one.
     files = SquadFiles(train_file=os.path.join(paths["data"], "squad_train.json"),
                        test_file=os.path.join(paths["data"], "squad_dev.json"))
     squad = SquadSettings(sequence_length=SQUAD_SEQUENCE_LENGTH, doc_stride=SQUAD_DOC_STRIDE,

@@ -106,15 +106,14 @@ def _parameter_names(routine, kind):
 
 
 def documented_objects(module):
-    """The module's own documented objects: itself, its public classes and routines, their public methods.
-
-    Objects that other modules define (imported names) are left out; sorted by name for a stable order.
+    """The module's own documented objects (not imported names): itself, its public classes and routines, their
+    public methods.
 
     Args:
         module: a module object.
 
     Returns:
-        list of `DocumentedObject`, the module first; objects without a docstring are omitted.
+        list of `DocumentedObject`, the module first, then by name; objects without a docstring are omitted.
     """
     name = module.__name__
     entries = [(name, "module", module)]

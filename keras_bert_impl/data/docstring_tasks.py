@@ -24,8 +24,7 @@ import re
 from keras_bert_impl.data.default_corpus import module_sentences
 from keras_bert_impl.utils.atomic_io import atomic_write_text
 
-# Topic -> the modules whose docstrings carry that label. Module names absent from a Python version are
-# skipped; the topic names are the class labels.
+# Topic (the class label) -> the modules whose docstrings carry it; modules absent from a Python version are skipped.
 TOPIC_MODULES = {
     "networking": ("ftplib", "http", "imaplib", "nntplib", "poplib", "selectors", "smtpd", "smtplib", "socket",
                    "socketserver", "ssl", "telnetlib", "urllib", "webbrowser", "xmlrpc", "asynchat", "asyncore"),

@@ -7,9 +7,6 @@ buckets of width `bucket_width`, and a batch is padded to its bucket's upper len
 `T / bucket_width` distinct shapes, so XLA compiles a handful of programs). The model's outputs on the real
 tokens do not depend on the padding (attention masks it).
 
-`packed_batches` (what `Preprocessor.make_dataset` batches packed inputs with) runs in `tf.data` under every
-Keras backend; the length arithmetic before it needs no TensorFlow.
-
 Shape legend: N rows, T `max_length` (the packed length), C choices (multiple choice rows are `(C, T)`).
 """
 
@@ -134,10 +131,8 @@ def packed_batches(inputs, labels=None, sample_weight=None, *, batch_size=32, bu
             None.
         sample_weight: array `(N,)` or None. Defaults to None.
         batch_size: int. Rows per batch (in every bucket). Defaults to 32.
-        bucket_width: int or None. Cut each row to its length and batch rows of lengths
-            `(0, w], (w, 2w], ...` together, each batch padded to its bucket's upper length (the order of the
-            rows changes: train on it, predict on fixed padding). None: every batch `(B, T)`. Defaults to
-            None.
+        bucket_width: int or None. Length bucketing (module docstring); it changes the row order, so train on
+            it and predict on fixed padding. None: every batch `(B, T)`. Defaults to None.
         shuffle: bool. Shuffle the rows every epoch. Defaults to False.
         seed: int or None. Shuffle seed. Defaults to None.
         epochs: int or None. The batches of epochs `0 .. epochs - 1` one after another, epoch `e`'s rows in

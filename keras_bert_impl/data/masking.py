@@ -364,14 +364,13 @@ def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_para
                  epoch=None):
     """Apply `masker` to every element of `dataset` with its own reproducible stateless seed.
 
-    Each element is paired with a number from `tf.data.Dataset.random(seed)` before the parallel `map`, so the
-    result is deterministic. With `epoch` (an int or int64 scalar tensor) the masks are keyed by `(seed, epoch,
-    element index)`: the same on every pass, and dynamic masks (Liu et al., 2019) differ between epochs.
-    Without `epoch`, dynamic masks are redrawn on every pass. Static masks are the same on every pass.
+    With `epoch` the masks are keyed by `(seed, epoch, element index)`: the same on every pass, and dynamic
+    masks (Liu et al., 2019) differ between epochs. Without `epoch`, dynamic masks are redrawn on every pass.
+    Static masks are the same on every pass.
 
     Args:
         dataset: tf.data.Dataset. Elements are dicts with `"token_ids"` (see `MaskedLMMasker`), batched or not.
-        masker: MaskedLMMasker. The masker to apply.
+        masker: MaskedLMMasker.
         seed: int. Seed of the per-element seeds. Defaults to `masker.seed`.
         new_masks_each_epoch: bool. Dynamic (True) or static (False) masks. Defaults to True.
         num_parallel_calls: int. Parallelism of the `map`. Defaults to `tf.data.AUTOTUNE`.

@@ -62,10 +62,9 @@ def to_inputs_and_targets(features):
 
 
 def pretraining_epochs(one_epoch, epochs=1, initial_epoch=0):
-    """The prefetched `(x, y)` batches of `one_epoch(epoch)` (a function of an int64 scalar tensor returning a
-    `tf.data.Dataset` of masked batches) for the epochs `initial_epoch, initial_epoch + 1, ...` (`epochs` of
-    them; None: without end). What each epoch holds depends only on its number, not on how often the result
-    is iterated."""
+    """The prefetched `(x, y)` batches of `one_epoch(epoch)` (int64 scalar tensor -> `tf.data.Dataset` of masked
+    batches) for the epochs `initial_epoch, initial_epoch + 1, ...` (`epochs` of them; None: without end). What
+    each epoch holds depends only on its number, not on how often the result is iterated."""
     if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
         raise ValueError(f"epochs must be a positive integer or None (endless), got {epochs!r}.")
     if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or initial_epoch < 0:
@@ -182,7 +181,6 @@ def pretraining_dataset(
     padding_values["token_ids"] = tf.constant(tokenizer.pad_token_id, padding_values["token_ids"].dtype)
 
     def one_epoch(epoch):
-        # Seeds from (seed, epoch) alone, not from how often the dataset object was iterated.
         batches = instances
         if shuffle_buffer_size:
             batches = batches.shuffle(shuffle_buffer_size, seed=epoch_seed(seed, epoch, stream=1),

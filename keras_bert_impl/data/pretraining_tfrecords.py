@@ -189,9 +189,8 @@ def read_pretraining_tfrecords(
         shuffle_buffer_size: int. Records in the shuffle buffer. Defaults to 10000.
         drop_remainder: bool. Drop a last partial batch. Defaults to True.
         seed: int. Seed of the shuffles and the dynamic masks. Defaults to 12345.
-        vocabulary_size: int or None. The model's vocabulary size: a batch with an `input_ids` (or
-            `masked_lm_ids`) id outside `[0, vocabulary_size)` raises `tf.errors.InvalidArgumentError` naming
-            the field and the limit (records of another vocabulary). None: no check. Defaults to None.
+        vocabulary_size: int or None. The model's vocabulary size: an `input_ids` / `masked_lm_ids` id outside
+            `[0, vocabulary_size)` raises `tf.errors.InvalidArgumentError`. None: no check. Defaults to None.
         epochs: int or None. Epochs in the stream; None repeats without end. Defaults to 1.
         initial_epoch: int. Number of the first epoch. Defaults to 0.
 
@@ -221,7 +220,6 @@ def read_pretraining_tfrecords(
         return parsed
 
     def one_epoch(epoch):
-        # Seeds from (seed, epoch) alone, not from how often the dataset object was iterated.
         dataset = tf.data.Dataset.from_tensor_slices(files)
         if shuffle:
             dataset = dataset.shuffle(len(files), seed=epoch_seed(seed, epoch, stream=1),
@@ -292,8 +290,7 @@ def read_pretraining_settings(file_pattern):
 
     Returns:
         dict (the JSON, with `"path"`, the file it came from), or None when the shards have no settings file
-        (records of the original `create_pretraining_data.py`, or written by the library alone). Shards of
-        several prefixes whose settings differ raise `ValueError`.
+        (e.g. the original's shards). Shards of several prefixes whose settings differ raise `ValueError`.
     """
     found = {}
     for path in expand_paths(file_pattern):

@@ -282,10 +282,7 @@ def _wordpiece(model_buffer):
 
 @functools.cache
 def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chinese_chars):
-    """One traced graph per setting, shared by all tokenizers: the vocabulary enters as a tensor.
-
-    Tracing the graph takes a second or two; sharing it makes building a second tokenizer cheap.
-    """
+    """One traced graph per setting, shared by all tokenizers (tracing takes seconds): the vocabulary is an input."""
 
     def run(batch, model_buffer, fast_model_buffer, max_chars):
         settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
@@ -416,8 +413,7 @@ class BertTokenizer(tf.Module):
         )
 
     def get_config(self):
-        """The constructor arguments, the vocabulary as a token list: `BertTokenizer.from_config` rebuilds it
-        (preprocessors keep their tokenizer in their Keras config this way)."""
+        """The constructor arguments, the vocabulary as a token list: `from_config` rebuilds the tokenizer."""
         return {
             "vocabulary": list(self._tokens),
             "lowercase": self.lowercase,
