@@ -105,7 +105,11 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     def check_settings(self, path, state):
         """Raise `ValueError` naming the first setting that differs from those `state` was saved with (`path`:
         its state, None for a finished run's record), both values, and the way out."""
-        saved = state.get("settings")
+        if "settings" not in state:  # another layout (before 0.x): a changed setting could not be refused
+            raise ValueError(
+                f"Cannot resume {path or self.backup_dir}: its training state records no settings (an older "
+                f"keras_bert_impl wrote it), so this run cannot check them. Choose a new --output-dir to start over.")
+        saved = state["settings"]
         if saved is None:  # saved without settings: nothing to compare
             return
         now = json.loads(json.dumps(self.settings))

@@ -121,6 +121,18 @@ def test_a_resume_with_other_settings_is_refused_in_one_line(tmp_path):
     assert allowed.restore(small_pretrainer())["step"] == 1
 
 
+def test_a_state_in_another_layout_is_refused_not_resumed_unchecked(tmp_path):
+    x, y = pretraining_batch()
+    small_pretrainer().fit(x, y, batch_size=4, epochs=1, verbose=0,
+                           callbacks=[TrainingCheckpoint(tmp_path, 1, {"seed": 1})])
+    state_file = tmp_path / "step_00000001" / "training_state.json"
+    state = json.loads(state_file.read_text())
+    state["run_settings"] = state.pop("settings")  # the pretraining recipe's key before 0.x
+    state_file.write_text(json.dumps(state))
+    with pytest.raises(ValueError, match=r"step_00000001.*records no settings.*new --output-dir"):
+        TrainingCheckpoint(tmp_path, 1, {"seed": 1}).restore(small_pretrainer())
+
+
 def test_metrics_log_keeps_one_curve_across_resumes_and_plots(tmp_path):
     pytest.importorskip("matplotlib")
     model = small_pretrainer()
