@@ -8,7 +8,6 @@ CSV uses standard quoting; JSONL holds one JSON object per line, columns being k
 
 import csv
 import dataclasses
-import functools
 import json
 import os
 
@@ -110,38 +109,33 @@ def not_utf8_error(path):
     return ClassificationDataError(utf8_error_message(path))
 
 
-def _utf8_lines(read):
-    """Decorate a generator reading `path` (its first argument) so a decoding failure names the line."""
-
-    @functools.wraps(read)
-    def wrapped(path, *args):
-        try:
-            yield from read(path, *args)
-        except UnicodeDecodeError:
-            raise not_utf8_error(path) from None
-
-    return wrapped
+def text_lines(path, newline=None):
+    """The lines of a UTF-8 text file (a byte order mark ignored); a line that is not UTF-8 raises
+    `not_utf8_error(path)`. The one way the task readers (TSV/CSV/JSONL, SWAG, CoNLL) open a file."""
+    try:
+        with open(path, encoding="utf-8-sig", newline=newline) as handle:
+            yield from handle
+    except UnicodeDecodeError:
+        raise not_utf8_error(path) from None
 
 
-@_utf8_lines
 def table_rows(path, delimiter, quoting, has_header):
     """Yields `(line, cells, header)` for each non-blank row of a TSV/CSV file: `line` is the 1-based line the
     row starts on, `header` the header's cells (None without one); the header row itself comes first, as
     `(line, None, header)`."""
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
-        header = None
-        previous_line = 0
-        for cells in reader:
-            line = previous_line + 1
-            previous_line = reader.line_num
-            if not cells:
-                continue
-            if has_header and header is None:
-                header = cells
-                yield line, None, header
-                continue
-            yield line, cells, header
+    reader = csv.reader(text_lines(path, newline=""), delimiter=delimiter, quoting=quoting)
+    header = None
+    previous_line = 0
+    for cells in reader:
+        line = previous_line + 1
+        previous_line = reader.line_num
+        if not cells:
+            continue
+        if has_header and header is None:
+            header = cells
+            yield line, None, header
+            continue
+        yield line, cells, header
 
 
 def _read_table(path, text_columns, label_column, has_header, delimiter, quoting):
@@ -186,34 +180,30 @@ def _column_indices(path, columns, header):
     return indices
 
 
-@_utf8_lines
 def _read_jsonl(path, text_columns, label_column):
-    with open(path, encoding="utf-8-sig") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
+    for line, text in enumerate(text_lines(path), start=1):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ClassificationDataError(
+                f"{path}, line {line}: malformed JSON at column {error.colno}: {error.msg}."
+            ) from error
+        if not isinstance(record, dict):
+            raise ClassificationDataError(f"{path}, line {line}: expected a JSON object, got {type(record).__name__}.")
+        texts = []
+        for column in text_columns:
+            if column not in record:
+                raise ClassificationDataError(f"{path}, line {line}: missing the text field {column!r}.")
+            if not isinstance(record[column], str):
                 raise ClassificationDataError(
-                    f"{path}, line {line}: malformed JSON at column {error.colno}: {error.msg}."
-                ) from error
-            if not isinstance(record, dict):
-                raise ClassificationDataError(
-                    f"{path}, line {line}: expected a JSON object, got {type(record).__name__}."
+                    f"{path}, line {line}: text field {column!r} must be a string, got {record[column]!r:.60}."
                 )
-            texts = []
-            for column in text_columns:
-                if column not in record:
-                    raise ClassificationDataError(f"{path}, line {line}: missing the text field {column!r}.")
-                if not isinstance(record[column], str):
-                    raise ClassificationDataError(
-                        f"{path}, line {line}: text field {column!r} must be a string, got {record[column]!r:.60}."
-                    )
-                texts.append(record[column])
-            if label_column is not None and label_column not in record:
-                raise ClassificationDataError(f"{path}, line {line}: missing the label field {label_column!r}.")
-            yield line, tuple(texts), record[label_column] if label_column is not None else None
+            texts.append(record[column])
+        if label_column is not None and label_column not in record:
+            raise ClassificationDataError(f"{path}, line {line}: missing the label field {label_column!r}.")
+        yield line, tuple(texts), record[label_column] if label_column is not None else None
 
 
 def read_classification_examples(
@@ -308,8 +298,7 @@ def has_label_column(path, label_column, file_format=None):
     file_format = _file_format(path, file_format)
     if file_format != "jsonl":
         return label_column in next(table_rows(path, *_TABLE_DIALECTS[file_format], True), (0, None, []))[2]
-    with open(path, encoding="utf-8-sig") as handle:
-        first = next((line for line in handle if line.strip()), "")
+    first = next((line for line in text_lines(path) if line.strip()), "")
     try:
         return label_column in json.loads(first)
     except (json.JSONDecodeError, TypeError):

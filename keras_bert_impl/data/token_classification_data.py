@@ -9,6 +9,7 @@ naming the file and line.
 import dataclasses
 
 from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag, to_iob2
+from keras_bert_impl.data.classification_data import text_lines
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
 DOCUMENT_START = "-DOCSTART-"
@@ -58,30 +59,24 @@ def read_conll_sentences(path):
     >>> [(s.words, s.tags) for s in read_conll_sentences(path)]
     [(('EU', 'rejects'), ('B-ORG', 'O')), (('Peter',), ('B-PER',))]
     """
-    from keras_bert_impl.data.classification_data import not_utf8_error
-
     sentences, rows = [], []
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                columns = line.split()
-                if not columns or columns[0] == DOCUMENT_START:
-                    if rows:
-                        sentences.append(_sentence(rows, path))
-                        rows = []
-                    continue
-                if len(columns) < 2:
-                    raise ClassificationDataError(
-                        f"{path}, line {line_number}: expected 'word TAG' (or 'word POS CHUNK TAG'), found one "
-                        f"column {columns[0]!r:.60}; give every word its tag, separated by a space or a tab."
-                    )
-                try:
-                    split_tag(columns[-1])
-                except ValueError as error:
-                    raise ClassificationDataError(f"{path}, line {line_number}: {error}") from None
-                rows.append((line_number, columns[0], columns[-1]))
-    except UnicodeDecodeError:
-        raise not_utf8_error(path) from None
+    for line_number, line in enumerate(text_lines(path), start=1):
+        columns = line.split()
+        if not columns or columns[0] == DOCUMENT_START:
+            if rows:
+                sentences.append(_sentence(rows, path))
+                rows = []
+            continue
+        if len(columns) < 2:
+            raise ClassificationDataError(
+                f"{path}, line {line_number}: expected 'word TAG' (or 'word POS CHUNK TAG'), found one "
+                f"column {columns[0]!r:.60}; give every word its tag, separated by a space or a tab."
+            )
+        try:
+            split_tag(columns[-1])
+        except ValueError as error:
+            raise ClassificationDataError(f"{path}, line {line_number}: {error}") from None
+        rows.append((line_number, columns[0], columns[-1]))
     if rows:
         sentences.append(_sentence(rows, path))
     if not sentences:
