@@ -80,7 +80,7 @@ def parse_args():
 
 def paragraphs_with_sentences(max_paragraphs=MAX_PARAGRAPHS):
     from benchmarks.data_pipeline import stdlib_docstring_lines
-    from keras_bert_impl.data.sentence_splitting import split_sentences
+    from keras_bert_impl.data.documents import split_sentences
 
     return [split_sentences(line) for line in stdlib_docstring_lines(max_paragraphs)]
 

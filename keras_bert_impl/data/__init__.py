@@ -17,7 +17,7 @@ _EXPORTS = {
     "pretraining_instances_dataset": "keras_bert_impl.data.pretraining_batches",
     "read_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
     "write_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
-    "split_sentences": "keras_bert_impl.data.sentence_splitting",
+    "split_sentences": "keras_bert_impl.data.documents",
     "LabelVocabulary": "keras_bert_impl.data.label_vocabulary",
     "classification_arrays": "keras_bert_impl.data.classification_data",
     "read_classification_examples": "keras_bert_impl.data.classification_data",

@@ -21,7 +21,7 @@ import re
 import sys
 import warnings
 
-from keras_bert_impl.data.sentence_splitting import split_sentences
+from keras_bert_impl.data.documents import split_sentences
 from keras_bert_impl.utils.atomic_io import atomic_write_text
 
 logger = logging.getLogger(__name__)

@@ -239,7 +239,7 @@ def question_count(squad):
 
 def first_sentence_baseline(squad):
     """Official SQuAD v1.1 scores of answering every question with its context's first sentence."""
-    from keras_bert_impl.data.sentence_splitting import split_sentences
+    from keras_bert_impl.data.documents import split_sentences
     from keras_bert_impl.squad import evaluate_v1
 
     predictions = {question["id"]: split_sentences(paragraph["context"])[0]

@@ -43,21 +43,18 @@ def pretraining_instances_dataset(
     return pairs.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+# The `(x, y)` of a pretraining batch (README.md, "Data formats"): feature -> dtype.
+_INPUT_DTYPES = {"token_ids": tf.int32, "segment_ids": tf.int32, "padding_mask": tf.bool, "mask_positions": tf.int32}
+_TARGET_DTYPES = {"mask_ids": tf.int32, "mask_weights": tf.float32}
+
+
 def to_inputs_and_targets(features):
     """Split masked features (batched or not) into the `(x, y)` structure `BertPretrainer.fit` takes (README.md,
     "Data formats"); `next_sentence_labels` get the batch shape of `token_ids`."""
-    batch_shape = tf.shape(features["token_ids"])[:-1]
-    x = {
-        "token_ids": tf.cast(features["token_ids"], tf.int32),
-        "segment_ids": tf.cast(features["segment_ids"], tf.int32),
-        "padding_mask": tf.cast(features["padding_mask"], tf.bool),
-        "mask_positions": tf.cast(features["mask_positions"], tf.int32),
-    }
-    y = {
-        "mask_ids": tf.cast(features["mask_ids"], tf.int32),
-        "mask_weights": tf.cast(features["mask_weights"], tf.float32),
-        "next_sentence_labels": tf.cast(tf.reshape(features["next_sentence_labels"], batch_shape), tf.int32),
-    }
+    x = {key: tf.cast(features[key], dtype) for key, dtype in _INPUT_DTYPES.items()}
+    y = {key: tf.cast(features[key], dtype) for key, dtype in _TARGET_DTYPES.items()}
+    labels = tf.reshape(features["next_sentence_labels"], tf.shape(features["token_ids"])[:-1])
+    y["next_sentence_labels"] = tf.cast(labels, tf.int32)
     return x, y
 
 
@@ -171,17 +168,16 @@ def pretraining_dataset(
     if masking == "static":
         # Masked one instance at a time, before shuffling: instance i always gets the same seed.
         dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)
-    instances = dataset
     # The rows padded to `sequence_length` (or the longest of the batch) with [PAD], segment 0 and False; static
     # masks have their length `P` already.
     width = sequence_length if padding == "fixed" else None
     padded_shapes = {key: [width] if key in ("token_ids", "segment_ids", "padding_mask") else spec.shape
-                     for key, spec in instances.element_spec.items()}
-    padding_values = {key: tf.zeros([], spec.dtype) for key, spec in instances.element_spec.items()}
+                     for key, spec in dataset.element_spec.items()}
+    padding_values = {key: tf.zeros([], spec.dtype) for key, spec in dataset.element_spec.items()}
     padding_values["token_ids"] = tf.constant(tokenizer.pad_token_id, padding_values["token_ids"].dtype)
 
     def one_epoch(epoch):
-        batches = instances
+        batches = dataset
         if shuffle_buffer_size:
             batches = batches.shuffle(shuffle_buffer_size, seed=epoch_seed(seed, epoch, stream=1),
                                       reshuffle_each_iteration=False)

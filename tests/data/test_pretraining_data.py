@@ -8,11 +8,10 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker
-from keras_bert_impl.data.documents import read_documents, tokenize_documents
+from keras_bert_impl.data.documents import read_documents, split_sentences, tokenize_documents
 from keras_bert_impl.data.pretraining_batches import pretraining_dataset
 from keras_bert_impl.data.pretraining_instances import instances_from_document, iterate_pretraining_instances
 from keras_bert_impl.data.pretraining_tfrecords import read_pretraining_tfrecords, write_pretraining_tfrecords
-from keras_bert_impl.data.sentence_splitting import split_sentences
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 
