@@ -162,29 +162,25 @@ class SegmentPacker(keras.layers.Layer):
 
     @staticmethod
     def _as_ragged(ids):
-        if isinstance(ids, tf.RaggedTensor):
-            return ids
+        """`(ids as an int32 ragged batch, whether they were one example)`."""
         if isinstance(ids, (list, tuple)) and ids and isinstance(ids[0], (list, tuple, np.ndarray)):
-            return tf.ragged.constant([[int(i) for i in row] for row in ids], dtype=tf.int64, ragged_rank=1)
-        ids = tf.convert_to_tensor(ids)
-        return tf.RaggedTensor.from_tensor(ids) if ids.shape.rank == 2 else ids
+            ids = tf.ragged.constant([[int(i) for i in row] for row in ids], dtype=tf.int64, ragged_rank=1)
+        elif not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+        unbatched = ids.shape.rank == 1
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(ids[tf.newaxis] if unbatched else ids)
+        return tf.cast(ids, tf.int32), unbatched
 
     def _pack_tf(self, first, second):
         has_second = second is not None
         room = self.sequence_length - (3 if has_second else 2)
         if room < (2 if has_second else 1):
             raise ValueError(f"sequence_length={self.sequence_length} leaves no room for both segments of a pair.")
-        first = self._as_ragged(first)
-        unbatched = first.shape.rank == 1
-        if unbatched:
-            first = tf.RaggedTensor.from_tensor(first[tf.newaxis])
-        first = tf.cast(first, tf.int32)
+        first, unbatched = self._as_ragged(first)
         length_a = first.row_lengths()
         if has_second:
-            second = self._as_ragged(second)
-            if unbatched:
-                second = tf.RaggedTensor.from_tensor(second[tf.newaxis])
-            second = tf.cast(second, tf.int32)
+            second, _ = self._as_ragged(second)
             if tf.executing_eagerly() and int(first.nrows()) != int(second.nrows()):
                 raise ValueError(f"first has {int(first.nrows())} rows but second has {int(second.nrows())}.")
             kept_a, kept_b = _kept_lengths(length_a, second.row_lengths(), room)
