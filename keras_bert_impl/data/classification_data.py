@@ -158,21 +158,16 @@ def _read_table(path, text_columns, label_column, has_header, delimiter, quoting
 
 
 def _column_indices(path, columns, header):
-    if header is None:
-        for column in columns:
-            if not isinstance(column, int) or column < 0:
-                raise ClassificationDataError(
-                    f"{path}: without a header, columns are 0-based indices; got {column!r}."
-                )
-        return list(columns)
     indices = []
     for column in columns:
-        if isinstance(column, int):
-            if not 0 <= column < len(header):
-                raise ClassificationDataError(
-                    f"{path}: column index {column} is outside the header ({len(header)} columns)."
-                )
+        if isinstance(column, int) and column >= 0 and (header is None or column < len(header)):
             indices.append(column)
+        elif header is None:
+            raise ClassificationDataError(f"{path}: without a header, columns are 0-based indices; got {column!r}.")
+        elif isinstance(column, int):
+            raise ClassificationDataError(
+                f"{path}: column index {column} is outside the header ({len(header)} columns)."
+            )
         elif column in header:
             indices.append(header.index(column))
         else:
