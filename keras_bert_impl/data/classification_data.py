@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from keras_bert_impl.utils.file_patterns import utf8_error_message
+from keras_bert_impl.data.documents import text_lines
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary, all_labelled
 
 FILE_FORMATS = ("tsv", "csv", "jsonl")
@@ -109,21 +110,12 @@ def not_utf8_error(path):
     return ClassificationDataError(utf8_error_message(path))
 
 
-def text_lines(path, newline=None):
-    """The lines of a UTF-8 text file (a byte order mark ignored); a line that is not UTF-8 raises
-    `not_utf8_error(path)`. The one way the task readers (TSV/CSV/JSONL, SWAG, CoNLL) open a file."""
-    try:
-        with open(path, encoding="utf-8-sig", newline=newline) as handle:
-            yield from handle
-    except UnicodeDecodeError:
-        raise not_utf8_error(path) from None
-
-
 def table_rows(path, delimiter, quoting, has_header):
     """Yields `(line, cells, header)` for each non-blank row of a TSV/CSV file: `line` is the 1-based line the
     row starts on, `header` the header's cells (None without one); the header row itself comes first, as
     `(line, None, header)`."""
-    reader = csv.reader(text_lines(path, newline=""), delimiter=delimiter, quoting=quoting)
+    lines = text_lines(path, newline="", error=ClassificationDataError)
+    reader = csv.reader(lines, delimiter=delimiter, quoting=quoting)
     header = None
     previous_line = 0
     for cells in reader:
@@ -176,7 +168,7 @@ def _column_indices(path, columns, header):
 
 
 def _read_jsonl(path, text_columns, label_column):
-    for line, text in enumerate(text_lines(path), start=1):
+    for line, text in enumerate(text_lines(path, error=ClassificationDataError), start=1):
         if not text.strip():
             continue
         try:
@@ -293,7 +285,7 @@ def has_label_column(path, label_column, file_format=None):
     file_format = _file_format(path, file_format)
     if file_format != "jsonl":
         return label_column in next(table_rows(path, *_TABLE_DIALECTS[file_format], True), (0, None, []))[2]
-    first = next((line for line in text_lines(path) if line.strip()), "")
+    first = next((line for line in text_lines(path, error=ClassificationDataError) if line.strip()), "")
     try:
         return label_column in json.loads(first)
     except (json.JSONDecodeError, TypeError):

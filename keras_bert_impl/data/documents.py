@@ -19,13 +19,15 @@ _ABBREVIATIONS = frozenset(
 )
 
 
-def _decoded_lines(path, errors):
-    with open(path, "rb") as handle:
-        for raw in handle:
-            try:
-                yield raw.decode("utf-8", errors=errors)
-            except UnicodeDecodeError:
-                raise ValueError(utf8_error_message(path)) from None
+def text_lines(path, errors="strict", newline=None, error=ValueError):
+    """The lines of a UTF-8 text file (a byte order mark ignored): the one way the data readers open one. With
+    `errors="strict"` a line that is not UTF-8 raises `error` naming the line and its bytes; `"replace"` turns
+    them into U+FFFD. `newline` as `open` takes it."""
+    try:
+        with open(path, encoding="utf-8-sig", errors=errors, newline=newline) as handle:
+            yield from handle
+    except UnicodeDecodeError:
+        raise error(utf8_error_message(path)) from None
 
 
 def read_documents(files, input_format="sentence_per_line", errors="strict"):
@@ -55,7 +57,7 @@ def read_documents(files, input_format="sentence_per_line", errors="strict"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}.")
     documents = [[]]
     for path in expand_paths(files):
-        for line in _decoded_lines(path, errors):
+        for line in text_lines(path, errors, newline="\n"):
             line = line.strip()
             if input_format == "document_per_line":
                 documents.append(split_sentences(line))

@@ -9,7 +9,7 @@ naming the file and line.
 import dataclasses
 
 from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag, to_iob2
-from keras_bert_impl.data.classification_data import text_lines
+from keras_bert_impl.data.documents import text_lines
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
 DOCUMENT_START = "-DOCSTART-"
@@ -60,7 +60,7 @@ def read_conll_sentences(path):
     [(('EU', 'rejects'), ('B-ORG', 'O')), (('Peter',), ('B-PER',))]
     """
     sentences, rows = [], []
-    for line_number, line in enumerate(text_lines(path), start=1):
+    for line_number, line in enumerate(text_lines(path, error=ClassificationDataError), start=1):
         columns = line.split()
         if not columns or columns[0] == DOCUMENT_START:
             if rows:
