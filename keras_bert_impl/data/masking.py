@@ -30,6 +30,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.layers.constructor_config import constructor_config
+from keras_bert_impl.data.documents import text_lines
 
 COUNTING_RULES = ("original", "ceil", "bernoulli")
 REPLACEMENT_UNITS = ("word", "token")
@@ -125,8 +126,7 @@ class MaskedLMMasker(keras.layers.Layer):
         self.built = True
         tokens = None
         if isinstance(vocabulary, str):
-            with open(vocabulary, encoding="utf-8") as handle:
-                tokens = [line.rstrip("\n").strip() for line in handle]
+            tokens = [line.strip() for line in text_lines(vocabulary)]
         elif vocabulary is not None:
             tokens = list(vocabulary)
         ids = {token: index for index, token in enumerate(tokens)} if tokens else {}

@@ -215,7 +215,6 @@ def read_pretraining_tfrecords(
             checked = ["input_ids"] + (["masked_lm_ids"] if static else [])
             record = _check_token_ids(record, checked, int(vocabulary_size), file_pattern)
         parsed = {name: record[record_name] for record_name, name in _record_names(static).items()}
-        parsed["padding_mask"] = tf.cast(parsed["padding_mask"], tf.bool)
         parsed["next_sentence_labels"] = record["next_sentence_labels"]
         return parsed
 

@@ -7,6 +7,7 @@ naming the file and line.
 """
 
 import dataclasses
+import itertools
 
 from keras_bert_impl.metrics.entity_metrics import OUTSIDE_TAG, split_tag, to_iob2
 from keras_bert_impl.data.documents import text_lines
@@ -35,13 +36,6 @@ class TaggedSentence:
     line: int = 0
 
 
-def _sentence(rows, path):
-    """A `TaggedSentence` of `(line, word, tag)` rows."""
-    words = tuple(word for _, word, _ in rows)
-    tags = tuple(to_iob2([tag for _, _, tag in rows]))
-    return TaggedSentence(words, tags, path, rows[0][0])
-
-
 def read_conll_sentences(path):
     """Reads a CoNLL column file (module docstring) into sentences with IOB2 tags.
 
@@ -60,11 +54,14 @@ def read_conll_sentences(path):
     [(('EU', 'rejects'), ('B-ORG', 'O')), (('Peter',), ('B-PER',))]
     """
     sentences, rows = [], []
-    for line_number, line in enumerate(text_lines(path, error=ClassificationDataError), start=1):
+    lines = itertools.chain(text_lines(path, error=ClassificationDataError), [""])  # a blank line ends the last one
+    for line_number, line in enumerate(lines, start=1):
         columns = line.split()
         if not columns or columns[0] == DOCUMENT_START:
             if rows:
-                sentences.append(_sentence(rows, path))
+                words = tuple(word for _, word, _ in rows)
+                tags = tuple(to_iob2([tag for _, _, tag in rows]))
+                sentences.append(TaggedSentence(words, tags, path, rows[0][0]))
                 rows = []
             continue
         if len(columns) < 2:
@@ -77,8 +74,6 @@ def read_conll_sentences(path):
         except ValueError as error:
             raise ClassificationDataError(f"{path}, line {line_number}: {error}") from None
         rows.append((line_number, columns[0], columns[-1]))
-    if rows:
-        sentences.append(_sentence(rows, path))
     if not sentences:
         raise ClassificationDataError(f"{path} has no sentences (it is empty or holds only -DOCSTART- lines); give "
                                       f"a CoNLL file with one 'word TAG' line per word.")
