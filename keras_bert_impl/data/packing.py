@@ -190,13 +190,7 @@ class SegmentPacker(keras.layers.Layer):
             kept_a, kept_b = tf.minimum(length_a, room), None
         front_a = front_b = None
         if self.truncation == "random_front_back":
-            if has_second:
-                removed_b = second.row_lengths() - kept_b
-            else:  # the coins of an empty B: its content key is 0
-                second = tf.RaggedTensor.from_row_lengths(
-                    tf.zeros([0], tf.int32), tf.zeros_like(length_a), validate=False
-                )
-                removed_b = tf.zeros_like(length_a)
+            removed_b = second.row_lengths() - kept_b if has_second else tf.zeros_like(length_a)
             front_a, front_b = self._front_removals_tf(first, second, length_a - kept_a, removed_b)
         # Every output position j reads [CLS], a kept token of A, [SEP], a kept token of B, [SEP] or padding:
         # one gather from both segments' flat values and a padding slot instead of ragged concatenation.
@@ -237,7 +231,8 @@ class SegmentPacker(keras.layers.Layer):
         return {key: value[0] for key, value in packed.items()} if unbatched else packed
 
     def _front_removals_tf(self, first, second, removed_a, removed_b):
-        key = tf.bitwise.bitwise_and(_content_key_tf(first) * 31 + _content_key_tf(second), _MASK32)
+        key_b = 0 if second is None else _content_key_tf(second)  # an absent B has the content key 0
+        key = tf.bitwise.bitwise_and(_content_key_tf(first) * 31 + key_b, _MASK32)
         state = _mix_tf(tf.bitwise.bitwise_and((self.seed & _MASK32) * _MIX_MULTIPLIER + key, _MASK32))
         steps = tf.range(tf.reduce_max(tf.concat([removed_a, removed_b, tf.zeros([1], removed_a.dtype)], axis=0)))
 
