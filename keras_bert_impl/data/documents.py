@@ -134,7 +134,9 @@ def split_sentences(text):
             head = following[1:2] if following[:1] in _OPENERS else following[:1]
             if not (head.isdigit() or (head.isalpha() and not head.islower())):
                 continue
-            if match.group()[0] == "." and _ends_with_abbreviation(text[start : match.start()]):
+            last_word = (text[start : match.start()].split() or [""])[-1].lstrip(_OPENERS)
+            if match.group()[0] == "." and (last_word.lower() in _ABBREVIATIONS  # "Mr.", "e.g.", or an initial
+                                            or (len(last_word) == 1 and last_word.isupper())):
                 continue
         sentence = text[start : match.end()].strip()
         if sentence:
@@ -144,11 +146,3 @@ def split_sentences(text):
     if tail:
         sentences.append(tail)
     return sentences
-
-
-def _ends_with_abbreviation(text):
-    words = text.split()
-    if not words:
-        return False
-    word = words[-1].lstrip(_OPENERS)
-    return word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper())

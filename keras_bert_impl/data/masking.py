@@ -390,10 +390,7 @@ def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_para
     keyed_by_epoch = epoch is not None and new_masks_each_epoch
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=new_masks_each_epoch and epoch is None)
     first_key = epoch_seed(seed, epoch) if keyed_by_epoch else tf.constant(seed, tf.int64)
-
-    def mask_element(features, element_seed):
-        return masker(features, seed=tf.stack([first_key, element_seed]))
-
     return tf.data.Dataset.zip((dataset, seeds)).map(
-        mask_element, num_parallel_calls=num_parallel_calls, deterministic=True
+        lambda features, element_seed: masker(features, seed=tf.stack([first_key, element_seed])),
+        num_parallel_calls=num_parallel_calls, deterministic=True,
     )

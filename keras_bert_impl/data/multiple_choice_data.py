@@ -50,10 +50,8 @@ class MultipleChoiceExample:
 def _ending_columns(path, header):
     """The names of the ending columns, `ending0`, `ending1`, ... in order."""
     numbered = {int(match.group(1)): name for name in header if (match := _ENDING_COLUMN.fullmatch(name))}
-    count = 0
-    while count in numbered:
-        count += 1
-    if count < 2 or len(numbered) != count:
+    count = len(numbered)
+    if count < 2 or sorted(numbered) != list(range(count)):
         raise ClassificationDataError(
             f"{path}: the header needs ending columns numbered from 0 (ending0, ending1, ...; at least two), found "
             f"{sorted(numbered.values()) or 'none'} in {header}."
@@ -139,9 +137,8 @@ def multiple_choice_inputs(examples):
     examples = list(examples)
     if not examples:
         raise ValueError("No examples.")
-    widths = {len(example.endings) for example in examples}
-    if len(widths) != 1:
-        odd = next(example for example in examples if len(example.endings) != len(examples[0].endings))
+    odd = next((example for example in examples if len(example.endings) != len(examples[0].endings)), None)
+    if odd is not None:
         raise ClassificationDataError(
             f"{odd.source}, line {odd.line}: {len(odd.endings)} endings, but the first example has "
             f"{len(examples[0].endings)}; every example of a batch needs the same number."

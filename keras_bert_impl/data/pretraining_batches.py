@@ -31,15 +31,14 @@ def pretraining_instances_dataset(
         raise ValueError("No documents with tokens: the input is empty after dropping empty lines and documents.")
     packer = SegmentPacker(sequence_length, cls_token_id, sep_token_id, padding="dynamic")
 
-    def generate():
-        yield from iterate_pretraining_instances(documents, sequence_length, short_seq_prob, dupe_factor, seed)
-
     def pack(pair):
         return {**packer(pair["first"], pair["second"]), "next_sentence_labels": pair["next_sentence_labels"]}
 
     segment = tf.TensorSpec([None], tf.int32)
     signature = {"first": segment, "second": segment, "next_sentence_labels": tf.TensorSpec([], tf.int32)}
-    pairs = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    pairs = tf.data.Dataset.from_generator(
+        lambda: iterate_pretraining_instances(documents, sequence_length, short_seq_prob, dupe_factor, seed),
+        output_signature=signature)
     return pairs.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
 
 
