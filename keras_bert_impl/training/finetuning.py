@@ -40,7 +40,6 @@ __all__ = [
     "check_model_inputs",
     "classification_monitor",
     "classification_scores",
-    "compile_for_finetuning",
     "evaluate_squad_predictions",
     "finetune",
     "finetune_and_score",
@@ -127,27 +126,6 @@ def xla_jit_compile(requested=True):
     True
     """
     return bool(requested) and keras.backend.backend() in ("tensorflow", "jax")
-
-
-def compile_for_finetuning(model, learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01,
-                           jit_compile=True):
-    """Compile `model` as `run_classifier.py` / `run_squad.py`: `BertTask.compile`'s default (`AdamWeightDecay`
-    with `WarmupLinearDecay`) for this run's length, and XLA where the backend has it (`xla_jit_compile`).
-
-    Args:
-        model: a `BertTask` (`BertClassifier`, `BertQuestionAnswerer`, ...).
-        learning_rate: float. Peak learning rate (the paper: 5e-5, 3e-5 or 2e-5).
-        total_steps: int. Optimizer updates of the whole run.
-        warmup_fraction: float. Defaults to 0.1.
-        weight_decay: float. Defaults to 0.01.
-        jit_compile: bool. Defaults to True.
-
-    Returns:
-        The optimizer.
-    """
-    model.compile(learning_rate=learning_rate, total_steps=total_steps, warmup_fraction=warmup_fraction,
-                  weight_decay=weight_decay, jit_compile=xla_jit_compile(jit_compile))
-    return model.optimizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,11 +252,13 @@ class FinetuningSettings:
 
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
-    """The fine-tuning recipe: compile `model` (`compile_for_finetuning`) and fit it for `settings.epochs` on
-    `model.preprocessor.make_dataset(train_x, train_y, ...)` batches, resumably (`FinetuningCheckpoint`: `last/`,
-    `best/` by `monitor`, the training state). Run again on the same `output_dir` after a kill, it continues after
-    the last finished epoch to the uninterrupted run's weights (bit for bit on TensorFlow and JAX on one device);
-    a state saved with other settings is refused. Prints what it trains and, with a monitor, the best epoch.
+    """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` (`BertTask.compile`'s
+    `AdamWeightDecay` with `WarmupLinearDecay` for this run's length, XLA where the backend has it) and fit it for
+    `settings.epochs` on `model.preprocessor.make_dataset(train_x, train_y, ...)` batches, resumably
+    (`FinetuningCheckpoint`: `last/`, `best/` by `monitor`, the training state). Run again on the same
+    `output_dir` after a kill, it continues after the last finished epoch to the uninterrupted run's weights (bit
+    for bit on TensorFlow and JAX on one device); a state saved with other settings is refused. Prints what it
+    trains and, with a monitor, the best epoch.
 
     Args:
         model: the task model to fine-tune, with a preprocessor.
@@ -311,8 +291,9 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
                                               seed=settings.seed, bucket_width=bucket_width, epochs=settings.epochs)
     steps_per_epoch = int(dataset.cardinality()) // settings.epochs
     total_steps = steps_per_epoch * settings.epochs
-    compile_for_finetuning(model, settings.learning_rate, total_steps, settings.warmup_fraction,
-                           settings.weight_decay, jit_compile=settings.jit_compile)
+    model.compile(learning_rate=settings.learning_rate, total_steps=total_steps,
+                  warmup_fraction=settings.warmup_fraction, weight_decay=settings.weight_decay,
+                  jit_compile=xla_jit_compile(settings.jit_compile))
     print(f"{counts}, {steps_per_epoch} steps per epoch, {total_steps} updates{details}")
     if monitor is None:
         print("no dev or held-out data: nothing tells the epochs apart, so only last/ is written")
