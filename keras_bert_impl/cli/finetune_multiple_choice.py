@@ -26,8 +26,9 @@ check_arguments = check_finetuning_arguments
 
 
 def run(args):
-    from keras_bert_impl.training.multiple_choice_finetuning import SwagFiles, finetune_multiple_choice
+    from keras_bert_impl.training.finetuning import FinetuningFiles
+    from keras_bert_impl.training.multiple_choice_finetuning import finetune_multiple_choice
 
-    finetune_multiple_choice(*finetuning_inputs(SwagFiles, args), sequence_length=args.sequence_length,
+    finetune_multiple_choice(*finetuning_inputs(FinetuningFiles, args), sequence_length=args.sequence_length,
                              dropout=args.classifier_dropout)
     return 0

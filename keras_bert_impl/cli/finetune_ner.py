@@ -24,11 +24,11 @@ def add_arguments(parser):
     (section 5.3 / appendix A.3)."""
     data, _, train = add_finetuning_arguments(parser, "CoNLL file with tags",
                                               "tokens per window, [CLS] and [SEP] included", classifier_dropout=True,
-                                              learning_rate=5e-5)
+                                              tune_fraction=True, learning_rate=5e-5)
     data.add_argument("--stride", type=positive_int,
                       help="tokens between the starts of a long sentence's windows (default: half a window)")
-    train.add_argument("--monitor", default="f1", help="dev metric that picks best/: f1, precision, recall, "
-                       "accuracy or <TYPE>_f1 (default: %(default)s)")
+    train.add_argument("--monitor", default="f1", help="dev (or held-out) metric that picks best/: f1, precision, "
+                       "recall, accuracy or <TYPE>_f1 (default: %(default)s)")
 
 
 def check_arguments(args):
@@ -44,8 +44,9 @@ def check_arguments(args):
 
 
 def run(args):
-    from keras_bert_impl.training.token_classification_finetuning import ConllFiles, finetune_token_classifier
+    from keras_bert_impl.training.finetuning import FinetuningFiles
+    from keras_bert_impl.training.token_classification_finetuning import finetune_token_classifier
 
-    finetune_token_classifier(*finetuning_inputs(ConllFiles, args), sequence_length=args.sequence_length,
+    finetune_token_classifier(*finetuning_inputs(FinetuningFiles, args), sequence_length=args.sequence_length,
                               stride=args.stride, classifier_dropout=args.classifier_dropout, monitor=args.monitor)
     return 0

@@ -257,8 +257,8 @@ class FinetuningCheckpoint(TrainingCheckpoint):
         tokenizer: `BertTokenizer` or None. Saved with the model. Defaults to None.
         evaluate: callable or None. `evaluate(model) -> dict` of metrics (e.g. dev GLUE / SQuAD scores).
             Defaults to None (save `last` only).
-        monitor: str or None. Key of `evaluate`'s result that selects `best`. Defaults to None.
-        mode: str. "max" or "min": which direction of `monitor` is better. Defaults to "max".
+        monitor: str or None. Key of `evaluate`'s result that selects `best` (higher is better, as every
+            metric of this package's tasks). Defaults to None.
         steps_per_epoch: int or None. As `TrainingCheckpoint`'s. Defaults to None.
         settings: dict or None. The run's settings a resumed run must share, as `TrainingCheckpoint`'s.
             Defaults to None.
@@ -267,22 +267,14 @@ class FinetuningCheckpoint(TrainingCheckpoint):
     After `fit`: `history` (a list of each epoch's results), `best_score`, `best_epoch` (0-based).
     """
 
-    def __init__(self, directory, tokenizer=None, evaluate=None, monitor=None, mode="max", steps_per_epoch=None,
-                 settings=None, delete_checkpoint=True):
+    def __init__(self, directory, tokenizer=None, evaluate=None, monitor=None, steps_per_epoch=None, settings=None,
+                 delete_checkpoint=True):
         if monitor is not None and evaluate is None:
             raise ValueError("`monitor` needs an `evaluate` function to score each epoch.")
-        if mode not in ("max", "min"):
-            raise ValueError(f"mode must be 'max' or 'min', got {mode!r}.")
         super().__init__(os.path.join(directory, "training_state"), steps_per_epoch, settings,
                          model_dir=os.path.join(directory, "last"), delete_checkpoint=delete_checkpoint)
-        self.directory, self.tokenizer, self.evaluate, self.monitor, self.mode = (
-            directory, tokenizer, evaluate, monitor, mode)
+        self.directory, self.tokenizer, self.evaluate, self.monitor = directory, tokenizer, evaluate, monitor
         self.history, self.best_score, self.best_epoch = [], None, None
-
-    def _improved(self, score):
-        if self.best_score is None:
-            return True
-        return score > self.best_score if self.mode == "max" else score < self.best_score
 
     def on_epoch_end(self, epoch, logs=None):
         results = {"epoch": epoch + 1, **{key: float(value) for key, value in (logs or {}).items()}}
@@ -294,7 +286,7 @@ class FinetuningCheckpoint(TrainingCheckpoint):
             if self.monitor not in results:
                 raise KeyError(f"monitor {self.monitor!r} is not among the epoch's results {sorted(results)}.")
             score = float(results[self.monitor])
-            if self._improved(score):
+            if self.best_score is None or score > self.best_score:
                 self.best_score, self.best_epoch = score, epoch
                 save_finetuned(self.model, os.path.join(self.directory, "best"), self.tokenizer, results)
                 logger.info("Epoch %d: %s %.4f, the best so far; saved %s/best.", epoch + 1, self.monitor, score,

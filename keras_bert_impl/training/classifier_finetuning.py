@@ -3,21 +3,17 @@ what `keras-bert finetune-classifier` runs.
 """
 
 import dataclasses
-import json
 import os
+
+from keras_bert_impl.training.finetuning import FinetuningFiles
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassificationFiles:
-    """Which files a classification run reads, and how: `train_file` trains; `dev_file` (else a `tune_fraction`
-    of the training rows) picks `best/`; `test_file` is predicted, and scored when labelled, never picking a model.
+class ClassificationFiles(FinetuningFiles):
+    """`FinetuningFiles` (`train_file`, `dev_file`, `test_file`, `tune_fraction`) and how a classification run
+    reads them.
 
     Args:
-        train_file: str or None. Labelled examples (None trains nothing). Defaults to None.
-        dev_file: str or None. Defaults to None.
-        test_file: str or None. Defaults to None.
-        tune_fraction: float or None. Share of the training rows held out (seeded) to pick `best/` without a
-            dev file. Defaults to None.
         task: str or None. A GLUE task (`data.classification_data.GLUE_LAYOUTS`): its columns, labels and
             official metrics. Defaults to None.
         text_columns: sequence of str or int. One or two text columns (names, or 0-based indices), without
@@ -29,10 +25,6 @@ class ClassificationFiles:
         sequence_length: int. Tokens per packed example. Defaults to 128.
     """
 
-    train_file: str = None
-    dev_file: str = None
-    test_file: str = None
-    tune_fraction: float = None
     task: str = None
     text_columns: tuple = ()
     label_column: object = None
@@ -104,16 +96,12 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.training import finetuning
-    from keras_bert_impl.training.finetuning_outputs import json_ready
-    from keras_bert_impl.training.held_out_data import hold_out_rows
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
 
     keras.utils.set_random_seed(settings.seed)
     regression = files.is_regression
     tokenizer = source.tokenizer()
     train = files.read(files.train_file) if settings.epochs else []
     labels = _label_vocabulary(files, train)
-    train, tune = hold_out_rows(train, files.tune_fraction, settings.seed)
     model = source.build(BertClassifier, tokenizer, BertPreprocessor(tokenizer, sequence_length=files.sequence_length),
                          max_sequence_length=max(512, files.sequence_length),
                          num_classes=1 if regression else (len(labels) if labels else None),
@@ -121,37 +109,16 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     if labels is None and not regression:
         labels = LabelVocabulary(model.labels or [str(index) for index in range(model.num_classes)])
 
-    def pack(examples):
-        return model.preprocessor(*classification_arrays(examples, labels, regression))
-
-    def predict(inputs):
-        return model.predict(inputs, batch_size=settings.eval_batch_size, verbose=0)
-
-    def scores(data):
-        return finetuning.classification_scores(data[1], predict(data[0]), files.task, regression)
-
-    dev = pack(files.read(files.dev_file)) if files.dev_file else None
-    selection = dev if dev is not None else (pack(tune) if tune else None)
-    monitor = (monitor or finetuning.classification_monitor(files.task, regression)) if selection else None
-    if settings.epochs:
-        train_x, train_y = pack(train)
-        finetuning.finetune(model, train_x, train_y, settings, tokenizer, counts=f"{len(train)} training examples",
-                            details=f"; labels: {labels.labels if labels else 'regression'}",
-                            evaluate=(lambda m: scores(selection)) if selection else None, monitor=monitor,
-                            selection_name="dev" if dev else "held-out")
-    dev_results = {}
-    for name, path, results_file in (("dev", files.dev_file, "eval_results.json"),
-                                     ("test", files.test_file, "test_results.json")):
-        if not path:
-            continue
-        labelled = name == "dev" or files.has_labels(path)
-        inputs, gold = dev if name == "dev" else pack(files.read(path, labeled=labelled))
-        logits = predict(inputs)
+    def write_predictions(name, inputs, logits):
         finetuning.write_classification_predictions(os.path.join(settings.output_dir, f"{name}_predictions.tsv"),
                                                     logits, labels, regression)
-        if labelled:
-            results = finetuning.classification_scores(gold, logits, files.task, regression)
-            atomic_write_json(os.path.join(settings.output_dir, results_file), json_ready(results))
-            print(f"{name}:", json.dumps(results))
-            dev_results = results if name == "dev" else dev_results
-    return dev_results
+
+    return finetuning.finetune_and_score(
+        model, tokenizer, files, settings, train,
+        read=lambda path, labeled: files.read(path, labeled=labeled or files.has_labels(path)),
+        pack=lambda examples: model.preprocessor(*classification_arrays(examples, labels, regression)),
+        score=lambda gold, logits: finetuning.classification_scores(gold, logits, files.task, regression),
+        write_predictions=write_predictions,
+        monitor=monitor or finetuning.classification_monitor(files.task, regression),
+        counts=lambda rows, x, y: f"{len(rows)} training examples",
+        details=f"; labels: {labels.labels if labels else 'regression'}")

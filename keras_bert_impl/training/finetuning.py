@@ -1,5 +1,6 @@
 """The fine-tuning recipe every `keras-bert finetune-*` command runs (`FinetuningSettings` -> `finetune`: resumable
-`model.fit` on `preprocessor.make_dataset` batches), with its tokenizer loading, input checks and optimizer.
+`model.fit` on `preprocessor.make_dataset` batches), with its tokenizer loading, input checks and optimizer, and
+`finetune_and_score`, what the classification, multiple-choice and NER recipes share.
 
 The metrics (`finetuning_metrics`) and output files (`finetuning_outputs`) are importable from here too.
 """
@@ -7,6 +8,7 @@ The metrics (`finetuning_metrics`) and output files (`finetuning_outputs`) are i
 import dataclasses
 import glob
 import inspect
+import json
 import logging
 import os
 
@@ -21,6 +23,7 @@ from keras_bert_impl.training.finetuning_metrics import (
 )
 from keras_bert_impl.training.finetuning_outputs import (
     EVAL_RESULTS_FILENAME,
+    json_ready,
     save_finetuned,
     write_classification_predictions,
 )
@@ -31,14 +34,15 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "EVAL_RESULTS_FILENAME",
     "FinetuningCheckpoint",
+    "FinetuningFiles",
     "FinetuningSettings",
     "ModelSource",
     "check_model_inputs",
     "classification_monitor",
     "classification_scores",
-    "compile_for_finetuning",
     "evaluate_squad_predictions",
     "finetune",
+    "finetune_and_score",
     "load_tokenizer",
     "save_finetuned",
     "write_classification_predictions",
@@ -122,27 +126,6 @@ def xla_jit_compile(requested=True):
     True
     """
     return bool(requested) and keras.backend.backend() in ("tensorflow", "jax")
-
-
-def compile_for_finetuning(model, learning_rate, total_steps, warmup_fraction=0.1, weight_decay=0.01,
-                           jit_compile=True):
-    """Compile `model` as `run_classifier.py` / `run_squad.py`: `BertTask.compile`'s default (`AdamWeightDecay`
-    with `WarmupLinearDecay`) for this run's length, and XLA where the backend has it (`xla_jit_compile`).
-
-    Args:
-        model: a `BertTask` (`BertClassifier`, `BertQuestionAnswerer`, ...).
-        learning_rate: float. Peak learning rate (the paper: 5e-5, 3e-5 or 2e-5).
-        total_steps: int. Optimizer updates of the whole run.
-        warmup_fraction: float. Defaults to 0.1.
-        weight_decay: float. Defaults to 0.01.
-        jit_compile: bool. Defaults to True.
-
-    Returns:
-        The optimizer.
-    """
-    model.compile(learning_rate=learning_rate, total_steps=total_steps, warmup_fraction=warmup_fraction,
-                  weight_decay=weight_decay, jit_compile=xla_jit_compile(jit_compile))
-    return model.optimizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,11 +252,13 @@ class FinetuningSettings:
 
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
-    """The fine-tuning recipe: compile `model` (`compile_for_finetuning`) and fit it for `settings.epochs` on
-    `model.preprocessor.make_dataset(train_x, train_y, ...)` batches, resumably (`FinetuningCheckpoint`: `last/`,
-    `best/` by `monitor`, the training state). Run again on the same `output_dir` after a kill, it continues after
-    the last finished epoch to the uninterrupted run's weights (bit for bit on TensorFlow and JAX on one device);
-    a state saved with other settings is refused. Prints what it trains and, with a monitor, the best epoch.
+    """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` (`BertTask.compile`'s
+    `AdamWeightDecay` with `WarmupLinearDecay` for this run's length, XLA where the backend has it) and fit it for
+    `settings.epochs` on `model.preprocessor.make_dataset(train_x, train_y, ...)` batches, resumably
+    (`FinetuningCheckpoint`: `last/`, `best/` by `monitor`, the training state). Run again on the same
+    `output_dir` after a kill, it continues after the last finished epoch to the uninterrupted run's weights (bit
+    for bit on TensorFlow and JAX on one device); a state saved with other settings is refused. Prints what it
+    trains and, with a monitor, the best epoch.
 
     Args:
         model: the task model to fine-tune, with a preprocessor.
@@ -306,8 +291,9 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
                                               seed=settings.seed, bucket_width=bucket_width, epochs=settings.epochs)
     steps_per_epoch = int(dataset.cardinality()) // settings.epochs
     total_steps = steps_per_epoch * settings.epochs
-    compile_for_finetuning(model, settings.learning_rate, total_steps, settings.warmup_fraction,
-                           settings.weight_decay, jit_compile=settings.jit_compile)
+    model.compile(learning_rate=settings.learning_rate, total_steps=total_steps,
+                  warmup_fraction=settings.warmup_fraction, weight_decay=settings.weight_decay,
+                  jit_compile=xla_jit_compile(settings.jit_compile))
     print(f"{counts}, {steps_per_epoch} steps per epoch, {total_steps} updates{details}")
     if monitor is None:
         print("no dev or held-out data: nothing tells the epochs apart, so only last/ is written")
@@ -332,3 +318,75 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
         print(f"best epoch {checkpoint.best_epoch + 1}: {selection_name} {monitor} {checkpoint.best_score:.4f}, "
               f"saved in {settings.output_dir}/best")
     return checkpoint
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningFiles:
+    """The files of a classification, multiple-choice or NER run: `train_file` trains; `dev_file` (else a
+    `tune_fraction` of the training rows, held out and seeded) is scored after every epoch and picks `best/`;
+    `test_file` is predicted, and scored when it has labels, and never picks a model. Each defaults to None."""
+
+    train_file: str = None
+    dev_file: str = None
+    test_file: str = None
+    tune_fraction: float = None
+
+
+def finetune_and_score(model, tokenizer, files, settings, train, *, read, pack, score, write_predictions, monitor,
+                       counts, predict=None, training_arrays=None, details=""):
+    """Fine-tune `model` on `train` (`finetune`; `best/` picked by `monitor` on the dev file, else on the held-out
+    `files.tune_fraction` of `train`), then score the final model on the dev and test files: writes
+    `dev_predictions.*` with `eval_results.json`, `test_predictions.*` and, when the test file has labels,
+    `test_results.json` into `settings.output_dir`.
+
+    Args:
+        model: the task model, with its preprocessor.
+        tokenizer: `BertTokenizer`. Saved with each model directory.
+        files: `FinetuningFiles` (or a subclass).
+        settings: `FinetuningSettings`. `epochs == 0` trains nothing and only scores.
+        train: list. The training examples (empty when nothing is trained).
+        read: `read(path, labeled)` -> the examples of a file; `labeled=False` (the test file): labels where it
+            has them.
+        pack: `pack(examples)` -> `(inputs, gold)`: what `predict` takes and the gold labels (None without).
+        score: `score(gold, predictions)` -> dict of metrics.
+        write_predictions: `write_predictions(name, inputs, predictions)` writes `<name>_predictions.*`.
+        monitor: str. The metric of `score` that picks `best/`.
+        counts: `counts(train, train_x, train_y)` -> str: what `finetune` prints the training data holds.
+        predict: `predict(inputs)` -> the model's predictions, or None: `model.predict` in batches of
+            `settings.eval_batch_size`. Defaults to None.
+        training_arrays: `training_arrays(examples)` -> `(train_x, train_y)`, or None: `pack`. Defaults to None.
+        details: str. Appended to the counts line. Defaults to "".
+
+    Returns:
+        dict: the final model's dev scores (empty without a dev file).
+    """
+    from keras_bert_impl.training.held_out_data import split_rows
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    predict = predict or (lambda inputs: model.predict(inputs, batch_size=settings.eval_batch_size, verbose=0))
+    tune = []
+    if files.tune_fraction:
+        held_from = len(train)
+        train, tune = split_rows(train, files.tune_fraction, settings.seed)
+        print(f"tune fraction {files.tune_fraction}: {len(tune)} of {held_from} training rows held out to pick best/")
+    dev = pack(read(files.dev_file, True)) if files.dev_file else None
+    selection = dev if dev is not None else (pack(tune) if tune else None)
+    if settings.epochs:
+        train_x, train_y = (training_arrays or pack)(train)
+        finetune(model, train_x, train_y, settings, tokenizer, counts=counts(train, train_x, train_y), details=details,
+                 evaluate=(lambda m: score(selection[1], predict(selection[0]))) if selection else None,
+                 monitor=monitor if selection else None, selection_name="dev" if dev else "held-out")
+    dev_results = {}
+    for name, path, results_file in (("dev", files.dev_file, EVAL_RESULTS_FILENAME),
+                                     ("test", files.test_file, "test_results.json")):
+        if not path:
+            continue
+        inputs, gold = dev if name == "dev" else pack(read(path, False))
+        predictions = predict(inputs)
+        write_predictions(name, inputs, predictions)
+        if gold is not None:
+            results = json_ready(score(gold, predictions))
+            atomic_write_json(os.path.join(settings.output_dir, results_file), results)
+            print(f"{name}:", json.dumps({key: round(value, 4) for key, value in results.items()}))
+            dev_results = results if name == "dev" else dev_results
+    return dev_results

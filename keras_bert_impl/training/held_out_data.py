@@ -54,16 +54,6 @@ def split_rows(rows, fraction, seed):
             [row for index, row in enumerate(rows) if index in held])
 
 
-def hold_out_rows(rows, fraction, seed):
-    """`split_rows(rows, fraction, seed)`, printing what it holds out to pick `best/`; `(rows, [])` without a
-    `fraction`."""
-    if not fraction:
-        return list(rows), []
-    kept, held = split_rows(rows, fraction, seed)
-    print(f"tune fraction {fraction}: {len(held)} of {len(rows)} training rows held out to pick best/")
-    return kept, held
-
-
 def split_articles(squad_json, fraction, seed):
     """`(kept, held_out)` SQuAD JSON objects: a seeded random `fraction` of the articles (`data[]`) held out.
 

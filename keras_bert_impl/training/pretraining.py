@@ -237,14 +237,6 @@ def data_settings(settings):
     return recorded["masking"], chosen, source
 
 
-def pretraining_tokenizer(settings):
-    """The tokenizer of `vocab_file` (or the `init_checkpoint` directory's vocab.txt)."""
-    from keras_bert_impl.tokenization import BertTokenizer
-
-    path = settings.vocab_file or os.path.join(settings.init_checkpoint, "vocab.txt")
-    return BertTokenizer(path, lowercase=not settings.cased)
-
-
 def training_phases(settings, tokenizer):
     """The phases to train, a list of `PretrainingPhase`: phase 1, and phase 2 when `phase2_steps`."""
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
@@ -338,6 +330,7 @@ class _Run:
         import keras
 
         from keras_bert_impl.training.distribution import make_distribution, process_directory
+        from keras_bert_impl.training.finetuning import load_tokenizer
         from keras_bert_impl.utils.atomic_io import ensure_directory
 
         self.settings = settings
@@ -346,7 +339,7 @@ class _Run:
         self.scope, self.strategy, self.is_chief = make_distribution(settings.distribution, tpu=settings.tpu)
         keras.utils.set_random_seed(settings.seed)
         self.out = ensure_directory(process_directory(settings.output_dir, settings.distribution))
-        self.tokenizer = pretraining_tokenizer(settings)
+        self.tokenizer = load_tokenizer(settings.vocab_file, settings.init_checkpoint, lowercase=not settings.cased)
         self.phases = training_phases(settings, self.tokenizer)
         self.longest = max(phase.preprocessor.sequence_length for phase in self.phases)
         if not settings.init_checkpoint and self.longest > MAX_NEW_MODEL_SEQUENCE_LENGTH:

@@ -58,6 +58,19 @@ def test_finetune_ner_writes_models_scores_and_conlleval_predictions(capsys, ner
     assert status == 0 and "test:" in out
 
 
+def test_finetune_ner_picks_best_on_held_out_training_sentences(capsys, ner_run):
+    directory, flags = ner_run
+    dev_at = flags.index("--dev-file")
+    flags = flags[:dev_at] + flags[dev_at + 2:]  # no dev file: --tune-fraction picks best/
+    flags[flags.index("--output-dir") + 1] = str(directory / "tuned")
+    status, out, err = run_cli(capsys, *flags, "--tune-fraction", "0.25")
+    assert status == 0, err
+    assert "3 of 12 training rows held out" in out and "best epoch" in out and "held-out f1" in out
+    run = directory / "tuned"
+    assert (run / "best" / "config.json").is_file() and (run / "test_results.json").is_file()
+    assert not (run / "eval_results.json").exists()  # no dev file to score
+
+
 def test_predict_and_export_give_entities_with_offsets(tmp_path, capsys, ner_run):
     import tensorflow as tf
 

@@ -94,7 +94,8 @@ def dynamic_records(tmp_path_factory):
 def test_pretrain_masks_tfrecords_with_the_settings_create_data_recorded(tmp_path, caplog, dynamic_records):
     from keras_bert_impl.cli.command_line import parse_arguments
     from keras_bert_impl.cli.pretrain import settings_from_arguments
-    from keras_bert_impl.training.pretraining import phase_dataset, pretraining_tokenizer, training_phases
+    from keras_bert_impl.training.finetuning import load_tokenizer
+    from keras_bert_impl.training.pretraining import phase_dataset, training_phases
 
     directory, argv = dynamic_records
     argv = [*argv, "--output-dir", str(tmp_path / "out")]
@@ -106,7 +107,7 @@ def test_pretrain_masks_tfrecords_with_the_settings_create_data_recorded(tmp_pat
 
     # The batches pretrain trains on: built as `pretrain` builds them, from the recorded settings.
     settings = settings_from_arguments(parse_arguments(argv))
-    phase = training_phases(settings, pretraining_tokenizer(settings))[0]
+    phase = training_phases(settings, load_tokenizer(settings.vocab_file))[0]
     assert (phase.masking, phase.preprocessor.mask_rate, phase.preprocessor.sequence_length) == ("dynamic", 0.3, 24)
     masked = tokens = 0
     for x, y in phase_dataset(settings, phase).take(20):

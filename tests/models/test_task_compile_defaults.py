@@ -10,7 +10,6 @@ from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
-from keras_bert_impl.training.finetuning import compile_for_finetuning
 from tests.helpers import tiny_backbone
 
 TASKS = {
@@ -62,10 +61,11 @@ def test_schedule_settings_are_the_compile_arguments():
     np.testing.assert_allclose(rates, [0.0, 1e-5, 4e-6, 0.0], rtol=1e-5, atol=1e-12)
 
 
-def test_compile_for_finetuning_takes_the_same_path():
+def test_the_question_answerer_compiles_the_same_way():
     model = BertQuestionAnswerer(tiny_backbone())
-    optimizer = compile_for_finetuning(model, 3e-5, total_steps=20, warmup_fraction=0.1, jit_compile=False)
-    assert optimizer is model.optimizer and type(optimizer).__name__ == "AdamWeightDecay"
+    model.compile(learning_rate=3e-5, total_steps=20, warmup_fraction=0.1, jit_compile=False)
+    optimizer = model.optimizer
+    assert type(optimizer).__name__ == "AdamWeightDecay"
     assert [learning_rate_at(optimizer, step) for step in (0, 1, 2, 20)] == pytest.approx([0.0, 1.5e-5, 2.7e-5, 0.0])
 
 

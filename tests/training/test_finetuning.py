@@ -12,7 +12,7 @@ from keras_bert_impl.training.finetuning_metrics import (
     classification_scores,
     evaluate_squad_predictions,
 )
-from keras_bert_impl.training.finetuning import compile_for_finetuning, load_tokenizer
+from keras_bert_impl.training.finetuning import load_tokenizer, xla_jit_compile
 from keras_bert_impl.training.finetuning_outputs import write_classification_predictions
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint
 from tests.helpers import tiny_backbone, to_numpy
@@ -158,7 +158,7 @@ def test_finetuning_recipe_learns_on_length_buckets():
     epochs = 6
     dataset = packed_batches(x, y, batch_size=16, bucket_width=8, shuffle=True, seed=0, epochs=epochs)
     steps = int(dataset.cardinality()) // epochs
-    compile_for_finetuning(model, 5e-3, steps * epochs, warmup_fraction=0.1)
+    model.compile(learning_rate=5e-3, total_steps=steps * epochs, warmup_fraction=0.1, jit_compile=xla_jit_compile())
     assert model.jit_compile == (keras.backend.backend() in ("tensorflow", "jax"))  # XLA; torch runs eagerly
     model.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0)
     assert int(to_numpy(model.optimizer.iterations)) == steps * epochs

@@ -11,7 +11,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.training.pretraining import PretrainingSettings, pretrain, pretraining_tokenizer, training_phases
+from keras_bert_impl.training.finetuning import load_tokenizer
+from keras_bert_impl.training.pretraining import PretrainingSettings, pretrain, training_phases
 from tests.cli.cli_test_utils import write_corpus
 
 
@@ -41,7 +42,7 @@ def test_phases_carry_their_lengths_seeds_and_fallbacks(tmp_path):
     write_corpus(tmp_path)
     settings = tiny_settings(tmp_path, tmp_path / "out", phase2_steps=2, phase2_sequence_length=32,
                              phase2_max_predictions_per_seq=5, mask_rate=0.2)
-    first, second = training_phases(settings, pretraining_tokenizer(settings))
+    first, second = training_phases(settings, load_tokenizer(settings.vocab_file))
     assert (first.index, first.preprocessor.sequence_length, first.preprocessor.max_predictions_per_seq) == (1, 24, 4)
     assert (second.index, second.preprocessor.sequence_length, second.preprocessor.max_predictions_per_seq) == (
         2, 32, 5)
