@@ -6,7 +6,6 @@ Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
 import keras
 import numpy as np
 
-from keras_bert_impl.checkpoints.name_map import classifier_head_specs
 from keras_bert_impl.models.task import (
     DEFAULT_DROPOUT,
     BertTask,
@@ -55,7 +54,7 @@ class BertClassifier(BertTask):
 
     default_preprocessor_class = "BertPreprocessor"
     huggingface_architecture = "BertForSequenceClassification"
-    head_specs = staticmethod(classifier_head_specs)
+    head_output_layer = ("classifier_dense", "classifier", "output")  # run_classifier.py's output_weights
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
         if num_classes == 1 and labels is not None:

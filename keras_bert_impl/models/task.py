@@ -15,6 +15,7 @@ from keras import ops
 
 from keras_bert_impl.checkpoints import backbone_config, native, read_checkpoint, resolve_checkpoint, save_huggingface
 from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer, write_keras_hub_preset
+from keras_bert_impl.checkpoints.name_map import output_layer_specs
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.presets import refuse_size_as_preset
@@ -216,10 +217,14 @@ class BertTask(keras.Model):
     default_learning_rate = 5e-5
     default_warmup_fraction = 0.1
 
+    # The head's output layer as `(our layer, Hugging Face module, original variable prefix or None)`
+    # (`checkpoints.name_map.output_layer_specs`); None for a head without one.
+    head_output_layer = None
+
     @classmethod
     def head_specs(cls):
         """The head's variables as `checkpoints.WeightSpec`s: our paths, Hugging Face's and the original's."""
-        return []
+        return [] if cls.head_output_layer is None else output_layer_specs(*cls.head_output_layer)
 
     @classmethod
     def reads_foreign_head(cls, checkpoint):

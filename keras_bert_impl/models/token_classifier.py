@@ -6,7 +6,6 @@ Shape legend: B batch (windows), T tokens, H hidden width, C classes (tags, `num
 import keras
 from keras import ops
 
-from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.models.losses import sparse_cross_entropy_from_logits
 from keras_bert_impl.models.task import (
@@ -92,7 +91,7 @@ class BertTokenClassifier(BertTask):
 
     default_preprocessor_class = "BertTokenClassificationPreprocessor"
     huggingface_architecture = "BertForTokenClassification"
-    head_specs = staticmethod(token_classifier_head_specs)
+    head_output_layer = ("token_classifier_dense", "classifier")  # the original has none
     unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):

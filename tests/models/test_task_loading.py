@@ -95,13 +95,12 @@ def test_huggingface_task_directories_load_with_their_heads(tmp_path, architectu
 @pytest.mark.tensorflow_only  # writing an original TF checkpoint
 def test_original_checkpoints_are_read_by_their_head_variables(tmp_path):
     from keras_bert_impl.checkpoints import backbone_weight_specs
-    from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
     from tests.models.task_test_utils import write_original_checkpoint
 
     backbone = tiny_backbone()
     specs = backbone_weight_specs(backbone.num_layers)
-    write_original_checkpoint(tmp_path / "qa", BertQuestionAnswerer(backbone), specs + question_answering_head_specs(),
-                              backbone)
+    qa_specs = specs + BertQuestionAnswerer.head_specs()
+    write_original_checkpoint(tmp_path / "qa", BertQuestionAnswerer(backbone), qa_specs, backbone)
     write_original_checkpoint(tmp_path / "encoder", backbone, specs, backbone)
     assert detect_task(str(tmp_path / "qa" / "bert_model.ckpt")) == "BertQuestionAnswerer"
     assert isinstance(load_task(str(tmp_path / "qa" / "bert_model.ckpt")), BertQuestionAnswerer)
