@@ -63,12 +63,10 @@ class BertClassifier(BertTask):
         inputs = dict(backbone.input)
         pooled = pooled_output(backbone, inputs)  # (B, H)
         logits = head_logits(backbone, pooled, num_classes, "classifier", dropout)  # (B, C)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs, logits, preprocessor, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
         self.labels = labels
-        self.preprocessor = preprocessor
 
     @property
     def is_regression(self):

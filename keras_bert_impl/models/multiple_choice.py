@@ -58,10 +58,8 @@ class BertMultipleChoice(BertTask):
         pooled = pooled_output(backbone, folded)  # (B * C, H)
         scores = head_logits(backbone, pooled, 1, "multiple_choice", dropout)  # (B * C, 1)
         logits = UnfoldChoices(name="unfold_choices")(scores, inputs["token_ids"])  # (B, C)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs, logits, preprocessor, **kwargs)
         self.dropout = dropout
-        self.preprocessor = preprocessor
 
     def default_loss_and_metrics(self):
         return classification_loss_and_metrics()

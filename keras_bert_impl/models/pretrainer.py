@@ -140,9 +140,7 @@ class BertPretrainer(BertTask):
             "mlm_logits": mlm_head(backbone_outputs["sequence_output"]),  # (B, P, V)
             "nsp_logits": nsp_head(backbone_outputs["pooled_output"]),  # (B, 2)
         }
-        super().__init__(inputs={**inputs, "mask_positions": mask_positions}, outputs=outputs, **kwargs)
-        self.backbone = backbone
-        self.preprocessor = preprocessor
+        super().__init__(backbone, {**inputs, "mask_positions": mask_positions}, outputs, preprocessor, **kwargs)
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
         self.metric_trackers = [keras.metrics.Mean(name=name) for name in METRIC_NAMES if name != "loss"]

@@ -66,11 +66,7 @@ class BertQuestionAnswerer(BertTask):
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
         span_logits = head_logits(backbone, sequence_output, 2, "span")  # (B, T, 2)
         outputs = {"start_logits": span_logits[:, :, 0], "end_logits": span_logits[:, :, 1]}  # (B, T) each
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.backbone = backbone
-        self.preprocessor = preprocessor
-        # The pooler gets no gradient from span logits; freezing it keeps optimizers from warning each step.
-        backbone.pooler.trainable = False
+        super().__init__(backbone, inputs, outputs, preprocessor, **kwargs)
         self.span_loss = None
 
     # -- training ---------------------------------------------------------------------------------------

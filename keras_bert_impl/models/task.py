@@ -117,13 +117,20 @@ class BertTask(keras.Model):
     """A functional Keras model: `backbone` plus a head, optionally holding a preprocessor.
 
     Subclasses build their graph in `__init__(backbone, ..., preprocessor=None, **kwargs)`, call
-    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, keep each head
-    argument as the attribute of its name (`task_config()` reads them), and declare what differs below.
+    `super().__init__(backbone, inputs, outputs, preprocessor, **kwargs)`, keep each head argument as the
+    attribute of its name (`task_config()` reads them), and declare what differs below.
 
     With a preprocessor, `fit`, `evaluate` and `predict` take raw strings (lists, NumPy string arrays, tuples
     of them for text pairs, or a `tf.data.Dataset`), preprocessed in `tf.data` (`preprocessor.make_dataset`);
     model inputs (a dict with `token_ids`) pass through. Without one the task takes token ids only.
     """
+
+    def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        if self.unused_backbone_paths:  # no gradient reaches the pooler: frozen, optimizers do not warn each step
+            backbone.pooler.trainable = False
 
     # -- preprocessing ------------------------------------------------------------------------------------
     # `self.preprocessor` is a plain attribute, not a property: torch's `Module.__setattr__` bypasses descriptors.

@@ -99,14 +99,10 @@ class BertTokenClassifier(BertTask):
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
         logits = head_logits(backbone, sequence_output, num_classes, "token_classifier", dropout)  # (B, T, C)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs, logits, preprocessor, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
         self.labels = labels
-        self.preprocessor = preprocessor
-        # The pooler gets no gradient from token logits; freezing it keeps optimizers from warning each step.
-        backbone.pooler.trainable = False
         self.uses_default_loss = False
 
     # -- training ---------------------------------------------------------------------------------------
