@@ -81,6 +81,21 @@ def labelled_huggingface_config(num_classes, labels, dropout):
     }
 
 
+def saved_preprocessor(path):
+    """`(class_name, config)` of the preprocessor saved in the model directory `path` (`preprocessor.json`), or
+    `(None, {})` without one; a malformed file raises one `ValueError` line naming it."""
+    file_path = os.path.join(os.fspath(path), PREPROCESSOR_FILENAME) if path else ""
+    if not os.path.isfile(file_path):
+        return None, {}
+    try:
+        with open(file_path, encoding="utf-8") as handle:
+            document = json.load(handle)
+        return document["class_name"], dict(document["config"])
+    except (ValueError, KeyError, TypeError) as error:  # JSON / UTF-8 errors are ValueErrors
+        raise ValueError(f"{file_path}: not a preprocessor config written by save_pretrained ({error!r}); give "
+                         "a model directory save_pretrained wrote, or remove that file.") from error
+
+
 def pooled_output(backbone, inputs):
     """The backbone's pooled output `(B, H)`; a `(B, 0)` `output_positions` makes its last block compute [CLS] alone."""
     no_positions = ops.zeros_like(inputs["token_ids"][:, :0])
@@ -320,12 +335,9 @@ class BertTask(keras.Model):
         except ImportError as error:  # a JAX / torch install without TensorFlow: token ids only
             logger.info("%s has a vocabulary, but no preprocessor is attached: %s.", path, error)
             return None
-        config_path = os.path.join(path, PREPROCESSOR_FILENAME)
-        if os.path.isfile(config_path):
-            with open(config_path, encoding="utf-8") as handle:
-                document = json.load(handle)
-            preprocessor_class = getattr(preprocessing, document["class_name"])
-            settings = dict(document["config"])
+        class_name, settings = saved_preprocessor(path)
+        if class_name is not None:
+            preprocessor_class = getattr(preprocessing, class_name)
         else:
             preprocessor_class = getattr(preprocessing, cls.default_preprocessor_class)
             settings = {"sequence_length": cls._default_length(max_sequence_length)}

@@ -140,6 +140,14 @@ def test_the_saved_preprocessor_is_attached_with_the_settings_asked_for(tmp_path
         load_task(path, doc_stride=4)
 
 
+@pytest.mark.parametrize("content", ["{not json", '{"config": {}}', "[1, 2]"])
+def test_a_malformed_preprocessor_json_is_one_line_naming_it(tmp_path, content):
+    path = _save_with_vocabulary(BertClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), 2), tmp_path)
+    (tmp_path / "preprocessor.json").write_text(content)
+    with pytest.raises(ValueError, match="preprocessor.json: not a preprocessor config written by save_pretrained"):
+        load_task(path)
+
+
 def test_question_answering_settings_replace_the_saved_ones(tmp_path):
     from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
     from keras_bert_impl.tokenization import BertTokenizer
