@@ -11,8 +11,8 @@ import tempfile
 
 import keras
 
-from keras_bert_impl.export.export_error import ExportError
-from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess, exported_class_name
+from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
+                                                          exported_class_name)
 from keras_bert_impl.models.registry import TASK_KINDS
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
