@@ -99,11 +99,10 @@ class BertClassifier(BertTask):
 
     def keras_hub_task_head(self):
         """A keras-hub `BertTextClassifier` (without `labels`, which keras-hub has no place for)."""
-        preprocessor = self._preprocessor_or_none()
         dense = self.get_layer("classifier_dense")
         return {"num_classes": self.num_classes, "dropout": self.dropout,
                 "kernel": keras.ops.convert_to_numpy(dense.kernel), "bias": keras.ops.convert_to_numpy(dense.bias),
-                "sequence_length": None if preprocessor is None else preprocessor.sequence_length}
+                "sequence_length": None if self.preprocessor is None else self.preprocessor.sequence_length}
 
     def huggingface_config(self):
         """`num_labels`, `id2label`, `label2id`, `classifier_dropout` and `problem_type` for config.json."""

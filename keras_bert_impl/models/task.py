@@ -148,10 +148,8 @@ class BertTask(keras.Model):
             backbone.pooler.trainable = False
 
     # -- preprocessing ------------------------------------------------------------------------------------
-    # `self.preprocessor` is a plain attribute, not a property: torch's `Module.__setattr__` bypasses descriptors.
-
-    def _preprocessor_or_none(self):
-        return getattr(self, "preprocessor", None)
+    # `self.preprocessor` (None or a preprocessor, set by `__init__`) is a plain attribute, not a property: torch's
+    # `Module.__setattr__` bypasses descriptors.
 
     def __call__(self, *args, **kwargs):
         inputs = args[0] if args else kwargs.get("inputs")
@@ -167,7 +165,7 @@ class BertTask(keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
             validation_split=0.0, shuffle=True, **kwargs):
-        if self._preprocessor_or_none() is None:
+        if self.preprocessor is None:
             return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                                validation_data=validation_data, validation_split=validation_split,
                                shuffle=shuffle, **kwargs)
@@ -187,12 +185,12 @@ class BertTask(keras.Model):
         return super().fit(dataset, validation_data=validation_data, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        if self._preprocessor_or_none() is None or kwargs.get("_use_cached_eval_dataset", False):
+        if self.preprocessor is None or kwargs.get("_use_cached_eval_dataset", False):
             return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
         return super().evaluate(self._preprocessed(x, y, sample_weight, batch_size), **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        if self._preprocessor_or_none() is None:
+        if self.preprocessor is None:
             return super().predict(x, batch_size=batch_size, **kwargs)
         return super().predict(self._preprocessed(x, batch_size=batch_size), **kwargs)
 
@@ -210,7 +208,7 @@ class BertTask(keras.Model):
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             **self.task_config(),
         }
-        if self._preprocessor_or_none() is not None:
+        if self.preprocessor is not None:
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
         return config
 
@@ -441,7 +439,7 @@ class BertTask(keras.Model):
         `tokenizer_config.json`."""
         vocabulary = self.label_vocabulary
         files = {} if vocabulary is None else {LABEL_VOCABULARY_FILENAME: vocabulary.save}
-        if self._preprocessor_or_none() is not None:
+        if self.preprocessor is not None:
             files[PREPROCESSOR_FILENAME] = self._write_preprocessor_config
             # Writes vocab.txt and tokenizer_config.json into the same staged directory.
             files[VOCABULARY_FILENAME] = lambda file_path: self.preprocessor.tokenizer.save_pretrained(
@@ -465,9 +463,8 @@ class BertTask(keras.Model):
     def save_to_preset(self, path):
         """Write a keras-hub preset directory, atomically: the backbone, the tokenizer, and the head where
         keras-hub has the task (`keras_hub_task_head`). keras-hub's and our `from_preset(path)` load it."""
-        preprocessor = self._preprocessor_or_none()
-        write_keras_hub_preset(self.backbone, path, tokenizer=None if preprocessor is None else preprocessor.tokenizer,
-                               classifier_head=self.keras_hub_task_head())
+        tokenizer = None if self.preprocessor is None else self.preprocessor.tokenizer
+        write_keras_hub_preset(self.backbone, path, tokenizer=tokenizer, classifier_head=self.keras_hub_task_head())
 
     # -- training defaults ----------------------------------------------------------------------------------
 
