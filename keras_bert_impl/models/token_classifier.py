@@ -159,13 +159,8 @@ class BertTokenClassifier(BertTask):
         has the same names)."""
         return cls.huggingface_architecture in checkpoint.huggingface_architectures
 
-    @classmethod
-    def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
-        """`from_pretrained`'s head: ours or Hugging Face `BertForTokenClassification`'s.
-
-        Args: as `BertClassifier.pretrained_head_arguments`.
-        """
-        return classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
+    # `from_pretrained`'s head: ours or Hugging Face `BertForTokenClassification`'s (arguments as `BertClassifier`'s).
+    pretrained_head_arguments = classmethod(classification_head_arguments)
 
     def huggingface_config(self):
         """`num_labels`, `id2label`, `label2id` and `classifier_dropout` for config.json."""
