@@ -34,13 +34,6 @@ TOKEN_CLASSIFIER_OPTIONS = ("stride",)
 SAVED_MODEL_MARKERS = ("saved_model.pb",)  # a previous export, which a new one may replace
 
 
-# Model classes without serving signatures, and what to use instead.
-NOT_EXPORTED = {
-    "BertMultipleChoice": "its inputs are (B, C, T) choices; run it in Python (model.predict((contexts, endings))) "
-                          "or write a Hugging Face directory (save_huggingface).",
-}
-
-
 def _export_settings(model, kind, tokenizer, sequence_length, options):
     """Check and complete the export settings; every inconsistency is an ExportError before writing."""
     backbone = model if kind == "backbone" else model.backbone
@@ -138,8 +131,9 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
     TensorShape([1])
     """
     class_name = exported_class_name(model, "export_saved_model")
-    if class_name in NOT_EXPORTED:
-        raise ExportError(f"{class_name} has no SavedModel export: {NOT_EXPORTED[class_name]}")
+    if class_name == "BertMultipleChoice":  # the one class without serving signatures
+        raise ExportError(f"{class_name} has no SavedModel export: its inputs are (B, C, T) choices; run it in Python "
+                          "(model.predict((contexts, endings))) or write a Hugging Face directory (save_huggingface).")
     kind = TASK_KINDS[class_name]
     settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
