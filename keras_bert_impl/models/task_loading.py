@@ -149,10 +149,8 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
     """
     path = resolve_checkpoint(os.fspath(path))  # a Hub model id: its cached snapshot, where vocab.txt is
     class_name = detect_task(path) if task is None else _task_class_name(task)
-    if class_name == "BertBackbone":
-        model = task_class(class_name).from_pretrained(path)
-    else:
-        model = task_class(class_name).from_pretrained(path, preprocessor=preprocessor)
+    options = {} if class_name == "BertBackbone" else {"preprocessor": preprocessor}  # an encoder takes no text
+    model = task_class(class_name).from_pretrained(path, **options)
     if getattr(model, "preprocessor", None) is None:
         if require_preprocessor or preprocessor_settings:
             wanted = "raw text" if require_preprocessor else f"preprocessor settings {sorted(preprocessor_settings)}"
