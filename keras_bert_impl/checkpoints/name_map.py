@@ -86,6 +86,21 @@ IGNORED_FOREIGN_TENSORS = (
 )
 
 
+def output_layer_specs(ours, huggingface, original=None):
+    """Specs for a head's output layer `ours` (`/kernel`, `/bias`): Hugging Face `{huggingface}.weight` /
+    `.bias`, the original's `{original}_weights` (`[out, in]`) / `{original}_bias`, none without `original`.
+
+    Example:
+    >>> [spec.original for spec in output_layer_specs("classifier_dense", "classifier", "output")]
+    [('output_weights',), ('output_bias',)]
+    """
+    original_kernel, original_bias = ((f"{original}_weights",), (f"{original}_bias",)) if original else ((), ())
+    return [
+        WeightSpec(f"{ours}/kernel", "kernel", (f"{huggingface}.weight",), original_kernel, original_out_in=True),
+        WeightSpec(f"{ours}/bias", "vector", (f"{huggingface}.bias",), original_bias),
+    ]
+
+
 def pretraining_head_specs():
     """Specs for `BertPretrainer`'s masked-LM and next-sentence heads. Hugging Face names are absolute
     (`BertForPreTraining`); the MLM output projection is tied to the word embeddings and has no spec."""
@@ -94,43 +109,5 @@ def pretraining_head_specs():
         *_dense(f"{mlm}/transform_dense", f"{hf}.transform.dense", f"{tf}/transform/dense"),
         *_layer_norm(f"{mlm}/transform_layer_norm", f"{hf}.transform.LayerNorm", f"{tf}/transform/LayerNorm"),
         WeightSpec(f"{mlm}/output_bias", "vector", (f"{hf}.bias",), (f"{tf}/output_bias",)),
-        WeightSpec("next_sentence_head/kernel", "kernel", ("cls.seq_relationship.weight",),
-                   ("cls/seq_relationship/output_weights",), original_out_in=True),
-        WeightSpec("next_sentence_head/bias", "vector", ("cls.seq_relationship.bias",),
-                   ("cls/seq_relationship/output_bias",)),
-    ]
-
-
-def classifier_head_specs():
-    """Specs for `BertClassifier`'s output layer (`BertForSequenceClassification`, `run_classifier.py`)."""
-    return [
-        WeightSpec("classifier_dense/kernel", "kernel", ("classifier.weight",), ("output_weights",),
-                   original_out_in=True),
-        WeightSpec("classifier_dense/bias", "vector", ("classifier.bias",), ("output_bias",)),
-    ]
-
-
-def question_answering_head_specs():
-    """Specs for `BertQuestionAnswerer`'s span layer (`BertForQuestionAnswering`, `run_squad.py`); row / column
-    0 is the start logit, 1 the end logit."""
-    return [
-        WeightSpec("span_dense/kernel", "kernel", ("qa_outputs.weight",), ("cls/squad/output_weights",),
-                   original_out_in=True),
-        WeightSpec("span_dense/bias", "vector", ("qa_outputs.bias",), ("cls/squad/output_bias",)),
-    ]
-
-
-def token_classifier_head_specs():
-    """Specs for `BertTokenClassifier`'s output layer (`BertForTokenClassification`; the original has none)."""
-    return [
-        WeightSpec("token_classifier_dense/kernel", "kernel", ("classifier.weight",), ()),
-        WeightSpec("token_classifier_dense/bias", "vector", ("classifier.bias",), ()),
-    ]
-
-
-def multiple_choice_head_specs():
-    """Specs for `BertMultipleChoice`'s scoring layer (`BertForMultipleChoice`; the original has none)."""
-    return [
-        WeightSpec("multiple_choice_dense/kernel", "kernel", ("classifier.weight",), ()),
-        WeightSpec("multiple_choice_dense/bias", "vector", ("classifier.bias",), ()),
+        *output_layer_specs("next_sentence_head", "cls.seq_relationship", "cls/seq_relationship/output"),
     ]

@@ -19,13 +19,9 @@ FORMAT_NAME = "keras_bert_impl"
 
 
 def is_native_directory(path):
-    config_path = os.path.join(path, CONFIG_FILE)
-    if not os.path.isfile(config_path):
-        return False
     try:
-        with open(config_path, encoding="utf-8") as handle:
-            return json.load(handle).get("format") == FORMAT_NAME
-    except (OSError, ValueError):
+        return read_json(os.path.join(path, CONFIG_FILE)).get("format") == FORMAT_NAME
+    except CheckpointError:  # no readable JSON config
         return False
 
 

@@ -11,6 +11,7 @@ written atomically (`utils.atomic_io.atomic_path`).
 import contextlib
 import functools
 import importlib.util
+import io
 import json
 import logging
 import os
@@ -18,8 +19,8 @@ import warnings
 
 import keras
 
-from keras_bert_impl.export.export_error import ExportError
-from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess, exported_class_name
+from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
+                                                          exported_class_name)
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
 
 logger = logging.getLogger(__name__)
@@ -132,7 +133,8 @@ def _export_with_tensorflow(model, class_name, path, opset):
     exported = keras.Model(inputs=model.input, outputs=outputs, name=model.name)
     signature = [{name: keras.InputSpec(shape=(None,) * len(tensor.shape), dtype=tensor.dtype, name=name)
                   for name, tensor in model.input.items()}]
-    with atomic_path(path) as tmp, warnings.catch_warnings(), _quiet_stdout():
+    # tf2onnx prints its progress to stdout; an export prints only its own result.
+    with atomic_path(path) as tmp, warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")  # tf2onnx's numpy-2 patch warns about `np.object`
         exported.export(tmp, format="onnx", verbose=False, input_signature=signature, opset_version=opset)
         proto = onnx.load(tmp)
@@ -144,10 +146,3 @@ def _export_with_tensorflow(model, class_name, path, opset):
                               f"was written to {path}.") from None
         onnx.helper.set_model_props(proto, _metadata(model, class_name))
         onnx.save(proto, tmp)
-
-
-@contextlib.contextmanager
-def _quiet_stdout():
-    """tf2onnx prints its progress to stdout; an export prints only its own result."""
-    with open(os.devnull, "w", encoding="utf-8") as devnull, contextlib.redirect_stdout(devnull):
-        yield

@@ -11,8 +11,8 @@ import tempfile
 
 import keras
 
-from keras_bert_impl.export.export_error import ExportError
-from keras_bert_impl.export.tensorflow_subprocess import export_in_tensorflow_subprocess, exported_class_name
+from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
+                                                          exported_class_name)
 from keras_bert_impl.models.registry import TASK_KINDS
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
 
@@ -32,13 +32,6 @@ QA_DEFAULTS = dict(
 # Token classifier option: tokens between the starts of a long text's windows (default: the model's run's).
 TOKEN_CLASSIFIER_OPTIONS = ("stride",)
 SAVED_MODEL_MARKERS = ("saved_model.pb",)  # a previous export, which a new one may replace
-
-
-# Model classes without serving signatures, and what to use instead.
-NOT_EXPORTED = {
-    "BertMultipleChoice": "its inputs are (B, C, T) choices; run it in Python (model.predict((contexts, endings))) "
-                          "or write a Hugging Face directory (save_huggingface).",
-}
 
 
 def _export_settings(model, kind, tokenizer, sequence_length, options):
@@ -138,8 +131,9 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
     TensorShape([1])
     """
     class_name = exported_class_name(model, "export_saved_model")
-    if class_name in NOT_EXPORTED:
-        raise ExportError(f"{class_name} has no SavedModel export: {NOT_EXPORTED[class_name]}")
+    if class_name == "BertMultipleChoice":  # the one class without serving signatures
+        raise ExportError(f"{class_name} has no SavedModel export: its inputs are (B, C, T) choices; run it in Python "
+                          "(model.predict((contexts, endings))) or write a Hugging Face directory (save_huggingface).")
     kind = TASK_KINDS[class_name]
     settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))

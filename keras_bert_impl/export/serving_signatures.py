@@ -40,17 +40,12 @@ def _numeric_inputs(token_ids, segment_ids, padding_mask):
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": tf.not_equal(padding_mask, 0)}
 
 
-class _ServingModule(tf.Module):
-    """Holds the model's variables (not the model, as `keras.export.ExportArchive`) and the assets; the
-    functions travel as signatures only (attributes too would save every graph twice)."""
-
-    def __init__(self, model):
-        super().__init__(name="bert_serving")
-        self.model_variables = list(model.variables)
-
-
-def _classifier_outputs(model, logits):
-    logits = tf.cast(logits, tf.float32)  # (B, C)
+def _served_outputs(model, kind, outputs):
+    """The model's outputs as served: float32, a single tensor named `logits`; a classifier's decoded too."""
+    if kind != "classifier":
+        outputs = outputs if isinstance(outputs, dict) else {"logits": outputs}
+        return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+    logits = tf.cast(outputs, tf.float32)  # (B, C)
     if model.is_regression:
         return {"score": logits[:, 0]}
     labels = model.labels or tuple(str(index) for index in range(model.num_classes))
@@ -152,7 +147,10 @@ def build_serving_module(model, kind, tokenizer, settings):
     Returns:
         `(module, signatures)`: signature name -> concrete function, `serving_default` included.
     """
-    module = _ServingModule(model)
+    # The model's variables (not the model, as `keras.export.ExportArchive`) and later the assets; the functions
+    # travel as signatures only (attributes too would save every graph twice).
+    module = tf.Module(name="bert_serving")
+    module.model_variables = list(model.variables)
     signatures = {}
 
     def run_model(inputs):
@@ -168,8 +166,7 @@ def build_serving_module(model, kind, tokenizer, settings):
             token_ids, segment_ids, padding_mask, mask_positions = _after(
                 checks, token_ids, segment_ids, padding_mask, mask_positions)
             inputs = _numeric_inputs(token_ids, segment_ids, padding_mask)
-            outputs = run_model({**inputs, "mask_positions": mask_positions})
-            return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+            return _served_outputs(model, kind, run_model({**inputs, "mask_positions": mask_positions}))
 
     else:
 
@@ -177,12 +174,7 @@ def build_serving_module(model, kind, tokenizer, settings):
         def serve_token_ids(token_ids, segment_ids, padding_mask):
             checks = _token_input_checks(backbone, token_ids, segment_ids, padding_mask)
             token_ids, segment_ids, padding_mask = _after(checks, token_ids, segment_ids, padding_mask)
-            outputs = run_model(_numeric_inputs(token_ids, segment_ids, padding_mask))
-            if kind == "classifier":
-                return _classifier_outputs(model, outputs)
-            if kind == "token_classifier":
-                return {"logits": tf.cast(outputs, tf.float32)}
-            return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+            return _served_outputs(model, kind, run_model(_numeric_inputs(token_ids, segment_ids, padding_mask)))
 
     signatures[SERVE_TOKEN_IDS] = serve_token_ids.get_concrete_function()
 
@@ -192,10 +184,9 @@ def build_serving_module(model, kind, tokenizer, settings):
         def packed_outputs(text, text_pair):
             second = None if text_pair is None else tokenizer.tokenize_tensor(text_pair)
             packed = _at_least_two_columns(packer(tokenizer.tokenize_tensor(text), second))
-            outputs = run_model(packed)
+            outputs = _served_outputs(model, kind, run_model(packed))
             if kind == "classifier":
-                return _classifier_outputs(model, outputs)
-            outputs = {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+                return outputs
             return {**outputs, "padding_mask": tf.cast(packed["padding_mask"], tf.int32)}
 
         @tf.function(input_signature=[_TEXT_SPEC], autograph=False)

@@ -1,4 +1,5 @@
-"""Exports from JAX and torch, done by a subprocess under the TensorFlow backend: the parent's side.
+"""Exports from JAX and torch, done by a subprocess under the TensorFlow backend: the parent's side; and
+`ExportError`, the one error every export raises.
 
 The model is saved with `save_pretrained` into a temporary directory; the worker
 (`export.tensorflow_export_worker`) loads it with `from_pretrained` and exports it under TensorFlow.
@@ -10,13 +11,17 @@ import subprocess
 import sys
 import tempfile
 
-from keras_bert_impl.export.export_error import ExportError
 from keras_bert_impl.models.registry import TASK_CLASSES
 
 WORKER_MODULE = "keras_bert_impl.export.tensorflow_export_worker"
 # `export_format` -> how messages name it.
 FORMATS = {"saved_model": "SavedModel", "onnx": "ONNX"}
 _WORKER_OUTPUT_TAIL = 4000  # characters of a failed worker's output quoted in the error
+
+
+class ExportError(RuntimeError):
+    """An export that cannot be done (unsupported model, inconsistent settings, a failed worker); every export
+    raises it."""
 
 
 def exported_class_name(model, exporter):

@@ -111,58 +111,30 @@ class BertBackbone(keras.Model):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"BertBackbone `{arg}` must be a positive integer, got {value!r}.")
         if hidden_dim % num_heads:
-            raise ValueError(
-                f"BertBackbone `hidden_dim` ({hidden_dim}) must be divisible by `num_heads` "
-                f"({num_heads})."
-            )
+            raise ValueError(f"BertBackbone `hidden_dim` ({hidden_dim}) must be divisible by `num_heads` "
+                             f"({num_heads}).")
 
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
         segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
         padding_mask = keras.Input(shape=(None,), dtype="bool", name="padding_mask")
 
-        embeddings = BertEmbeddings(
-            vocabulary_size,
-            hidden_dim,
-            max_sequence_length=max_sequence_length,
-            num_segments=num_segments,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="embeddings",
-        )
+        # The settings the embeddings and every block share.
+        shared = dict(dropout=dropout, layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
+                      dtype=dtype)
+        embeddings = BertEmbeddings(vocabulary_size, hidden_dim, max_sequence_length=max_sequence_length,
+                                    num_segments=num_segments, name="embeddings", **shared)
         blocks = [
-            BertEncoderBlock(
-                hidden_dim,
-                num_heads,
-                intermediate_dim,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                hidden_activation=hidden_activation,
-                layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range,
-                dtype=dtype,
-                name=f"encoder_layer_{index}",
-            )
+            BertEncoderBlock(hidden_dim, num_heads, intermediate_dim, attention_dropout=attention_dropout,
+                             hidden_activation=hidden_activation, name=f"encoder_layer_{index}", **shared)
             for index in range(num_layers)
         ]
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         sequence_output, cls_row = _encode(embeddings, blocks, inputs)
         # Created after the blocks: unseeded initializers draw their seeds in creation order.
-        pooler = keras.layers.Dense(
-            hidden_dim,
-            activation="tanh",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            dtype=dtype,
-            name="pooler_dense",
-        )
+        pooler = keras.layers.Dense(hidden_dim, activation="tanh", dtype=dtype, name="pooler_dense",
+                                    kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
         outputs = {"sequence_output": sequence_output, "pooled_output": pooler(cls_row)}  # (B, T, H), (B, H)
-        super().__init__(
-            inputs=inputs,
-            outputs=outputs,
-            dtype=dtype,
-            **kwargs,
-        )
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers
         self.num_heads = num_heads

@@ -6,7 +6,6 @@ Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
 import keras
 import numpy as np
 
-from keras_bert_impl.checkpoints.name_map import classifier_head_specs
 from keras_bert_impl.models.task import (
     DEFAULT_DROPOUT,
     BertTask,
@@ -55,7 +54,7 @@ class BertClassifier(BertTask):
 
     default_preprocessor_class = "BertPreprocessor"
     huggingface_architecture = "BertForSequenceClassification"
-    head_specs = staticmethod(classifier_head_specs)
+    head_output_layer = ("classifier_dense", "classifier", "output")  # run_classifier.py's output_weights
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
         if num_classes == 1 and labels is not None:
@@ -64,12 +63,10 @@ class BertClassifier(BertTask):
         inputs = dict(backbone.input)
         pooled = pooled_output(backbone, inputs)  # (B, H)
         logits = head_logits(backbone, pooled, num_classes, "classifier", dropout)  # (B, C)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs, logits, preprocessor, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
         self.labels = labels
-        self.preprocessor = preprocessor
 
     @property
     def is_regression(self):
@@ -102,11 +99,10 @@ class BertClassifier(BertTask):
 
     def keras_hub_task_head(self):
         """A keras-hub `BertTextClassifier` (without `labels`, which keras-hub has no place for)."""
-        preprocessor = self._preprocessor_or_none()
         dense = self.get_layer("classifier_dense")
         return {"num_classes": self.num_classes, "dropout": self.dropout,
                 "kernel": keras.ops.convert_to_numpy(dense.kernel), "bias": keras.ops.convert_to_numpy(dense.bias),
-                "sequence_length": None if preprocessor is None else preprocessor.sequence_length}
+                "sequence_length": None if self.preprocessor is None else self.preprocessor.sequence_length}
 
     def huggingface_config(self):
         """`num_labels`, `id2label`, `label2id`, `classifier_dropout` and `problem_type` for config.json."""

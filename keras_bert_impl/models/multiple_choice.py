@@ -5,7 +5,6 @@ Shape legend: B batch, C choices, T tokens, H hidden width.
 
 import keras
 
-from keras_bert_impl.checkpoints.name_map import multiple_choice_head_specs
 from keras_bert_impl.layers.choice_folding import FoldChoices, UnfoldChoices
 from keras_bert_impl.models.classifier import classification_loss_and_metrics, top_classes
 from keras_bert_impl.models.task import DEFAULT_DROPOUT, BertTask, check_head_dropout, head_logits, pooled_output
@@ -47,7 +46,7 @@ class BertMultipleChoice(BertTask):
 
     default_preprocessor_class = "BertMultipleChoicePreprocessor"
     huggingface_architecture = "BertForMultipleChoice"
-    head_specs = staticmethod(multiple_choice_head_specs)
+    head_output_layer = ("multiple_choice_dense", "classifier")  # the original has none
 
     def __init__(self, backbone, dropout=DEFAULT_DROPOUT, preprocessor=None, **kwargs):
         check_head_dropout("BertMultipleChoice", dropout)
@@ -59,10 +58,8 @@ class BertMultipleChoice(BertTask):
         pooled = pooled_output(backbone, folded)  # (B * C, H)
         scores = head_logits(backbone, pooled, 1, "multiple_choice", dropout)  # (B * C, 1)
         logits = UnfoldChoices(name="unfold_choices")(scores, inputs["token_ids"])  # (B, C)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs, logits, preprocessor, **kwargs)
         self.dropout = dropout
-        self.preprocessor = preprocessor
 
     def default_loss_and_metrics(self):
         return classification_loss_and_metrics()

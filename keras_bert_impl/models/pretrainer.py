@@ -140,9 +140,7 @@ class BertPretrainer(BertTask):
             "mlm_logits": mlm_head(backbone_outputs["sequence_output"]),  # (B, P, V)
             "nsp_logits": nsp_head(backbone_outputs["pooled_output"]),  # (B, 2)
         }
-        super().__init__(inputs={**inputs, "mask_positions": mask_positions}, outputs=outputs, **kwargs)
-        self.backbone = backbone
-        self.preprocessor = preprocessor
+        super().__init__(backbone, {**inputs, "mask_positions": mask_positions}, outputs, preprocessor, **kwargs)
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
         self.metric_trackers = [keras.metrics.Mean(name=name) for name in METRIC_NAMES if name != "loss"]
@@ -191,11 +189,8 @@ class BertPretrainer(BertTask):
         for tracker in self.metric_trackers:
             value = ops.stop_gradient(values[tracker.name])
             tracker.update_state(value, sample_weight=weights.get(tracker.name, batch_size))
-        replicas = self._replicas_in_sync()
+        # The replicas whose gradients the optimizer sums: the tf.distribute strategy's (a keras.Model property on
+        # TensorFlow only), else 1 (the JAX distribution API traces the step over the global batch).
+        strategy = getattr(self, "distribute_strategy", None)
+        replicas = 1 if strategy is None else strategy.num_replicas_in_sync
         return values["loss"] if replicas == 1 else values["loss"] * (1.0 / replicas)
-
-    def _replicas_in_sync(self):
-        """How many replicas' gradients the optimizer sums: the tf.distribute strategy's on TensorFlow, else 1
-        (the JAX distribution API traces the step over the global batch)."""
-        strategy = getattr(self, "distribute_strategy", None)  # a keras.Model property on TensorFlow only
-        return 1 if strategy is None else strategy.num_replicas_in_sync

@@ -6,7 +6,6 @@ Shape legend: B batch, T tokens, H hidden width.
 import keras
 from keras import ops
 
-from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
 from keras_bert_impl.models.losses import SpanCrossEntropy
 from keras_bert_impl.models.task import BertTask, _contains_strings, head_logits
 
@@ -59,7 +58,7 @@ class BertQuestionAnswerer(BertTask):
     default_preprocessor_class = "BertQuestionAnsweringPreprocessor"
     default_sequence_length = 384  # run_squad.py's feature length
     huggingface_architecture = "BertForQuestionAnswering"
-    head_specs = staticmethod(question_answering_head_specs)
+    head_output_layer = ("span_dense", "qa_outputs", "cls/squad/output")  # row / column 0 start logit, 1 end
     unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
@@ -67,11 +66,7 @@ class BertQuestionAnswerer(BertTask):
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
         span_logits = head_logits(backbone, sequence_output, 2, "span")  # (B, T, 2)
         outputs = {"start_logits": span_logits[:, :, 0], "end_logits": span_logits[:, :, 1]}  # (B, T) each
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.backbone = backbone
-        self.preprocessor = preprocessor
-        # The pooler gets no gradient from span logits; freezing it keeps optimizers from warning each step.
-        backbone.pooler.trainable = False
+        super().__init__(backbone, inputs, outputs, preprocessor, **kwargs)
         self.span_loss = None
 
     # -- training ---------------------------------------------------------------------------------------

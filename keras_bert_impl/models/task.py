@@ -15,6 +15,7 @@ from keras import ops
 
 from keras_bert_impl.checkpoints import backbone_config, native, read_checkpoint, resolve_checkpoint, save_huggingface
 from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer, write_keras_hub_preset
+from keras_bert_impl.checkpoints.name_map import output_layer_specs
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME, LabelVocabulary
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.presets import refuse_size_as_preset
@@ -80,6 +81,21 @@ def labelled_huggingface_config(num_classes, labels, dropout):
     }
 
 
+def saved_preprocessor(path):
+    """`(class_name, config)` of the preprocessor saved in the model directory `path` (`preprocessor.json`), or
+    `(None, {})` without one; a malformed file raises one `ValueError` line naming it."""
+    file_path = os.path.join(os.fspath(path), PREPROCESSOR_FILENAME) if path else ""
+    if not os.path.isfile(file_path):
+        return None, {}
+    try:
+        with open(file_path, encoding="utf-8") as handle:
+            document = json.load(handle)
+        return document["class_name"], dict(document["config"])
+    except (ValueError, KeyError, TypeError) as error:  # JSON / UTF-8 errors are ValueErrors
+        raise ValueError(f"{file_path}: not a preprocessor config written by save_pretrained ({error!r}); give "
+                         "a model directory save_pretrained wrote, or remove that file.") from error
+
+
 def pooled_output(backbone, inputs):
     """The backbone's pooled output `(B, H)`; a `(B, 0)` `output_positions` makes its last block compute [CLS] alone."""
     no_positions = ops.zeros_like(inputs["token_ids"][:, :0])
@@ -116,19 +132,24 @@ class BertTask(keras.Model):
     """A functional Keras model: `backbone` plus a head, optionally holding a preprocessor.
 
     Subclasses build their graph in `__init__(backbone, ..., preprocessor=None, **kwargs)`, call
-    `super().__init__(inputs=..., outputs=...)`, set `self.backbone` and `self.preprocessor`, keep each head
-    argument as the attribute of its name (`task_config()` reads them), and declare what differs below.
+    `super().__init__(backbone, inputs, outputs, preprocessor, **kwargs)`, keep each head argument as the
+    attribute of its name (`task_config()` reads them), and declare what differs below.
 
     With a preprocessor, `fit`, `evaluate` and `predict` take raw strings (lists, NumPy string arrays, tuples
     of them for text pairs, or a `tf.data.Dataset`), preprocessed in `tf.data` (`preprocessor.make_dataset`);
     model inputs (a dict with `token_ids`) pass through. Without one the task takes token ids only.
     """
 
-    # -- preprocessing ------------------------------------------------------------------------------------
-    # `self.preprocessor` is a plain attribute, not a property: torch's `Module.__setattr__` bypasses descriptors.
+    def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        if self.unused_backbone_paths:  # no gradient reaches the pooler: frozen, optimizers do not warn each step
+            backbone.pooler.trainable = False
 
-    def _preprocessor_or_none(self):
-        return getattr(self, "preprocessor", None)
+    # -- preprocessing ------------------------------------------------------------------------------------
+    # `self.preprocessor` (None or a preprocessor, set by `__init__`) is a plain attribute, not a property: torch's
+    # `Module.__setattr__` bypasses descriptors.
 
     def __call__(self, *args, **kwargs):
         inputs = args[0] if args else kwargs.get("inputs")
@@ -144,7 +165,7 @@ class BertTask(keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
             validation_split=0.0, shuffle=True, **kwargs):
-        if self._preprocessor_or_none() is None:
+        if self.preprocessor is None:
             return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                                validation_data=validation_data, validation_split=validation_split,
                                shuffle=shuffle, **kwargs)
@@ -164,12 +185,12 @@ class BertTask(keras.Model):
         return super().fit(dataset, validation_data=validation_data, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        if self._preprocessor_or_none() is None or kwargs.get("_use_cached_eval_dataset", False):
+        if self.preprocessor is None or kwargs.get("_use_cached_eval_dataset", False):
             return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
         return super().evaluate(self._preprocessed(x, y, sample_weight, batch_size), **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        if self._preprocessor_or_none() is None:
+        if self.preprocessor is None:
             return super().predict(x, batch_size=batch_size, **kwargs)
         return super().predict(self._preprocessed(x, batch_size=batch_size), **kwargs)
 
@@ -187,7 +208,7 @@ class BertTask(keras.Model):
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             **self.task_config(),
         }
-        if self._preprocessor_or_none() is not None:
+        if self.preprocessor is not None:
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
         return config
 
@@ -216,10 +237,14 @@ class BertTask(keras.Model):
     default_learning_rate = 5e-5
     default_warmup_fraction = 0.1
 
+    # The head's output layer as `(our layer, Hugging Face module, original variable prefix or None)`
+    # (`checkpoints.name_map.output_layer_specs`); None for a head without one.
+    head_output_layer = None
+
     @classmethod
     def head_specs(cls):
         """The head's variables as `checkpoints.WeightSpec`s: our paths, Hugging Face's and the original's."""
-        return []
+        return [] if cls.head_output_layer is None else output_layer_specs(*cls.head_output_layer)
 
     @classmethod
     def reads_foreign_head(cls, checkpoint):
@@ -308,12 +333,9 @@ class BertTask(keras.Model):
         except ImportError as error:  # a JAX / torch install without TensorFlow: token ids only
             logger.info("%s has a vocabulary, but no preprocessor is attached: %s.", path, error)
             return None
-        config_path = os.path.join(path, PREPROCESSOR_FILENAME)
-        if os.path.isfile(config_path):
-            with open(config_path, encoding="utf-8") as handle:
-                document = json.load(handle)
-            preprocessor_class = getattr(preprocessing, document["class_name"])
-            settings = dict(document["config"])
+        class_name, settings = saved_preprocessor(path)
+        if class_name is not None:
+            preprocessor_class = getattr(preprocessing, class_name)
         else:
             preprocessor_class = getattr(preprocessing, cls.default_preprocessor_class)
             settings = {"sequence_length": cls._default_length(max_sequence_length)}
@@ -417,7 +439,7 @@ class BertTask(keras.Model):
         `tokenizer_config.json`."""
         vocabulary = self.label_vocabulary
         files = {} if vocabulary is None else {LABEL_VOCABULARY_FILENAME: vocabulary.save}
-        if self._preprocessor_or_none() is not None:
+        if self.preprocessor is not None:
             files[PREPROCESSOR_FILENAME] = self._write_preprocessor_config
             # Writes vocab.txt and tokenizer_config.json into the same staged directory.
             files[VOCABULARY_FILENAME] = lambda file_path: self.preprocessor.tokenizer.save_pretrained(
@@ -441,9 +463,8 @@ class BertTask(keras.Model):
     def save_to_preset(self, path):
         """Write a keras-hub preset directory, atomically: the backbone, the tokenizer, and the head where
         keras-hub has the task (`keras_hub_task_head`). keras-hub's and our `from_preset(path)` load it."""
-        preprocessor = self._preprocessor_or_none()
-        write_keras_hub_preset(self.backbone, path, tokenizer=None if preprocessor is None else preprocessor.tokenizer,
-                               classifier_head=self.keras_hub_task_head())
+        tokenizer = None if self.preprocessor is None else self.preprocessor.tokenizer
+        write_keras_hub_preset(self.backbone, path, tokenizer=tokenizer, classifier_head=self.keras_hub_task_head())
 
     # -- training defaults ----------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from keras_bert_impl.checkpoints import LoadReport, load_weights, native
+from keras_bert_impl.checkpoints import load_weights
 from keras_bert_impl.checkpoints.conversion import HUGGINGFACE, foreign_names, to_ours
 
 logger = logging.getLogger(__name__)
@@ -89,18 +89,15 @@ def load_task_weights(model, checkpoint):
             "%s: the checkpoint's head does not fit this %s (variable, checkpoint shape, model shape: %s); the "
             "head starts from its initial values.", path, task_name, mismatches,
         )
-    if fmt == "native" and extra.get("class_name") == task_name and not mismatches:
-        report = load_weights(model, backbone, fmt, tensors, path)
-    elif fmt == "native":
-        unused = native.assign_native(backbone, tensors, path)
-        report = LoadReport(loaded=[variable.path for variable in backbone.weights], missing=head_paths,
-                            unused=unused)
+    if fmt == "native":
+        reads_head = extra.get("class_name") == task_name and not mismatches
+        report = load_weights(model if reads_head else backbone, backbone, fmt, tensors, path)
     else:
         reads_head = reads_head and not mismatches
         report = load_weights(model, backbone, fmt, tensors, path, head_specs=head_specs if reads_head else [],
                               optional_backbone_paths=model.unused_backbone_paths)
-        if not reads_head:
-            report.missing = report.missing + head_paths
+    if not reads_head:
+        report.missing = report.missing + head_paths
     missing_head = [name for name in report.missing if name in head_paths]
     if missing_head:
         logger.warning(

@@ -1,7 +1,7 @@
 """Load any checkpoint as the task it holds: `load_task(path)`, the library's AutoModel.
 
 The task is read from the checkpoint itself (`detect_task`): our `config.json`'s `class_name`, Hugging Face
-`architectures` (`HUGGINGFACE_ARCHITECTURES`; any other BERT head is a `BertBackbone`), or an original
+`architectures` (each class's `huggingface_architecture`; any other BERT head is a `BertBackbone`), or an original
 checkpoint's head variables (`cls/squad/*`, `output_weights`, `cls/predictions/*`, none).
 
 Example:
@@ -17,15 +17,6 @@ from keras_bert_impl.checkpoints.huggingface import read_json
 from keras_bert_impl.models.registry import TASK_CLASSES, TASK_KINDS, task_class
 from keras_bert_impl.models.task import AUTO, VOCABULARY_FILENAME
 
-# Hugging Face `architectures` names -> our class. Other BERT heads (`BertForMaskedLM`, ...) load as the encoder.
-HUGGINGFACE_ARCHITECTURES = {
-    "BertModel": "BertBackbone",
-    "BertForPreTraining": "BertPretrainer",
-    "BertForSequenceClassification": "BertClassifier",
-    "BertForQuestionAnswering": "BertQuestionAnswerer",
-    "BertForTokenClassification": "BertTokenClassifier",
-    "BertForMultipleChoice": "BertMultipleChoice",
-}
 # What `task=` takes besides a class name: each kind ("question_answerer", or "question-answerer").
 TASK_NAMES = tuple(sorted(TASK_CLASSES)) + tuple(TASK_KINDS.values())
 # A question must leave at least this many tokens of a window: [CLS], two [SEP] and one context token.
@@ -34,9 +25,11 @@ _WINDOW_OVERHEAD = 4
 
 def _huggingface_class_name(config_path):
     architectures = read_json(config_path).get("architectures") or []
+    # Each task class's `huggingface_architecture` (the encoder's is "BertModel") -> its name.
+    ours = {getattr(task_class(name), "huggingface_architecture", "BertModel"): name for name in TASK_CLASSES}
     for name in architectures:
-        if name in HUGGINGFACE_ARCHITECTURES:
-            return HUGGINGFACE_ARCHITECTURES[name]
+        if name in ours:
+            return ours[name]
     if not architectures or any(name.startswith("Bert") for name in architectures):
         return "BertBackbone"  # a BERT encoder under another head (BertForMaskedLM, ...) or none named
     raise ValueError(
@@ -156,10 +149,8 @@ def load_task(path, task=None, preprocessor=AUTO, require_preprocessor=False, **
     """
     path = resolve_checkpoint(os.fspath(path))  # a Hub model id: its cached snapshot, where vocab.txt is
     class_name = detect_task(path) if task is None else _task_class_name(task)
-    if class_name == "BertBackbone":
-        model = task_class(class_name).from_pretrained(path)
-    else:
-        model = task_class(class_name).from_pretrained(path, preprocessor=preprocessor)
+    options = {} if class_name == "BertBackbone" else {"preprocessor": preprocessor}  # an encoder takes no text
+    model = task_class(class_name).from_pretrained(path, **options)
     if getattr(model, "preprocessor", None) is None:
         if require_preprocessor or preprocessor_settings:
             wanted = "raw text" if require_preprocessor else f"preprocessor settings {sorted(preprocessor_settings)}"

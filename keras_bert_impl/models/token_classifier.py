@@ -6,7 +6,6 @@ Shape legend: B batch (windows), T tokens, H hidden width, C classes (tags, `num
 import keras
 from keras import ops
 
-from keras_bert_impl.checkpoints.name_map import token_classifier_head_specs
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.models.losses import sparse_cross_entropy_from_logits
 from keras_bert_impl.models.task import (
@@ -92,7 +91,7 @@ class BertTokenClassifier(BertTask):
 
     default_preprocessor_class = "BertTokenClassificationPreprocessor"
     huggingface_architecture = "BertForTokenClassification"
-    head_specs = staticmethod(token_classifier_head_specs)
+    head_output_layer = ("token_classifier_dense", "classifier")  # the original has none
     unused_backbone_paths = ("pooler_dense/kernel", "pooler_dense/bias")
 
     def __init__(self, backbone, num_classes, dropout=DEFAULT_DROPOUT, labels=None, preprocessor=None, **kwargs):
@@ -100,14 +99,10 @@ class BertTokenClassifier(BertTask):
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, T, H)
         logits = head_logits(backbone, sequence_output, num_classes, "token_classifier", dropout)  # (B, T, C)
-        super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs, logits, preprocessor, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
         self.labels = labels
-        self.preprocessor = preprocessor
-        # The pooler gets no gradient from token logits; freezing it keeps optimizers from warning each step.
-        backbone.pooler.trainable = False
         self.uses_default_loss = False
 
     # -- training ---------------------------------------------------------------------------------------
@@ -164,13 +159,8 @@ class BertTokenClassifier(BertTask):
         has the same names)."""
         return cls.huggingface_architecture in checkpoint.huggingface_architectures
 
-    @classmethod
-    def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
-        """`from_pretrained`'s head: ours or Hugging Face `BertForTokenClassification`'s.
-
-        Args: as `BertClassifier.pretrained_head_arguments`.
-        """
-        return classification_head_arguments(cls, checkpoint, num_classes, labels, classifier_dropout)
+    # `from_pretrained`'s head: ours or Hugging Face `BertForTokenClassification`'s (arguments as `BertClassifier`'s).
+    pretrained_head_arguments = classmethod(classification_head_arguments)
 
     def huggingface_config(self):
         """`num_labels`, `id2label`, `label2id` and `classifier_dropout` for config.json."""

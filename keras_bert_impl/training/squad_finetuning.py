@@ -178,21 +178,6 @@ class _SquadRun:
         print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
 
 
-def _saved_preprocessor_config(path):
-    """The config of the preprocessor saved with a model directory (`preprocessor.json`), or {} when none is."""
-    from keras_bert_impl.models.task import PREPROCESSOR_FILENAME
-
-    file_path = os.path.join(os.fspath(path), PREPROCESSOR_FILENAME) if path else ""
-    if not os.path.isfile(file_path):
-        return {}
-    with open(file_path, encoding="utf-8") as handle:
-        try:
-            return dict(json.load(handle).get("config", {}))
-        except (json.JSONDecodeError, AttributeError) as error:
-            raise ValueError(f"{file_path}: not a preprocessor config written by save_pretrained ({error}); give "
-                             "a model directory save_pretrained wrote, or remove that file.") from error
-
-
 def finetune_squad(files, squad, source, settings):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
 
@@ -217,12 +202,13 @@ def finetune_squad(files, squad, source, settings):
     from keras_bert_impl.preprocessing import BertQuestionAnsweringPreprocessor
     from keras_bert_impl.squad.squad_reader import load_squad_json
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
+    from keras_bert_impl.models.task import saved_preprocessor
 
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     threshold = squad.null_score_diff_threshold
     if threshold is None:  # a fine-tuned checkpoint's tuned threshold, until this run tunes one
-        threshold = _saved_preprocessor_config(source.init_checkpoint).get("null_score_diff_threshold", 0.0)
+        threshold = saved_preprocessor(source.init_checkpoint)[1].get("null_score_diff_threshold", 0.0)
     # The run's settings travel with the model it saves (preprocessor.json), for predict and export.
     preprocessor = BertQuestionAnsweringPreprocessor(
         tokenizer, sequence_length=squad.sequence_length, doc_stride=squad.doc_stride,

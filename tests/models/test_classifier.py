@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.checkpoints import CheckpointError
-from keras_bert_impl.checkpoints.name_map import backbone_weight_specs, classifier_head_specs
+from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
 from keras_bert_impl.data.label_vocabulary import LABEL_VOCABULARY_FILENAME
 from keras_bert_impl.models.classifier import BertClassifier
 from tests.helpers import assert_config_round_trip, random_batch, tiny_backbone, to_numpy
@@ -227,7 +227,7 @@ def test_huggingface_encoder_only_checkpoint_loads_the_encoder(tmp_path, caplog)
 def test_original_run_classifier_checkpoint_loads_output_weights(tmp_path):
     backbone = deterministic_backbone()
     model = BertClassifier(backbone, num_classes=3)
-    specs = backbone_weight_specs(backbone.num_layers) + classifier_head_specs()
+    specs = backbone_weight_specs(backbone.num_layers) + BertClassifier.head_specs()
     write_original_checkpoint(tmp_path / "original", model, specs, backbone)
     restored = BertClassifier.from_pretrained(str(tmp_path / "original"))
     assert restored.num_classes == 3 and restored.load_report.missing == []

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.checkpoints.name_map import backbone_weight_specs, question_answering_head_specs
+from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
 from keras_bert_impl.models.losses import SpanCrossEntropy, sparse_cross_entropy_from_logits
 from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
 from tests.helpers import assert_config_round_trip, random_batch, tiny_backbone, to_numpy
@@ -191,7 +191,7 @@ def test_round_trip_ours_to_huggingface_to_transformers(tmp_path):
 def test_original_run_squad_checkpoint_loads_the_squad_head(tmp_path):
     backbone = deterministic_backbone()
     model = BertQuestionAnswerer(backbone)
-    specs = backbone_weight_specs(backbone.num_layers) + question_answering_head_specs()
+    specs = backbone_weight_specs(backbone.num_layers) + BertQuestionAnswerer.head_specs()
     write_original_checkpoint(tmp_path / "original", model, specs, backbone)
     restored = BertQuestionAnswerer.from_pretrained(str(tmp_path / "original"))
     assert restored.load_report.missing == []

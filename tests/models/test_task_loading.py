@@ -95,13 +95,12 @@ def test_huggingface_task_directories_load_with_their_heads(tmp_path, architectu
 @pytest.mark.tensorflow_only  # writing an original TF checkpoint
 def test_original_checkpoints_are_read_by_their_head_variables(tmp_path):
     from keras_bert_impl.checkpoints import backbone_weight_specs
-    from keras_bert_impl.checkpoints.name_map import question_answering_head_specs
     from tests.models.task_test_utils import write_original_checkpoint
 
     backbone = tiny_backbone()
     specs = backbone_weight_specs(backbone.num_layers)
-    write_original_checkpoint(tmp_path / "qa", BertQuestionAnswerer(backbone), specs + question_answering_head_specs(),
-                              backbone)
+    qa_specs = specs + BertQuestionAnswerer.head_specs()
+    write_original_checkpoint(tmp_path / "qa", BertQuestionAnswerer(backbone), qa_specs, backbone)
     write_original_checkpoint(tmp_path / "encoder", backbone, specs, backbone)
     assert detect_task(str(tmp_path / "qa" / "bert_model.ckpt")) == "BertQuestionAnswerer"
     assert isinstance(load_task(str(tmp_path / "qa" / "bert_model.ckpt")), BertQuestionAnswerer)
@@ -139,6 +138,14 @@ def test_the_saved_preprocessor_is_attached_with_the_settings_asked_for(tmp_path
     with pytest.raises(ValueError, match="BertPreprocessor has no setting doc_stride; its settings are "
                                          "sequence_length, truncation."):
         load_task(path, doc_stride=4)
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"config": {}}', "[1, 2]"])
+def test_a_malformed_preprocessor_json_is_one_line_naming_it(tmp_path, content):
+    path = _save_with_vocabulary(BertClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), 2), tmp_path)
+    (tmp_path / "preprocessor.json").write_text(content)
+    with pytest.raises(ValueError, match="preprocessor.json: not a preprocessor config written by save_pretrained"):
+        load_task(path)
 
 
 def test_question_answering_settings_replace_the_saved_ones(tmp_path):
