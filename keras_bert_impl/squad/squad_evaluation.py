@@ -25,7 +25,7 @@ import logging
 import re
 import string
 
-from keras_bert_impl.squad.squad_reader import SquadFormatError, load_squad_json, scorable_squad_json
+from keras_bert_impl.squad.squad_reader import SquadFormatError, load_squad_json, scorable_squad_json, squad_questions
 
 logger = logging.getLogger(__name__)
 
@@ -86,26 +86,15 @@ def f1_score(prediction, ground_truth, empty_answers_match=True):
     return 2 * precision * recall / (precision + recall)
 
 
-def _articles(dataset):
-    """The list of articles, from the file's whole JSON object or its `data` list."""
-    if isinstance(dataset, dict):
-        if "data" not in dataset:
-            raise SquadFormatError("The SQuAD dataset object has no 'data' field.")
-        dataset = dataset["data"]
-    return dataset
-
-
 def _questions(dataset):
     """(qas_id, gold answer texts) for every question of the dataset, in file order.
 
     Raises `SquadFormatError` for a repeated id or a question without `answers` that is not `is_impossible`
     (`scorable_squad_json`): scoring them would merge questions or count them as unanswerable.
     """
-    scorable_squad_json(_articles(dataset), source="the SQuAD dataset")
-    for article in _articles(dataset):
-        for paragraph in article["paragraphs"]:
-            for question in paragraph["qas"]:
-                yield question["id"], [answer["text"] for answer in question.get("answers", [])]
+    scorable_squad_json(dataset, source="the SQuAD dataset")
+    for _, _, _, question in squad_questions(dataset, source="the SQuAD dataset"):
+        yield question["id"], [answer["text"] for answer in question.get("answers", [])]
 
 
 def evaluate_v1(dataset, predictions):
@@ -289,10 +278,7 @@ def evaluate_squad_files(dataset_path, predictions_path, na_prob_path=None, vers
     predictions = _load_json_object(predictions_path)
     if version_2 is None:
         version_2 = str(dataset.get("version", "")).startswith("v2") or any(
-            question.get("is_impossible", False)
-            for article in _articles(dataset)
-            for paragraph in article["paragraphs"]
-            for question in paragraph["qas"]
+            question.get("is_impossible", False) for _, _, _, question in squad_questions(dataset, dataset_path)
         )
     if not version_2:
         if na_prob_path is not None:
