@@ -201,7 +201,7 @@ class Preprocessor(keras.layers.Layer):
             if _is_model_input(element_x):
                 return x
             return x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        if self._batches_packed(x, bucket_width=bucket_width, epochs=epochs):
+        if _is_model_input(x) or bucket_width is not None or epochs is not None:
             if not _is_model_input(x):
                 x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(self(x, y, sample_weight))
             return packed_batches(x, y, sample_weight, batch_size=batch_size or DEFAULT_BATCH_SIZE,
@@ -221,15 +221,6 @@ class Preprocessor(keras.layers.Layer):
     @staticmethod
     def _batch(dataset, batch_size):
         return dataset.batch(batch_size)
-
-    @staticmethod
-    def _batches_packed(x, bucket_width=None, epochs=None, seed=None):
-        """Whether `x` is batched as packed rows: packed model inputs (in memory or a dataset of them), or
-        in-memory data with `bucket_width` / `epochs` (featurized eagerly, then bucketed)."""
-        del seed  # a shuffle option, which batches either way
-        if isinstance(x, tf.data.Dataset):
-            return _is_model_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0])
-        return _is_model_input(x) or bucket_width is not None or epochs is not None
 
     def _preprocess_element(self, *element):
         # tf.data passes a tuple element as positional arguments: (x,), (x, y) or (x, y, sample_weight), as
