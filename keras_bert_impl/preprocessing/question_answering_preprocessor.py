@@ -123,7 +123,6 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         self.max_answer_length = int(max_answer_length)
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
-        self.packer = squad_span_graph.window_packer(self.tokenizer, self.sequence_length)
 
     # -- features (TensorFlow ops: tf.data, and the SavedModel's featurization) -----------------------------
 
@@ -138,8 +137,8 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             y = {"text": as_text_batch(y["text"], "y['text']"),
                  "answer_start": tf.reshape(y["answer_start"], [-1])}
         features = squad_span_graph.windowed_features(
-            self.tokenizer, self.packer, questions, contexts, self.sequence_length, self.doc_stride,
-            self.max_query_length, answers=y,
+            self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride, self.max_query_length,
+            answers=y,
         )
         if y is None:
             return features["inputs"]
