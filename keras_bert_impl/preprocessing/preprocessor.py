@@ -20,8 +20,6 @@ from keras_bert_impl.data.length_bucketing import packed_batches
 from keras_bert_impl.tokenization.bert_tokenizer import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
-# The backbone inputs: data that already carries them is passed through unpreprocessed.
-MODEL_INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def _as_tokenizer(tokenizer):
@@ -142,7 +140,6 @@ class Preprocessor(keras.layers.Layer):
                              self.tokenizer.pad_token_id, name="packer", **settings)
 
     def __call__(self, *args, **kwargs):
-        # No weights and no backend tensors: skip Keras' input conversion (TensorFlow tensors in tf.data).
         outputs = self.call(*args, **kwargs)
         return _to_numpy(outputs) if tf.executing_eagerly() else outputs
 

@@ -1,9 +1,6 @@
-"""SQuAD windowing and answer decoding as TensorFlow graph ops, after `run_squad.py`: the featurizer of
-`BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`, and the exported question answerer's
-`serve_text` (`export.serving_signatures` imports it from here).
-
-TensorFlow at the preprocessing edge: this graph code runs in `tf.data` and inside an exported SavedModel.
-Windows and max context are `squad_windows`; decoding is `squad.span_ranking`, the decoder of
+"""SQuAD windowing and answer decoding as TensorFlow graph ops (run in `tf.data` and inside an exported SavedModel),
+after `run_squad.py`: the featurizer of `BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`,
+and the exported question answerer's `serve_text`. Decoding is `squad.span_ranking`, the decoder of
 `squad.decode_squad_predictions`, on the windows' token offsets, so the served answer is the offline one (only
 the n-best list and its probabilities are not built).
 
@@ -178,10 +175,6 @@ def _answer_bytes(context, answers):
 
 def windowed_features(tokenizer, question, context, sequence_length, doc_stride, max_query_length, answers=None):
     """Raw `(question, context)` batches -> the packed window features, their labels and what decoding needs.
-
-    The one in-graph SQuAD featurization: the exported `serve_text` signature and
-    `preprocessing.BertQuestionAnsweringPreprocessor` call it; `convert_examples_to_features` runs the same
-    `squad_windows` and packer on the Python tokenizer's character offsets.
 
     Args:
         tokenizer: `BertTokenizer`.

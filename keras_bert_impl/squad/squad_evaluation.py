@@ -132,11 +132,6 @@ def evaluate_v1(dataset, predictions):
     return {"exact_match": 100.0 * exact_total / total, "f1": 100.0 * f1_total / total}
 
 
-def question_has_answer(dataset):
-    """dict qas_id -> True if the question has at least one gold answer (the v2.0 HasAns split)."""
-    return {qas_id: bool(gold_texts) for qas_id, gold_texts in _questions(dataset)}
-
-
 def raw_scores_v2(dataset, predictions):
     """Per-question exact and F1 (0/1 and [0, 1]) before any no-answer threshold, v2.0 semantics.
 
@@ -187,7 +182,7 @@ def find_best_threshold(predictions, scores, na_probs, has_answer):
         predictions: dict qas_id -> predicted text.
         scores: dict qas_id -> raw exact or F1 score (from `raw_scores_v2`).
         na_probs: dict qas_id -> null odds / no-answer probability.
-        has_answer: dict qas_id -> bool (from `question_has_answer`).
+        has_answer: dict qas_id -> bool. Whether the question has a gold answer (the v2.0 HasAns split).
 
     Returns:
         (best score in percent, threshold).
@@ -229,7 +224,7 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
     >>> result["exact"], result["HasAns_total"], result["NoAns_exact"]
     (100.0, 1, 100.0)
     """
-    has_answer = question_has_answer(dataset)
+    has_answer = {qas_id: bool(gold_texts) for qas_id, gold_texts in _questions(dataset)}
     exact_raw, f1_raw = raw_scores_v2(dataset, predictions)
     if not exact_raw:
         raise ValueError("No question of the SQuAD dataset has a prediction; nothing to evaluate.")

@@ -223,10 +223,9 @@ def _parse_question(question, context, title, is_training, source, location):
     for answer_index, raw_answer in enumerate(raw_answers):
         answer_location = f"{location}.answers[{answer_index}]"
         text = _field(raw_answer, "text", str, source, answer_location)
-        if is_training:
-            answer_start = _field(raw_answer, "answer_start", int, source, answer_location)
-        else:
-            answer_start = _field(raw_answer, "answer_start", int, source, answer_location, default=None)
+        # Evaluation only uses the texts, so there an answer_start may be missing.
+        answer_start = _field(raw_answer, "answer_start", int, source, answer_location,
+                              default=dataclasses.MISSING if is_training else None)
         answers.append(SquadAnswer(text, answer_start))
     if is_training and not is_impossible and not answers:
         raise SquadFormatError(
