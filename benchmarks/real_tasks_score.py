@@ -82,7 +82,7 @@ class SquadScorer:
     """The tune and test examples and features of the prepared SQuAD split, to decode logits against."""
 
     def __init__(self, data_dir, features_dir, meta):
-        from keras_bert_impl.squad.squad_features import SquadFeatures
+        from keras_bert_impl.squad import SquadFeatures
         from keras_bert_impl.squad.squad_reader import parse_squad_examples
 
         self.split = squad_split(data_dir, meta["max_train_examples"], meta["max_eval_examples"])

@@ -215,14 +215,12 @@ def build_serving_module(model, kind, tokenizer, settings):
 def _question_answering_function(run_model, tokenizer, settings):
     """`serve_text(question, context)`: `preprocessing.squad_span_graph`'s windowing and span decoding."""
     sequence_length = settings["sequence_length"]
-    packer = squad_span_graph.window_packer(tokenizer, sequence_length)
 
     @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
     def serve_text(question, context):
         (context,) = _after([_assert_same_batch_size(question, context, "question", "context")], context)
         features = squad_span_graph.windowed_features(
-            tokenizer, packer, question, context, sequence_length, settings["doc_stride"],
-            settings["max_query_length"],
+            tokenizer, question, context, sequence_length, settings["doc_stride"], settings["max_query_length"],
         )
         outputs = run_model(features["inputs"])
         version_2_with_negative = settings.get("version_2_with_negative", False)

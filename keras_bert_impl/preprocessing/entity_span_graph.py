@@ -10,9 +10,6 @@ the NER recipe's conlleval scores) and a token classifier's exported `serve_text
   tag or at an `I-` tag not continuing the previous word's type, and continues over `I-` tags of its type;
   an entity's score is the mean score of its words.
 
-So a served model returns the entities `BertTokenClassifier.predict(texts)` returns (pinned by
-`tests/preprocessing/test_entity_span_graph.py`), and the entities are the metric's chunks of the tags.
-
 Shape legend: B texts, W windows, T tokens per window, C tags, N words of all texts, E entities per text
 (the most any text of the batch has).
 """

@@ -20,8 +20,6 @@ from keras_bert_impl.data.length_bucketing import packed_batches
 from keras_bert_impl.tokenization.bert_tokenizer import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
-# The backbone inputs: data that already carries them is passed through unpreprocessed.
-MODEL_INPUT_KEYS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def _as_tokenizer(tokenizer):
@@ -142,7 +140,6 @@ class Preprocessor(keras.layers.Layer):
                              self.tokenizer.pad_token_id, name="packer", **settings)
 
     def __call__(self, *args, **kwargs):
-        # No weights and no backend tensors: skip Keras' input conversion (TensorFlow tensors in tf.data).
         outputs = self.call(*args, **kwargs)
         return _to_numpy(outputs) if tf.executing_eagerly() else outputs
 
@@ -201,7 +198,7 @@ class Preprocessor(keras.layers.Layer):
             if _is_model_input(element_x):
                 return x
             return x.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-        if self._batches_packed(x, bucket_width=bucket_width, epochs=epochs):
+        if _is_model_input(x) or bucket_width is not None or epochs is not None:
             if not _is_model_input(x):
                 x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(self(x, y, sample_weight))
             return packed_batches(x, y, sample_weight, batch_size=batch_size or DEFAULT_BATCH_SIZE,
@@ -221,15 +218,6 @@ class Preprocessor(keras.layers.Layer):
     @staticmethod
     def _batch(dataset, batch_size):
         return dataset.batch(batch_size)
-
-    @staticmethod
-    def _batches_packed(x, bucket_width=None, epochs=None, seed=None):
-        """Whether `x` is batched as packed rows: packed model inputs (in memory or a dataset of them), or
-        in-memory data with `bucket_width` / `epochs` (featurized eagerly, then bucketed)."""
-        del seed  # a shuffle option, which batches either way
-        if isinstance(x, tf.data.Dataset):
-            return _is_model_input(keras.utils.unpack_x_y_sample_weight(x.element_spec)[0])
-        return _is_model_input(x) or bucket_width is not None or epochs is not None
 
     def _preprocess_element(self, *element):
         # tf.data passes a tuple element as positional arguments: (x,), (x, y) or (x, y, sample_weight), as

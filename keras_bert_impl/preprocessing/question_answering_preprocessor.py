@@ -1,7 +1,6 @@
-"""Raw `(question, context)` pairs (and answers) to windowed SQuAD features, and span logits back to answers.
-
-Windowing is `preprocessing.squad_span_graph`'s and decoding `squad.decode_squad_predictions`, each written
-once, so `BertQuestionAnswerer.fit` / `predict` on raw text, the offline evaluation and the served answer agree.
+"""Raw `(question, context)` pairs (and answers) to windowed SQuAD features, and span logits back to answers:
+`preprocessing.squad_span_graph`'s windowing and `squad.decode_squad_predictions`, the ones the offline evaluation
+and the served answer run.
 
 Shape legend: B examples, F features (document windows of all examples), T `sequence_length`.
 """
@@ -46,12 +45,8 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
     """Raw `(question, context)` to BERT SQuAD features, and the start / end logits back to answers.
 
     Each example becomes one or more features `[CLS] question [SEP] window [SEP]` padded to
-    `sequence_length`, as `run_squad.py`: the question cut to `max_query_length` tokens, the context split
-    into windows of `sequence_length - len(question) - 3` tokens whose starts are `doc_stride` apart (see
-    `squad_span_graph.squad_windows`). Decoding follows `run_squad.py`'s `write_predictions`
-    (`squad.decode_squad_predictions`): the `n_best_size` best starts and ends of every window, answers of at
-    most `max_answer_length` tokens, and for SQuAD v2.0 models (`version_2_with_negative=True`) "" iff the
-    null odds exceed `null_score_diff_threshold`.
+    `sequence_length`, the context windowed as `run_squad.py` windows it (`squad_span_graph.squad_windows`);
+    logits are decoded as its `write_predictions` (`squad.decode_squad_predictions`).
 
     A `BertQuestionAnswerer` holding this preprocessor answers raw questions:
     `model.predict(questions, contexts)` returns `{"text", "start", "end", "score"}` per question.
@@ -123,7 +118,6 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         self.max_answer_length = int(max_answer_length)
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
-        self.packer = squad_span_graph.window_packer(self.tokenizer, self.sequence_length)
 
     # -- features (TensorFlow ops: tf.data, and the SavedModel's featurization) -----------------------------
 
@@ -138,8 +132,8 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             y = {"text": as_text_batch(y["text"], "y['text']"),
                  "answer_start": tf.reshape(y["answer_start"], [-1])}
         features = squad_span_graph.windowed_features(
-            self.tokenizer, self.packer, questions, contexts, self.sequence_length, self.doc_stride,
-            self.max_query_length, answers=y,
+            self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride, self.max_query_length,
+            answers=y,
         )
         if y is None:
             return features["inputs"]

@@ -1,9 +1,6 @@
-"""SQuAD windowing and answer decoding as TensorFlow graph ops, after `run_squad.py`: the featurizer of
-`BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`, and the exported question answerer's
-`serve_text` (`export.serving_signatures` imports it from here).
-
-TensorFlow at the preprocessing edge: this graph code runs in `tf.data` and inside an exported SavedModel.
-Windows and max context are `squad_windows`; decoding is `squad.span_ranking`, the decoder of
+"""SQuAD windowing and answer decoding as TensorFlow graph ops (run in `tf.data` and inside an exported SavedModel),
+after `run_squad.py`: the featurizer of `BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`,
+and the exported question answerer's `serve_text`. Decoding is `squad.span_ranking`, the decoder of
 `squad.decode_squad_predictions`, on the windows' token offsets, so the served answer is the offline one (only
 the n-best list and its probabilities are not built).
 
@@ -19,7 +16,7 @@ import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker
 from keras_bert_impl.squad import span_ranking
-from keras_bert_impl.squad.squad_features import SquadFeatures
+from keras_bert_impl.squad.squad_decoding import SquadFeatures
 
 logger = logging.getLogger(__name__)
 
@@ -163,18 +160,6 @@ def squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_qu
     return windows
 
 
-def window_packer(tokenizer, sequence_length):
-    """The `SegmentPacker` of SQuAD features: `[CLS] question [SEP] window [SEP]` padded to
-    `sequence_length` (the original's features: padded positions take part in the top-n choice)."""
-    return SegmentPacker(
-        sequence_length=sequence_length,
-        cls_token_id=tokenizer.cls_token_id,
-        sep_token_id=tokenizer.sep_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        padding="fixed",
-    )
-
-
 def _answer_bytes(context, answers):
     """`{"text", "answer_start"}` (code points, -1 for no answer) -> UTF-8 byte offsets `(B,)` in `context`."""
     char_start = tf.cast(answers["answer_start"], tf.int64)
@@ -188,17 +173,11 @@ def _answer_bytes(context, answers):
     return tf.where(has_answer, byte_start, -1), byte_start + tf.cast(byte_length, tf.int64)
 
 
-def windowed_features(tokenizer, packer, question, context, sequence_length, doc_stride, max_query_length,
-                      answers=None):
+def windowed_features(tokenizer, question, context, sequence_length, doc_stride, max_query_length, answers=None):
     """Raw `(question, context)` batches -> the packed window features, their labels and what decoding needs.
-
-    The one in-graph SQuAD featurization: the exported `serve_text` signature and
-    `preprocessing.BertQuestionAnsweringPreprocessor` call it; `convert_examples_to_features` runs the same
-    `squad_windows` and packer on the Python tokenizer's character offsets.
 
     Args:
         tokenizer: `BertTokenizer`.
-        packer: `SegmentPacker` from `window_packer(tokenizer, sequence_length)`.
         question: tf.string `(B,)`.
         context: tf.string `(B,)`.
         sequence_length: int. T.
@@ -219,7 +198,7 @@ def windowed_features(tokenizer, packer, question, context, sequence_length, doc
     windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length,
                             answer_spans=answer_spans)
     return {
-        "inputs": _pack_windows(packer, windows, context_ids),
+        "inputs": _pack_windows(tokenizer, sequence_length, windows, context_ids),
         "windows": windows,
         "context": context,
         "context_starts": context_starts,
@@ -227,7 +206,10 @@ def windowed_features(tokenizer, packer, question, context, sequence_length, doc
     }
 
 
-def _pack_windows(packer, windows, context_ids):
+def _pack_windows(tokenizer, sequence_length, windows, context_ids):
+    """The SQuAD features `[CLS] question [SEP] window [SEP]`, padded to `sequence_length` as the original's (padded
+    positions take part in the top-n choice): `(F, T)` each."""
+    packer = SegmentPacker(sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
     window_ids = tf.gather(context_ids.flat_values, windows["window_index"])  # (F, None)
     return packer(windows["question_ids"], window_ids)  # (F, T) each; windows always fit
 
@@ -242,7 +224,7 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
                                  is_training=False, stride_semantics="step"):
     """Turns SQuAD examples into windowed features, as `run_squad.py`'s `convert_examples_to_features`.
 
-    `squad_windows` and `window_packer` run eagerly on the tokenizer's character offsets (instead of the
+    `squad_windows` and `_pack_windows` run eagerly on the tokenizer's character offsets (instead of the
     original's whitespace-word bookkeeping): every window token carries the context characters it covers, which
     decoding slices. Training labels come from each example's first answer; an example whose answer covers no
     token is skipped (logged, and listed in `skipped_example_indices`).
@@ -294,7 +276,7 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
         answer_spans = (char_starts, char_ends, tf.constant(answer_start), tf.constant(answer_end))
     windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length,
                             stride_semantics, answer_spans)
-    inputs = _pack_windows(window_packer(tokenizer, sequence_length), windows, context_ids)
+    inputs = _pack_windows(tokenizer, sequence_length, windows, context_ids)
     window_offsets = {name: _in_sequence(windows, offsets.flat_values, sequence_length, -1)[0]
                       for name, offsets in (("token_char_starts", char_starts), ("token_char_ends", char_ends))}
     is_max_context, _ = _in_sequence(windows, windows["is_max_context"], sequence_length, False)

@@ -2,6 +2,7 @@
 
 from keras_bert_impl.squad.null_threshold import TunedNullThreshold, tune_null_threshold
 from keras_bert_impl.squad.squad_decoding import (
+    SquadFeatures,
     SquadPredictions,
     decode_squad_predictions,
     write_squad_predictions,
@@ -14,7 +15,6 @@ from keras_bert_impl.squad.squad_evaluation import (
     f1_score,
     normalize_answer,
 )
-from keras_bert_impl.squad.squad_features import SquadFeatures
 from keras_bert_impl.squad.squad_reader import (
     SquadAnswer,
     SquadExample,

@@ -1,4 +1,5 @@
-"""Start/end logits -> answer texts, n-best lists and null odds, after `run_squad.py`'s `write_predictions`.
+"""Windowed SQuAD features (`SquadFeatures`, built by `preprocessing.convert_examples_to_features`) and their
+start/end logits -> answer texts, n-best lists and null odds, after `run_squad.py`'s `write_predictions`.
 
 Per example, over all its features (document windows): `squad.span_ranking` (the one span decoder, which an
 exported model's `serve_text` runs in-graph) ranks the valid spans by start + end logit and gives the v2.0 null
@@ -45,6 +46,58 @@ def softmax_probabilities(scores):
     exps = [math.exp(score - max_score) for score in scores]
     total = sum(exps)
     return [value / total for value in exps]
+
+
+@dataclasses.dataclass
+class SquadFeatures:
+    """Packed SQuAD features (one row per document window) plus what decoding needs.
+
+    `F` features, `T` = sequence_length.
+
+    Args:
+        token_ids: int32 `(F, T)`. `[CLS] question [SEP] window [SEP]`, then padding.
+        segment_ids: int32 `(F, T)`. 0 for `[CLS] question [SEP]`, 1 for the window and its `[SEP]`.
+        padding_mask: bool `(F, T)`. True on real tokens.
+        start_positions: int32 `(F,)`. Answer start token (0 = [CLS] for impossible / out of window); 0 when
+            the features were built without labels.
+        end_positions: int32 `(F,)`. Answer end token (inclusive).
+        example_index: int32 `(F,)`. Index of the example (in the list given) this feature came from.
+        window_start: int32 `(F,)`. Document token index of the window's first token.
+        token_char_starts: int32 `(F, T)`. Context character where each window token starts; -1 for
+            tokens outside the window ([CLS], question, [SEP], padding).
+        token_char_ends: int32 `(F, T)`. Context character one past each window token's end; -1 outside.
+        token_is_max_context: bool `(F, T)`. True where this window is the token's max-context window.
+        skipped_example_indices: list of int. Training examples left out because their answer covers no
+            token (e.g. only characters the tokenizer drops).
+    """
+
+    token_ids: np.ndarray
+    segment_ids: np.ndarray
+    padding_mask: np.ndarray
+    start_positions: np.ndarray
+    end_positions: np.ndarray
+    example_index: np.ndarray
+    window_start: np.ndarray
+    token_char_starts: np.ndarray
+    token_char_ends: np.ndarray
+    token_is_max_context: np.ndarray
+    skipped_example_indices: list = dataclasses.field(default_factory=list)
+
+    def __len__(self):
+        return len(self.token_ids)
+
+    @property
+    def sequence_length(self):
+        """T, the padded sequence length."""
+        return self.token_ids.shape[1]
+
+    def inputs(self):
+        """The backbone inputs: `{"token_ids", "segment_ids", "padding_mask"}` NumPy arrays."""
+        return {"token_ids": self.token_ids, "segment_ids": self.segment_ids, "padding_mask": self.padding_mask}
+
+    def labels(self):
+        """The QA labels: `{"start_positions", "end_positions"}` NumPy arrays."""
+        return {"start_positions": self.start_positions, "end_positions": self.end_positions}
 
 
 @dataclasses.dataclass

@@ -25,7 +25,7 @@ import logging
 import re
 import string
 
-from keras_bert_impl.squad.squad_reader import SquadFormatError, load_squad_json, scorable_squad_json
+from keras_bert_impl.squad.squad_reader import SquadFormatError, load_squad_json, scorable_squad_json, squad_questions
 
 logger = logging.getLogger(__name__)
 
@@ -86,26 +86,15 @@ def f1_score(prediction, ground_truth, empty_answers_match=True):
     return 2 * precision * recall / (precision + recall)
 
 
-def _articles(dataset):
-    """The list of articles, from the file's whole JSON object or its `data` list."""
-    if isinstance(dataset, dict):
-        if "data" not in dataset:
-            raise SquadFormatError("The SQuAD dataset object has no 'data' field.")
-        dataset = dataset["data"]
-    return dataset
-
-
 def _questions(dataset):
     """(qas_id, gold answer texts) for every question of the dataset, in file order.
 
     Raises `SquadFormatError` for a repeated id or a question without `answers` that is not `is_impossible`
     (`scorable_squad_json`): scoring them would merge questions or count them as unanswerable.
     """
-    scorable_squad_json(_articles(dataset), source="the SQuAD dataset")
-    for article in _articles(dataset):
-        for paragraph in article["paragraphs"]:
-            for question in paragraph["qas"]:
-                yield question["id"], [answer["text"] for answer in question.get("answers", [])]
+    scorable_squad_json(dataset, source="the SQuAD dataset")
+    for _, _, _, question in squad_questions(dataset, source="the SQuAD dataset"):
+        yield question["id"], [answer["text"] for answer in question.get("answers", [])]
 
 
 def evaluate_v1(dataset, predictions):
@@ -141,11 +130,6 @@ def evaluate_v1(dataset, predictions):
     if total == 0:
         raise ValueError("The SQuAD dataset has no questions to evaluate.")
     return {"exact_match": 100.0 * exact_total / total, "f1": 100.0 * f1_total / total}
-
-
-def question_has_answer(dataset):
-    """dict qas_id -> True if the question has at least one gold answer (the v2.0 HasAns split)."""
-    return {qas_id: bool(gold_texts) for qas_id, gold_texts in _questions(dataset)}
 
 
 def raw_scores_v2(dataset, predictions):
@@ -198,7 +182,7 @@ def find_best_threshold(predictions, scores, na_probs, has_answer):
         predictions: dict qas_id -> predicted text.
         scores: dict qas_id -> raw exact or F1 score (from `raw_scores_v2`).
         na_probs: dict qas_id -> null odds / no-answer probability.
-        has_answer: dict qas_id -> bool (from `question_has_answer`).
+        has_answer: dict qas_id -> bool. Whether the question has a gold answer (the v2.0 HasAns split).
 
     Returns:
         (best score in percent, threshold).
@@ -240,7 +224,7 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
     >>> result["exact"], result["HasAns_total"], result["NoAns_exact"]
     (100.0, 1, 100.0)
     """
-    has_answer = question_has_answer(dataset)
+    has_answer = {qas_id: bool(gold_texts) for qas_id, gold_texts in _questions(dataset)}
     exact_raw, f1_raw = raw_scores_v2(dataset, predictions)
     if not exact_raw:
         raise ValueError("No question of the SQuAD dataset has a prediction; nothing to evaluate.")
@@ -289,10 +273,7 @@ def evaluate_squad_files(dataset_path, predictions_path, na_prob_path=None, vers
     predictions = _load_json_object(predictions_path)
     if version_2 is None:
         version_2 = str(dataset.get("version", "")).startswith("v2") or any(
-            question.get("is_impossible", False)
-            for article in _articles(dataset)
-            for paragraph in article["paragraphs"]
-            for question in paragraph["qas"]
+            question.get("is_impossible", False) for _, _, _, question in squad_questions(dataset, dataset_path)
         )
     if not version_2:
         if na_prob_path is not None:

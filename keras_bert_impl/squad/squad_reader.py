@@ -13,7 +13,6 @@ Bad input raises `SquadFormatError` naming the file, the line and column of malf
 questions are skipped or refused.
 """
 
-import collections.abc
 import dataclasses
 import json
 import logging
@@ -86,8 +85,8 @@ class SkippedQuestion:
     reason: str
 
 
-class SquadExamples(collections.abc.Sequence):
-    """The examples read from one SQuAD file: a sequence of `SquadExample` plus what was skipped.
+class SquadExamples(list):
+    """The examples read from one SQuAD file: a list of `SquadExample` plus what was skipped.
 
     Args:
         examples: list of `SquadExample`.
@@ -96,20 +95,14 @@ class SquadExamples(collections.abc.Sequence):
     """
 
     def __init__(self, examples, skipped=(), version=""):
-        self.examples = list(examples)
+        super().__init__(examples)
         self.skipped = list(skipped)
         self.version = version
-
-    def __getitem__(self, index):
-        return self.examples[index]
-
-    def __len__(self):
-        return len(self.examples)
 
     @property
     def has_impossible_questions(self):
         """True if any example is an impossible (SQuAD v2.0) question."""
-        return any(example.is_impossible for example in self.examples)
+        return any(example.is_impossible for example in self)
 
 
 def _field(container, key, expected_type, source, location, default=dataclasses.MISSING):
@@ -130,6 +123,19 @@ def _field(container, key, expected_type, source, location, default=dataclasses.
             f"({value!r:.60})."
         )
     return value
+
+
+def squad_questions(squad_json, source="<squad json>"):
+    """`(location, article, paragraph, question)` of every question of a SQuAD JSON object (or of its `data`
+    list), in file order; `location` is e.g. `data[0].paragraphs[3].qas[1]`. Raises `SquadFormatError` for a
+    missing or mistyped `data`, `paragraphs` or `qas`."""
+    articles = squad_json if isinstance(squad_json, list) else _field(squad_json, "data", list, source, "the top level")
+    for article_index, article in enumerate(articles):
+        paragraphs = _field(article, "paragraphs", list, source, f"data[{article_index}]")
+        for paragraph_index, paragraph in enumerate(paragraphs):
+            location = f"data[{article_index}].paragraphs[{paragraph_index}]"
+            for question_index, question in enumerate(_field(paragraph, "qas", list, source, location)):
+                yield f"{location}.qas[{question_index}]", article, paragraph, question
 
 
 def _answer_mismatch(context, answer):
@@ -176,31 +182,24 @@ def parse_squad_examples(squad_json, is_training=False, source="<squad json>"):
     version = version if isinstance(version, str) else str(version)
     examples, skipped = [], []
     first_location = {}
-    for article_index, article in enumerate(articles):
-        article_location = f"data[{article_index}]"
-        title = _field(article, "title", str, source, article_location, default="")
-        paragraphs = _field(article, "paragraphs", list, source, article_location)
-        for paragraph_index, paragraph in enumerate(paragraphs):
-            paragraph_location = f"{article_location}.paragraphs[{paragraph_index}]"
-            context = _field(paragraph, "context", str, source, paragraph_location)
-            questions = _field(paragraph, "qas", list, source, paragraph_location)
-            for question_index, question in enumerate(questions):
-                location = f"{paragraph_location}.qas[{question_index}]"
-                example = _parse_question(question, context, title, is_training, source, location)
-                if not is_training:
-                    if example.qas_id in first_location:
-                        raise SquadFormatError(_unscorable_message(
-                            source, location, example.qas_id, _duplicate_id_problem(first_location[example.qas_id])))
-                    first_location[example.qas_id] = location
-                reason = None
-                if is_training and not example.is_impossible:
-                    reason = _answer_mismatch(context, example.answers[0])
-                if reason is None:
-                    examples.append(example)
-                    continue
-                skipped.append(SkippedQuestion(example.qas_id, location, reason))
-                if len(skipped) <= _MAX_INDIVIDUAL_SKIP_WARNINGS:
-                    logger.warning("%s: skipping %s (id %r): %s.", source, location, example.qas_id, reason)
+    for location, article, paragraph, question in squad_questions(articles, source):
+        title = _field(article, "title", str, source, location.split(".")[0], default="")
+        context = _field(paragraph, "context", str, source, location.rsplit(".", 1)[0])
+        example = _parse_question(question, context, title, is_training, source, location)
+        if not is_training:
+            if example.qas_id in first_location:
+                raise SquadFormatError(_unscorable_message(
+                    source, location, example.qas_id, _duplicate_id_problem(first_location[example.qas_id])))
+            first_location[example.qas_id] = location
+        reason = None
+        if is_training and not example.is_impossible:
+            reason = _answer_mismatch(context, example.answers[0])
+        if reason is None:
+            examples.append(example)
+            continue
+        skipped.append(SkippedQuestion(example.qas_id, location, reason))
+        if len(skipped) <= _MAX_INDIVIDUAL_SKIP_WARNINGS:
+            logger.warning("%s: skipping %s (id %r): %s.", source, location, example.qas_id, reason)
     if skipped:
         logger.warning(
             "%s: skipped %d of %d training questions whose answer does not match the context.",
@@ -224,10 +223,9 @@ def _parse_question(question, context, title, is_training, source, location):
     for answer_index, raw_answer in enumerate(raw_answers):
         answer_location = f"{location}.answers[{answer_index}]"
         text = _field(raw_answer, "text", str, source, answer_location)
-        if is_training:
-            answer_start = _field(raw_answer, "answer_start", int, source, answer_location)
-        else:
-            answer_start = _field(raw_answer, "answer_start", int, source, answer_location, default=None)
+        # Evaluation only uses the texts, so there an answer_start may be missing.
+        answer_start = _field(raw_answer, "answer_start", int, source, answer_location,
+                              default=dataclasses.MISSING if is_training else None)
         answers.append(SquadAnswer(text, answer_start))
     if is_training and not is_impossible and not answers:
         raise SquadFormatError(
@@ -283,30 +281,27 @@ def scorable_squad_json(squad_json, source="<squad json>", skip_unscorable=False
     >>> scorable_squad_json(data, skip_unscorable=True)[1]
     1
     """
-    articles = squad_json if isinstance(squad_json, list) else _field(squad_json, "data", list, source, "the top level")
-    first_location, problems, kept_articles = {}, [], []
-    for article_index, article in enumerate(articles):
-        paragraphs = _field(article, "paragraphs", list, source, f"data[{article_index}]")
-        kept_paragraphs = []
-        for paragraph_index, paragraph in enumerate(paragraphs):
-            paragraph_location = f"data[{article_index}].paragraphs[{paragraph_index}]"
-            kept_questions = []
-            for question_index, question in enumerate(_field(paragraph, "qas", list, source, paragraph_location)):
-                location = f"{paragraph_location}.qas[{question_index}]"
-                qas_id = _field(question, "id", str, source, location)
-                if qas_id in first_location:
-                    problems.append((location, qas_id, _duplicate_id_problem(first_location[qas_id])))
-                elif "answers" not in question and not question.get("is_impossible", False):
-                    problems.append((location, qas_id, _MISSING_ANSWERS_PROBLEM))
-                else:
-                    first_location[qas_id] = location
-                    kept_questions.append(question)
-            kept_paragraphs.append({**paragraph, "qas": kept_questions})
-        kept_articles.append({**article, "paragraphs": kept_paragraphs})
+    first_location, problems, dropped = {}, [], set()
+    for location, _, _, question in squad_questions(squad_json, source):
+        qas_id = _field(question, "id", str, source, location)
+        if qas_id in first_location:
+            problems.append((location, qas_id, _duplicate_id_problem(first_location[qas_id])))
+            dropped.add(id(question))
+        elif "answers" not in question and not question.get("is_impossible", False):
+            problems.append((location, qas_id, _MISSING_ANSWERS_PROBLEM))
+            dropped.add(id(question))
+        else:
+            first_location[qas_id] = location
     if not problems:
         return squad_json, 0
     if not skip_unscorable:
         raise SquadFormatError(_unscorable_message(source, *problems[0], count=len(problems)))
+    kept_articles = [
+        {**article, "paragraphs": [{**paragraph, "qas": [question for question in paragraph["qas"]
+                                                         if id(question) not in dropped]}
+                                   for paragraph in article["paragraphs"]]}
+        for article in (squad_json if isinstance(squad_json, list) else squad_json["data"])
+    ]
     return (kept_articles if isinstance(squad_json, list) else {**squad_json, "data": kept_articles}), len(problems)
 
 

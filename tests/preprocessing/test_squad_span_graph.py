@@ -107,8 +107,7 @@ def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
     lower start first)."""
     import tensorflow as tf
 
-    from keras_bert_impl.preprocessing.squad_span_graph import (decode_best_spans, select_answers, window_packer,
-                                                         windowed_features)
+    from keras_bert_impl.preprocessing.squad_span_graph import decode_best_spans, select_answers, windowed_features
     from keras_bert_impl.preprocessing import convert_examples_to_features
     from keras_bert_impl.squad import SquadExample, decode_squad_predictions
     from tests.training.finetuning_test_utils import tokenizer as make_tokenizer
@@ -127,8 +126,7 @@ def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
     for n_best_size in (8, 20):
         decoded = decode_squad_predictions(examples, features, start, end, n_best_size=n_best_size,
                                            max_answer_length=3)
-        chunk = windowed_features(tokenizer, window_packer(tokenizer, 16), tf.constant([question]),
-                                  tf.constant([context]), 16, 128, 4)
+        chunk = windowed_features(tokenizer, tf.constant([question]), tf.constant([context]), 16, 128, 4)
         best = decode_best_spans(start, end, chunk["windows"], chunk["context_starts"], chunk["context_ends"],
                                  n_best_size, 3)
         served = select_answers(chunk["context"], best)["answer"].numpy()[0].decode()
@@ -175,12 +173,11 @@ def squad_sample():
     features = convert_examples_to_features(
         examples, tokenizer, sequence_length=SAMPLE_SETTINGS["sequence_length"],
         doc_stride=SAMPLE_SETTINGS["doc_stride"], max_query_length=SAMPLE_SETTINGS["max_query_length"])
-    packer = squad_span_graph.window_packer(tokenizer, SAMPLE_SETTINGS["sequence_length"])
     chunks = []
     for begin in range(0, len(examples), GRAPH_CHUNK):
         chunk = examples[begin:begin + GRAPH_CHUNK]
         chunks.append(squad_span_graph.windowed_features(
-            tokenizer, packer, tf.constant([e.question_text for e in chunk]),
+            tokenizer, tf.constant([e.question_text for e in chunk]),
             tf.constant([e.context_text for e in chunk]), **SAMPLE_SETTINGS))
     return examples, features, chunks
 
