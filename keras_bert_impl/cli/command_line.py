@@ -6,7 +6,7 @@
         --init-checkpoint runs/bert/final --output-dir runs/mrpc
     keras-bert predict --model runs/mrpc/best --text $'The cat sat.\\tA cat was sitting.'
 
-Every subcommand takes `--config FILE` (JSON, or YAML with PyYAML: keys are the flag names; flags on the
+Every subcommand takes `--config FILE` (JSON or YAML: keys are the flag names; flags on the
 command line win), `--debug` (show the traceback on failure) and `--log-level`. On failure the command
 prints one line naming what went wrong and exits 1 (2 for flags that do not parse or fit together).
 """
