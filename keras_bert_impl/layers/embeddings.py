@@ -4,8 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 def check_token_ids_in_range(token_ids, vocabulary_size, name="token_ids"):

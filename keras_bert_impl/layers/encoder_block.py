@@ -5,9 +5,9 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation, validate_activation
-from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.self_attention import BertSelfAttention
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

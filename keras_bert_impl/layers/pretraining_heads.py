@@ -9,7 +9,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation, validate_activation
-from keras_bert_impl.layers.constructor_config import constructor_config
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -8,8 +8,8 @@ import math
 import keras
 from keras import ops
 
-from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads, quantized=False):

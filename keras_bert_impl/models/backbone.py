@@ -17,7 +17,7 @@ from keras_bert_impl.checkpoints import (
 )
 from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset, write_keras_hub_preset
 from keras_bert_impl.layers.activations import validate_activation
-from keras_bert_impl.layers.constructor_config import constructor_config
+from keras_bert_impl.utils.constructor_config import constructor_config
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.encoder_block import BertEncoderBlock
 from keras_bert_impl.models.presets import preset_config, refuse_size_as_preset
