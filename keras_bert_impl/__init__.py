@@ -6,6 +6,7 @@ the package changes no global state (no import hook, no environment variable): q
 lines is the `keras-bert` command's business (`cli.command_line.main`).
 """
 
+import keras_bert_impl.data
 import keras_bert_impl.models
 from keras_bert_impl.utils.lazy_exports import lazy_exports
 
@@ -33,19 +34,11 @@ _EXPORTS = {
     "BertQuestionAnsweringPreprocessor": "keras_bert_impl.preprocessing",
     "BertTokenClassificationPreprocessor": "keras_bert_impl.preprocessing",
     "BertMultipleChoicePreprocessor": "keras_bert_impl.preprocessing",
-    # Tokenization and data (TensorFlow edge).
+    # Tokenization and data (TensorFlow edge): every name of `keras_bert_impl.data`, loaded through it.
     "BertTokenizer": "keras_bert_impl.tokenization",
     "train_wordpiece_vocabulary": "keras_bert_impl.tokenization",
-    "MaskedLMMasker": "keras_bert_impl.data.masking",
-    "SegmentPacker": "keras_bert_impl.data.packing",
-    "mask_dataset": "keras_bert_impl.data.masking",
-    "pretraining_dataset": "keras_bert_impl.data.pretraining_batches",
-    "write_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
-    "read_pretraining_tfrecords": "keras_bert_impl.data.pretraining_tfrecords",
-    "LabelVocabulary": "keras_bert_impl.data.label_vocabulary",
-    "read_classification_examples": "keras_bert_impl.data.classification_data",
+    **dict.fromkeys(keras_bert_impl.data.__all__, "keras_bert_impl.data"),
     "read_glue_examples": "keras_bert_impl.data.classification_data",
-    "classification_arrays": "keras_bert_impl.data.classification_data",
     "read_conll_sentences": "keras_bert_impl.data.token_classification_data",
     # SQuAD and metrics.
     "read_squad_examples": "keras_bert_impl.squad",

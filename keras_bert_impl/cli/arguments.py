@@ -116,10 +116,7 @@ def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_he
     if classifier_dropout:
         model.add_argument("--classifier-dropout", type=float,
                            help="dropout before the head (default: the checkpoint's, else 0.1)")
-    return data, model, _add_finetuning_training_arguments(parser.add_argument_group("training"), defaults)
-
-
-def _add_finetuning_training_arguments(train, defaults):
+    train = parser.add_argument_group("training")
     train.add_argument("--output-dir", required=True, help="last/ (best/ with a --dev-file or --tune-fraction), "
                        "predictions and results files")
     train.add_argument("--epochs", type=non_negative_int, default=defaults["epochs"],
@@ -139,7 +136,7 @@ def _add_finetuning_training_arguments(train, defaults):
     train.add_argument("--keep-training-state", action="store_true",
                        help="keep training_state/ after the run finishes (removed by default)")
     add_verbose_argument(train)
-    return train
+    return data, model, train
 
 
 def check_finetuning_arguments(args, tune_fraction_picks_best=True):

@@ -6,7 +6,7 @@
         --init-checkpoint runs/bert/final --output-dir runs/mrpc
     keras-bert predict --model runs/mrpc/best --text $'The cat sat.\\tA cat was sitting.'
 
-Every subcommand takes `--config FILE` (JSON, or YAML with PyYAML: keys are the flag names; flags on the
+Every subcommand takes `--config FILE` (JSON or YAML: keys are the flag names; flags on the
 command line win), `--debug` (show the traceback on failure) and `--log-level`. On failure the command
 prints one line naming what went wrong and exits 1 (2 for flags that do not parse or fit together).
 """
@@ -68,15 +68,6 @@ def build_parser():
     return parser, parsers
 
 
-def _subcommand_and_config(argv):
-    """The subcommand named in `argv` and its `--config` value, found before the full parse."""
-    command = next((arg for arg in argv if not arg.startswith("-")), None)
-    config_parser = argparse.ArgumentParser(add_help=False)
-    config_parser.add_argument("--config")
-    known, _ = config_parser.parse_known_args(argv)
-    return command, known.config
-
-
 def _one_line(error):
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
@@ -99,16 +90,6 @@ def _is_user_facing(error):
     return tensorflow is not None and isinstance(error, tensorflow.errors.OpError)
 
 
-def _resolve_checkpoint_flags(args):
-    """Replace Hub model ids in `CHECKPOINT_FLAGS` by their local snapshot (`checkpoints.hub_cache`)."""
-    for flag in CHECKPOINT_FLAGS:
-        value = getattr(args, flag, None)
-        if isinstance(value, str) and value:
-            from keras_bert_impl.checkpoints.hub_cache import resolve_checkpoint
-
-            setattr(args, flag, resolve_checkpoint(value))
-
-
 def parse_arguments(argv):
     """Parse `argv` (without the program name) with config files applied; argparse errors exit 2.
 
@@ -116,7 +97,11 @@ def parse_arguments(argv):
         `argparse.Namespace` with `command`, `run` and the subcommand's flags.
     """
     parser, parsers = build_parser()
-    command, config = _subcommand_and_config(argv)
+    # The subcommand and its `--config` value, found before the full parse.
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    config_parser = argparse.ArgumentParser(add_help=False)
+    config_parser.add_argument("--config")
+    config = config_parser.parse_known_args(argv)[0].config
     if config is not None and command in parsers:
         try:
             apply_config_file(parsers[command], config)
@@ -148,7 +133,12 @@ def main(argv=None):
     args = parse_arguments(argv)
     logging.basicConfig(level=getattr(logging, args.log_level), format=LOG_FORMAT)
     try:
-        _resolve_checkpoint_flags(args)
+        for flag in CHECKPOINT_FLAGS:  # a Hub model id -> its local snapshot (`checkpoints.hub_cache`)
+            value = getattr(args, flag, None)
+            if isinstance(value, str) and value:
+                from keras_bert_impl.checkpoints.hub_cache import resolve_checkpoint
+
+                setattr(args, flag, resolve_checkpoint(value))
         status = args.run(args)
     except KeyboardInterrupt:
         print(f"{PROGRAM} {args.command}: interrupted", file=sys.stderr)

@@ -9,12 +9,16 @@ Keys are the long flag names, with or without "--", with "-" or "_". Values are 
 a number, true / false for on/off flags, a list for a repeatable flag (`predict`'s `--text`, which the command
 line adds to) or a comma-separated one such as `--input-files` (joined with commas). A key that is no flag of
 the subcommand, or a bad value, is an error naming the key. The values become the flags' defaults (a required
-flag is satisfied by the file). YAML (`.yaml` / `.yml`) needs PyYAML.
+flag is satisfied by the file).
 """
 
 import argparse
 import json
 import os
+
+import yaml
+
+from keras_bert_impl.utils.file_patterns import read_json
 
 
 class ConfigFileError(ValueError):
@@ -25,19 +29,15 @@ def read_config_file(path):
     """The dict in a `.json`, `.yaml` or `.yml` config file (other extensions are read as JSON, then YAML)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Config file {path!r} does not exist.")
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
     extension = os.path.splitext(path)[1].lower()
-    if extension in (".yaml", ".yml"):
-        content = _parse_yaml(text, path)
+    if extension == ".json":
+        content = read_json(path, ConfigFileError)
     else:
-        try:
-            content = json.loads(text)
-        except json.JSONDecodeError as error:
-            if extension == ".json":
-                raise ConfigFileError(
-                    f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
-                ) from error
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        try:  # another extension than .yaml / .yml: JSON if it parses, else YAML
+            content = _parse_yaml(text, path) if extension in (".yaml", ".yml") else json.loads(text)
+        except json.JSONDecodeError:
             content = _parse_yaml(text, path)
     if content is None:
         return {}
@@ -47,12 +47,6 @@ def read_config_file(path):
 
 
 def _parse_yaml(text, path):
-    try:
-        import yaml
-    except ImportError:
-        raise ConfigFileError(
-            f"{path}: reading YAML config files needs PyYAML (pip install pyyaml); or write the file as JSON."
-        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:

@@ -29,8 +29,8 @@ backend.
 import keras
 import tensorflow as tf
 
-from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.data.documents import text_lines
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 COUNTING_RULES = ("original", "ceil", "bernoulli")
 REPLACEMENT_UNITS = ("word", "token")

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.layers.constructor_config import constructor_config
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 TRUNCATION_RULES = ("longest_first", "random_front_back")
 PADDING_MODES = ("fixed", "dynamic")

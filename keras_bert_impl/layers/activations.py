@@ -16,7 +16,7 @@ ACTIVATIONS = {
 
 
 def get_activation(name):
-    """Return the callable for an activation name in `ACTIVATIONS`.
+    """Return the callable for an activation name in `ACTIVATIONS`; a clear error for an unknown name.
 
     Args:
         name: str. One of the keys of `ACTIVATIONS`.
@@ -41,10 +41,4 @@ def get_activation(name):
     )
 
 
-def validate_activation(name):
-    """Raise a clear error for an unknown activation name; return the name."""
-    get_activation(name)
-    return name
-
-
-__all__ = ["ACTIVATIONS", "get_activation", "validate_activation"]
+__all__ = ["ACTIVATIONS", "get_activation"]

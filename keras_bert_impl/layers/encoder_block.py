@@ -4,10 +4,10 @@ import keras
 
 from keras import ops
 
-from keras_bert_impl.layers.activations import get_activation, validate_activation
-from keras_bert_impl.layers.constructor_config import constructor_config
+from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.self_attention import BertSelfAttention
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -57,7 +57,8 @@ class BertEncoderBlock(keras.layers.Layer):
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
         self.attention_dropout = attention_dropout
-        self.hidden_activation = validate_activation(hidden_activation)
+        get_activation(hidden_activation)  # an unknown name fails here, not in `build`
+        self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
 

@@ -8,8 +8,8 @@ Both heads return float32 logits whatever the dtype policy; their own weights ar
 import keras
 from keras import ops
 
-from keras_bert_impl.layers.activations import get_activation, validate_activation
-from keras_bert_impl.layers.constructor_config import constructor_config
+from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -49,7 +49,7 @@ class MaskedLMHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        validate_activation(hidden_activation)
+        get_activation(hidden_activation)  # an unknown name fails here, not in `build`
         self.token_embedding = token_embedding
         self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon

@@ -8,8 +8,8 @@ import math
 import keras
 from keras import ops
 
-from keras_bert_impl.layers.constructor_config import constructor_config
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads, quantized=False):
@@ -117,7 +117,10 @@ class BertSelfAttention(keras.layers.Layer):
             else:
                 query, key, value = self._project_queries_keys_values(queries, x)  # (B, P, N, D), (B, T, N, D) x2
             if training and self.attention_dropout > 0:
-                context = self._attention_with_dropout(query, key, value, mask, scale, training)
+                scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T or P, T)
+                probabilities = ops.cast(self._probabilities(scores, mask, scale), self.compute_dtype)
+                probabilities = self.probability_dropout(probabilities, training=training)
+                context = ops.einsum("bnts,bsnd->btnd", probabilities, value)  # (B, T or P, N, D)
             else:
                 # (B, N, T or P, T): cuDNN's fused attention (JAX on GPU) takes no (B, 1, 1, T) mask (2x slower).
                 mask = ops.broadcast_to(
@@ -146,7 +149,8 @@ class BertSelfAttention(keras.layers.Layer):
         """
         query, key, _ = self._split_query_key_value(x)
         mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, T) over keys
-        return self._probabilities(query, key, mask, 1.0 / math.sqrt(self.head_dim))
+        scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)
+        return self._probabilities(scores, mask, 1.0 / math.sqrt(self.head_dim))
 
     def _split_query_key_value(self, x):
         batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
@@ -199,9 +203,7 @@ class BertSelfAttention(keras.layers.Layer):
         value_kernel = ops.reshape(kernel[:, 2 * h :], (h, heads, head_dim))  # (H, N, D)
         query_in_input_space = ops.einsum("bpnd,hnd->bpnh", query, key_kernel)  # (B, P, N, H)
         scores = ops.einsum("bpnh,bth->bnpt", query_in_input_space, x)  # (B, N, P, T)
-        scores = ops.cast(scores, "float32") * scale
-        scores = ops.where(mask, scores, ops.convert_to_tensor(-1e9, "float32"))
-        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probabilities = ops.cast(self._probabilities(scores, mask, scale), self.compute_dtype)
         if training and self.attention_dropout > 0:
             probabilities = self.probability_dropout(probabilities, training=training)
         mixed_inputs = ops.einsum("bnpt,bth->bpnh", probabilities, x)  # (B, P, N, H)
@@ -209,16 +211,12 @@ class BertSelfAttention(keras.layers.Layer):
         weight_sums = ops.transpose(ops.sum(probabilities, axis=-1), (0, 2, 1))[..., None]  # (B, P, N, 1)
         return context + weight_sums * ops.reshape(bias[2 * h :], (heads, head_dim))
 
-    def _probabilities(self, query, key, mask, scale):
-        scores = ops.einsum("btnd,bsnd->bnts", query, key)  # (B, N, T, T)
+    @staticmethod
+    def _probabilities(scores, mask, scale):
+        """Softmax over the keys of `scores` `(B, N, T or P, T)` scaled, padded keys masked out: float32."""
         scores = ops.cast(scores, "float32") * scale
         scores = ops.where(mask, scores, ops.convert_to_tensor(-1e9, "float32"))
         return ops.softmax(scores, axis=-1)  # float32, whatever the dtype policy
-
-    def _attention_with_dropout(self, query, key, value, mask, scale, training):
-        probabilities = ops.cast(self._probabilities(query, key, mask, scale), self.compute_dtype)
-        probabilities = self.probability_dropout(probabilities, training=training)
-        return ops.einsum("bnts,bsnd->btnd", probabilities, value)  # (B, T, N, D)
 
     def compute_output_shape(self, x_shape, queries_shape=None):
         return tuple(x_shape) if queries_shape is None else tuple(queries_shape)

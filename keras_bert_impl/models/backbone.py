@@ -16,8 +16,8 @@ from keras_bert_impl.checkpoints import (
     resolve_checkpoint,
 )
 from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset, write_keras_hub_preset
-from keras_bert_impl.layers.activations import validate_activation
-from keras_bert_impl.layers.constructor_config import constructor_config
+from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.utils.constructor_config import constructor_config
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.encoder_block import BertEncoderBlock
 from keras_bert_impl.models.presets import preset_config, refuse_size_as_preset
@@ -98,7 +98,7 @@ class BertBackbone(keras.Model):
         dtype=None,
         **kwargs,
     ):
-        validate_activation(hidden_activation)
+        get_activation(hidden_activation)  # an unknown name fails before any layer is built
         for arg, value in (
             ("vocabulary_size", vocabulary_size),
             ("num_layers", num_layers),

@@ -45,16 +45,6 @@ def variable_matches(pattern, variable):
     return any(pattern.search(name) is not None for name in (str(getattr(variable, "path", "")), str(variable.name)))
 
 
-def _multi_replica_context():
-    """The tf.distribute replica context when the step runs on two or more replicas, else None."""
-    if keras.backend.backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    context = tf.distribute.get_replica_context()
-    return context if context is not None and context.num_replicas_in_sync > 1 else None
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class AdamWeightDecay(keras.optimizers.Optimizer):
     """Adam without bias correction and with decoupled weight decay, as BERT was pretrained (Devlin et al., 2018).
@@ -149,12 +139,14 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         two or more replicas each replica all-reduces the gradients, scales its own by the global clip factor
         (as `keras.optimizers` computes it) and switches Keras' clipping off for the call: one extra all-reduce.
         """
-        context = _multi_replica_context()
-        if (context is None or not self.global_clipnorm or self.gradient_accumulation_steps
+        if (keras.backend.backend() != "tensorflow" or not self.global_clipnorm or self.gradient_accumulation_steps
                 or self.loss_scale_factor is not None):
             return super().apply(grads, trainable_variables)
         import tensorflow as tf
 
+        context = tf.distribute.get_replica_context()  # None in a cross-replica context
+        if context is None or context.num_replicas_in_sync < 2:
+            return super().apply(grads, trainable_variables)
         clipnorm = self.global_clipnorm
         grads = list(grads)
         summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [g for g in grads if g is not None])

@@ -12,6 +12,7 @@ from keras_bert_impl.optimization.adam_weight_decay import (
     compile_variable_patterns,
     variable_matches,
 )
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -53,7 +54,7 @@ class Lamb(AdamWeightDecay):
             "exclude_from_layer_adaptation",
         )
         self.exclude_from_layer_adaptation = (
-            None if exclude_from_layer_adaptation is None else tuple(exclude_from_layer_adaptation)
+            None if exclude_from_layer_adaptation is None else list(exclude_from_layer_adaptation)
         )
         self.bias_correction = bool(bias_correction)
 
@@ -77,12 +78,4 @@ class Lamb(AdamWeightDecay):
         self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * update)
 
     def get_config(self):
-        config = super().get_config()
-        exclusion = self.exclude_from_layer_adaptation
-        config.update(
-            {
-                "exclude_from_layer_adaptation": None if exclusion is None else list(exclusion),
-                "bias_correction": self.bias_correction,
-            }
-        )
-        return config
+        return {**super().get_config(), **constructor_config(self, skip=("learning_rate",))}

@@ -7,6 +7,7 @@ from keras import ops
 
 from keras_bert_impl.optimization.adam_weight_decay import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, AdamWeightDecay
 from keras_bert_impl.optimization.lamb import Lamb
+from keras_bert_impl.utils.constructor_config import constructor_config
 
 logger = logging.getLogger(__name__)
 
@@ -99,14 +100,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return learning_rate
 
     def get_config(self):
-        return {
-            "peak_learning_rate": self.peak_learning_rate,
-            "warmup_steps": self.warmup_steps,
-            "total_steps": self.total_steps,
-            "variant": self.variant,
-            "end_learning_rate": self.end_learning_rate,
-            "gradient_accumulation_steps": self.gradient_accumulation_steps,
-        }
+        return constructor_config(self)
 
 
 def resolve_warmup_steps(total_steps, warmup_steps=None, warmup_fraction=None):

@@ -108,15 +108,6 @@ def _check_vocabulary(tokens, source):
     return first_index
 
 
-def _valid_utf8(text):
-    # Invalid sequences become U+FFFD, which cleaning then deletes. tensorflow-text's regex split stops at
-    # a NUL byte, so NUL (deleted by cleaning) becomes \x01 (also deleted), keeping byte offsets intact.
-    text = tf.strings.unicode_transcode(
-        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD, replace_control_characters=False
-    )
-    return tf.strings.regex_replace(text, r"\x00", "\x01")
-
-
 def _normalize(strings, lowercase, strip_accents):
     """Clean, and optionally lowercase / strip accents from, a flat tf.string tensor, elementwise."""
     strings = tf.strings.regex_replace(strings, _DELETED_CHARACTERS, "")
@@ -129,7 +120,13 @@ def _normalize(strings, lowercase, strip_accents):
 
 
 def _split_and_normalize(text, lowercase, strip_accents, tokenize_chinese_chars):
-    """Valid-UTF-8 text `(B,)` -> flat words, normalized words, word byte starts, and row splits `(B + 1,)`."""
+    """Text `(B,)` -> flat words, normalized words, word byte starts, and row splits `(B + 1,)`."""
+    # Invalid sequences become U+FFFD, which cleaning then deletes. tensorflow-text's regex split stops at
+    # a NUL byte, so NUL (deleted by cleaning) becomes \x01 (also deleted), keeping byte offsets intact.
+    text = tf.strings.unicode_transcode(
+        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD, replace_control_characters=False
+    )
+    text = tf.strings.regex_replace(text, r"\x00", "\x01")
     kept = _PUNCTUATION + (_CJK_IDEOGRAPHS if tokenize_chinese_chars else "")
     words, starts, _ = tf_text.regex_split_with_offsets(text, f"[{_WHITESPACE}{kept}]", f"[{kept}]")
     words, starts, word_splits = words.flat_values, starts.flat_values, words.row_splits
@@ -166,9 +163,7 @@ def split_words(text, lowercase=True, strip_accents=None, tokenize_chinese_chars
     """
     text = tf.convert_to_tensor(text, dtype=tf.string)
     strip_accents = lowercase if strip_accents is None else strip_accents
-    _, normalized, _, row_splits = _split_and_normalize(
-        _valid_utf8(text), lowercase, strip_accents, tokenize_chinese_chars
-    )
+    _, normalized, _, row_splits = _split_and_normalize(text, lowercase, strip_accents, tokenize_chinese_chars)
     return tf.RaggedTensor.from_row_splits(normalized, row_splits, validate=False)
 
 
@@ -180,9 +175,7 @@ def _long_words_as_unk(normalized_words, max_chars):
 
 def _tokenize_general(batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
     """Text `(B,)` -> flat int32 ids and their row splits `(B + 1,)`, by steps 1-5 of the module docstring."""
-    _, normalized, _, row_splits = _split_and_normalize(
-        _valid_utf8(batch), lowercase, strip_accents, tokenize_chinese_chars
-    )
+    _, normalized, _, row_splits = _split_and_normalize(batch, lowercase, strip_accents, tokenize_chinese_chars)
     ids = wordpiece.tokenize(_long_words_as_unk(normalized, max_chars)[0])
     return ids.flat_values, tf.gather(ids.row_splits, row_splits)
 
@@ -228,9 +221,8 @@ def _tokenize_batch(batch, wordpiece, fast_wordpiece, max_chars, lowercase, stri
 
 def _tokenize_with_offsets_batch(batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
     """Text `(B,)` -> int32 ids, int64 byte starts and exclusive ends, each `(B, None)`."""
-    words, normalized, word_starts, row_splits = _split_and_normalize(
-        _valid_utf8(batch), lowercase, strip_accents, tokenize_chinese_chars
-    )
+    words, normalized, word_starts, row_splits = _split_and_normalize(batch, lowercase, strip_accents,
+                                                                      tokenize_chinese_chars)
     unk_or_words, too_long = _long_words_as_unk(normalized, max_chars)
     ids, piece_starts, piece_ends = wordpiece.tokenize_with_offsets(unk_or_words)
     piece_word = ids.value_rowids()  # (P,) word index of every piece

@@ -92,7 +92,7 @@ def check_model_inputs(model, inputs, what="inputs"):
         inputs: dict of NumPy arrays `token_ids`, `segment_ids`, `padding_mask` `(N, T)` (or `(N, C, T)`).
         what: str. Names the data in the message (e.g. "training data"). Defaults to "inputs".
     """
-    from keras_bert_impl.layers.input_validation import check_token_ids_in_range
+    from keras_bert_impl.layers.embeddings import check_token_ids_in_range
 
     backbone = getattr(model, "backbone", model)
     missing = [key for key in ("token_ids", "segment_ids", "padding_mask") if key not in inputs]

@@ -11,15 +11,11 @@ import shutil
 import tempfile
 
 
-def _fsync_directory(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
+def _fsync(path):
+    """Flush the file or directory `path` to disk."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
 
@@ -99,13 +95,10 @@ def atomic_path(path):
     os.chmod(tmp_path, _umask_mode(0o666))
     try:
         yield tmp_path
-        fd = os.open(tmp_path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(tmp_path)
         os.replace(tmp_path, path)
-        _fsync_directory(parent)
+        with contextlib.suppress(OSError):  # some filesystems cannot sync a directory
+            _fsync(parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp_path)
@@ -254,6 +247,7 @@ def atomic_directory(path, markers=(), overwrite=False, what="output directory",
             os.replace(backup, path)
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
-    _fsync_directory(parent)
+    with contextlib.suppress(OSError):
+        _fsync(parent)
     if backup is not None:
         _remove(backup)
