@@ -58,13 +58,11 @@ def check_arguments(args):
 def _texts(args):
     texts = list(args.text or [])
     if args.input_file:
-        from keras_bert_impl.data.classification_data import not_utf8_error
+        from keras_bert_impl.data.documents import text_lines
+        from keras_bert_impl.data.label_vocabulary import ClassificationDataError
 
-        try:
-            with open(args.input_file, encoding="utf-8") as handle:
-                texts.extend(line.rstrip("\n") for line in handle if line.strip())
-        except UnicodeDecodeError:
-            raise not_utf8_error(args.input_file) from None
+        lines = text_lines(args.input_file, error=ClassificationDataError)
+        texts.extend(line.rstrip("\n") for line in lines if line.strip())
     if not texts:
         raise ValueError(f"No texts to classify in {args.input_file}.")
     return texts

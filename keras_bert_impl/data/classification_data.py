@@ -13,7 +13,6 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.utils.file_patterns import utf8_error_message
 from keras_bert_impl.data.documents import text_lines
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary, all_labelled
 
@@ -103,11 +102,6 @@ def _class_label(value, location, column):
     raise ClassificationDataError(
         f"{location}: label {value!r} in column {column!r} must be a string or an integer."
     )
-
-
-def not_utf8_error(path):
-    """A `ClassificationDataError` naming the first line of `path` that is not valid UTF-8 and its bytes."""
-    return ClassificationDataError(utf8_error_message(path))
 
 
 def table_rows(path, delimiter, quoting, has_header):

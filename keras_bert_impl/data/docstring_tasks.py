@@ -22,6 +22,7 @@ import random
 import re
 
 from keras_bert_impl.data.default_corpus import module_sentences
+from keras_bert_impl.data.documents import text_lines
 from keras_bert_impl.utils.atomic_io import atomic_write_text
 
 # Topic (the class label) -> the modules whose docstrings carry it; modules absent from a Python version are skipped.
@@ -271,8 +272,7 @@ def first_of_each_question_kind(squad):
 def most_frequent_token_share(tokenizer, path):
     """`(the most frequent token of path's text, its share of the tokens)`: the masked-LM accuracy of always
     guessing it (masked positions are a uniform sample of the non-special tokens)."""
-    with open(path, encoding="utf-8") as handle:
-        sentences = [line.strip() for line in handle if line.strip()]
+    sentences = [line.strip() for line in text_lines(path) if line.strip()]
     counts = collections.Counter(token for ids in tokenizer.tokenize(sentences) for token in ids)
     token_id, count = counts.most_common(1)[0]
     return tokenizer.id_to_token(token_id), count / sum(counts.values())

@@ -124,16 +124,6 @@ def write_pretraining_tfrecords(
     return paths
 
 
-def _record_features(sequence_length, max_predictions_per_seq, static):
-    """The `tf.io.parse_example` features of a record."""
-    features = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}
-    for record_name in _record_names(static):
-        length = sequence_length if record_name in _PACKED_RECORD_NAMES else max_predictions_per_seq
-        dtype = tf.float32 if record_name == "masked_lm_weights" else tf.int64
-        features[record_name] = tf.io.FixedLenFeature([length], dtype)
-    return features
-
-
 def _check_record_layout(path, features):
     """Compare the first record of `path` with the expected `features`, so a mismatch is named, not a parse error."""
     try:
@@ -206,7 +196,11 @@ def read_pretraining_tfrecords(
         raise ValueError(f"No TFRecord shards in {file_pattern!r}.")
     masker = getattr(masker, "masker", masker)  # a BertPretrainingPreprocessor masks with its masker
     static = masker is None
-    features = _record_features(sequence_length, max_predictions_per_seq, static)
+    features = {"next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64)}  # what tf.io.parse_example reads
+    for record_name in _record_names(static):
+        length = sequence_length if record_name in _PACKED_RECORD_NAMES else max_predictions_per_seq
+        dtype = tf.float32 if record_name == "masked_lm_weights" else tf.int64
+        features[record_name] = tf.io.FixedLenFeature([length], dtype)
     _check_record_layout(files[0], features)
 
     def parse(serialized):
