@@ -186,9 +186,8 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         """The answers to `x = (questions, contexts)` given the model's `outputs` on `self(x)`.
 
         Returns:
-            a list of dicts `{"text", "start", "end", "score"}` (one dict for a single str pair): the answer
-            ("" for none), its code point offsets in the context (`context[start:end] == text`, -1 for ""),
-            and the start + end logit of the best span (-inf when there is none); v2.0 adds `null_odds`.
+            a list of `SquadPredictions.answer` dicts `{"text", "start", "end", "score"}` (v2.0 adds `null_odds`),
+            one dict for a single str pair.
         """
         single = _question_context(x)[2]
         examples, features = self.featurize(x)

@@ -3,8 +3,6 @@
 Written independently; it reproduces the official `evaluate-v1.1.py` and `evaluate-v2.0.py` numbers,
 including their corner cases:
 
-- `normalize_answer`: lowercase, drop ASCII punctuation (`string.punctuation`), replace the words a/an/the
-  by a space, collapse whitespace.
 - Exact match: normalized strings equal. F1: token overlap of the normalized answers (multiset
   intersection). Each question takes the max over its gold answers.
 - v1.1: an empty normalized prediction or gold scores F1 0 (even against each other); a question without
@@ -40,7 +38,8 @@ def normalize_answer(text):
         text: str.
 
     Returns:
-        str. Lowercased, ASCII punctuation removed, articles a/an/the removed, whitespace collapsed.
+        str. Lowercased, ASCII punctuation (`string.punctuation`) removed, the words a/an/the replaced by a
+        space, whitespace collapsed.
 
     Example:
     >>> normalize_answer("The  Eiffel-Tower!")
