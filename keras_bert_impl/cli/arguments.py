@@ -6,6 +6,9 @@ Kept free of TensorFlow and Keras imports at module level.
 import argparse
 import dataclasses
 import math
+import os
+
+from keras_bert_impl.utils.file_patterns import expand_paths
 
 
 class UsageError(ValueError):
@@ -189,10 +192,6 @@ def column(text):
 def expand_input_files(spec):
     """Comma-separated paths and glob patterns -> the files, in order (`utils.file_patterns.expand_paths`); a
     pattern that matches nothing or a missing file raises `FileNotFoundError` naming it."""
-    import os
-
-    from keras_bert_impl.utils.file_patterns import expand_paths
-
     files = expand_paths([part.strip() for part in spec.split(",") if part.strip()])
     missing = [path for path in files if not os.path.isfile(path)]
     if missing:

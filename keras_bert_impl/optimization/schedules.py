@@ -185,14 +185,13 @@ def create_optimizer(
         "global_clipnorm": global_clipnorm,
         "gradient_accumulation_steps": None if gradient_accumulation_steps == 1 else gradient_accumulation_steps,
     }
+    if exclude_from_weight_decay is None:
+        exclude_from_weight_decay = (KERAS_ADAMW_EXCLUDE_FROM_WEIGHT_DECAY if name == "keras_adamw"
+                                     else DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY)
     if name == "keras_adamw":
         optimizer = keras.optimizers.AdamW(weight_decay=weight_decay, **common)
-        if exclude_from_weight_decay is None:
-            exclude_from_weight_decay = KERAS_ADAMW_EXCLUDE_FROM_WEIGHT_DECAY
         optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
     else:
-        if exclude_from_weight_decay is None:
-            exclude_from_weight_decay = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
         optimizer_class = AdamWeightDecay if name == "adamw_original" else Lamb
         optimizer = optimizer_class(
             weight_decay_rate=weight_decay, exclude_from_weight_decay=exclude_from_weight_decay, **common

@@ -56,13 +56,12 @@ def ensure_directory(path):
 
 
 @contextlib.contextmanager
-def atomic_write(path, mode="wb", encoding=None):
+def atomic_write(path, mode="wb"):
     """Open a temporary file that replaces `path` only when the `with` block succeeds.
 
     Args:
         path: str. Final file path.
-        mode: str. `"wb"` or `"w"`. Defaults to `"wb"`.
-        encoding: str or None. Text encoding for `"w"`; defaults to UTF-8 in text mode.
+        mode: str. `"wb"` or `"w"` (UTF-8 text). Defaults to `"wb"`.
 
     Example:
     >>> with atomic_write("/tmp/example.txt", "w") as f:
@@ -70,8 +69,7 @@ def atomic_write(path, mode="wb", encoding=None):
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write supports modes 'w' and 'wb', got {mode!r}.")
-    if mode == "w" and encoding is None:
-        encoding = "utf-8"
+    encoding = "utf-8" if mode == "w" else None
     with atomic_path(path) as tmp_path, os.fdopen(os.open(tmp_path, os.O_WRONLY), mode, encoding=encoding) as handle:
         yield handle
 
