@@ -83,8 +83,32 @@ def _questions(args):
     return ["question"], [args.question], [context]
 
 
-def _table(rows, texts, header):
-    """`index<TAB>prediction<TAB>probability<TAB>text` lines (a TAB inside a text shown as " | ")."""
+# The tasks that take texts; `BertQuestionAnswerer` takes questions.
+TEXT_TASKS = ("BertClassifier", "BertMultipleChoice", "BertTokenClassifier")
+
+
+def predict_texts(model, texts, batch_size, header):
+    """Lines of predictions for `texts`: one JSON object per text with the entities a `BertTokenClassifier` finds
+    in it; else `index<TAB>prediction<TAB>probability<TAB>text` lines (a TAB inside a text shown as " | ") of
+    `BertClassifier` predictions (a TAB inside a text separates a pair), or of `BertMultipleChoice` choices for
+    texts of the form `context<TAB>ending0<TAB>ending1...`."""
+    class_name = type(model).__name__
+    if class_name == "BertTokenClassifier":
+        tagged = model.predict(texts, batch_size=batch_size, verbose=0)
+        return [json.dumps({"index": index, "text": text, "entities": result["entities"]}, ensure_ascii=False)
+                for index, (text, result) in enumerate(zip(texts, tagged))]
+    if class_name == "BertMultipleChoice":
+        rows = [text.split("\t") for text in texts]
+        if min(len(row) for row in rows) < 3 or len({len(row) for row in rows}) != 1:
+            raise ValueError("A multiple-choice model takes texts of the form context<TAB>ending0<TAB>ending1..., "
+                             "two or more endings and the same number on every text.")
+        x = ([row[0] for row in rows], [row[1:] for row in rows])
+    else:
+        pairs = [text.split("\t", 1) for text in texts]
+        if len({len(pair) for pair in pairs}) != 1:
+            raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
+        x = texts if len(pairs[0]) == 1 else tuple(list(side) for side in zip(*pairs))
+    rows = model.decode_predictions(model.predict(x, batch_size=batch_size, verbose=0))
     lines = ["index\tprediction\tprobability\ttext"] if header else []
     for index, (row, text) in enumerate(zip(rows, texts)):
         shown = text.replace("\t", " | ")
@@ -96,68 +120,30 @@ def _table(rows, texts, header):
     return lines
 
 
-def classify(model, texts, batch_size, header):
-    """Lines of `BertClassifier` predictions for `texts` (a TAB inside a text separates a pair), or of
-    `BertMultipleChoice` choices for texts of the form `context<TAB>ending0<TAB>ending1...`."""
-    if type(model).__name__ == "BertMultipleChoice":
-        rows = [text.split("\t") for text in texts]
-        if min(len(row) for row in rows) < 3 or len({len(row) for row in rows}) != 1:
-            raise ValueError("A multiple-choice model takes texts of the form context<TAB>ending0<TAB>ending1..., "
-                             "two or more endings and the same number on every text.")
-        x = ([row[0] for row in rows], [row[1:] for row in rows])
-    else:
-        pairs = [text.split("\t", 1) for text in texts]
-        if len({len(pair) for pair in pairs}) != 1:
-            raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
-        x = texts if len(pairs[0]) == 1 else tuple(list(side) for side in zip(*pairs))
-    return _table(model.decode_predictions(model.predict(x, batch_size=batch_size, verbose=0)), texts, header)
-
-
-def tag_entities(model, texts, batch_size, header):
-    """One JSON line per text with the entities a `BertTokenClassifier` finds in it."""
-    tagged = model.predict(texts, batch_size=batch_size, verbose=0)
-    return [json.dumps({"index": index, "text": text, "entities": result["entities"]}, ensure_ascii=False)
-            for index, (text, result) in enumerate(zip(texts, tagged))]
-
-
-TEXT_PREDICTIONS = {"BertClassifier": classify, "BertMultipleChoice": classify, "BertTokenClassifier": tag_entities}
-
-
-def answer(model, question_ids, questions, contexts, batch_size, squad_file):
-    """The answers of a `BertQuestionAnswerer`: predictions.json text for a SQuAD file, else the one answer."""
-    answers = model.predict((questions, contexts), batch_size=batch_size, verbose=0)
-    if squad_file:
-        predictions = {question_id: found["text"] for question_id, found in zip(question_ids, answers)}
-        return json.dumps(predictions, indent=2, ensure_ascii=False)
-    return answers[0]["text"]
-
-
-def _check_task(path, class_name, asked_to_classify):
-    takes_texts = class_name in TEXT_PREDICTIONS
-    if takes_texts != asked_to_classify or not (takes_texts or class_name == "BertQuestionAnswerer"):
-        wanted = "texts to classify" if asked_to_classify else "questions"
-        raise ValueError(f"{path} holds a {class_name}, which does not take {wanted}; predict takes a "
-                         f"BertClassifier, BertTokenClassifier or BertMultipleChoice (texts) or a "
-                         f"BertQuestionAnswerer (questions).")
-
-
 def run(args):
     """Load the model directory's task (`models.load_task`) and classify, tag or answer, by its class."""
     from keras_bert_impl.models.task_loading import detect_task, load_task
 
     class_name = detect_task(args.model)
     asked_to_classify = bool(args.text or args.input_file)
-    _check_task(args.model, class_name, asked_to_classify)
+    if (class_name in TEXT_TASKS) != asked_to_classify or class_name not in TEXT_TASKS + ("BertQuestionAnswerer",):
+        wanted = "texts to classify" if asked_to_classify else "questions"
+        raise ValueError(f"{args.model} holds a {class_name}, which does not take {wanted}; predict takes a "
+                         f"BertClassifier, BertTokenClassifier or BertMultipleChoice (texts) or a "
+                         f"BertQuestionAnswerer (questions).")
     # The saved preprocessor settings the flags replace.
     settings = {"sequence_length": args.sequence_length} if args.sequence_length else {}
     if not asked_to_classify:
         settings |= question_answering_settings(args)
     model = load_task(args.model, task=class_name, require_preprocessor=True, **settings)
     if asked_to_classify:
-        lines = TEXT_PREDICTIONS[class_name](model, _texts(args), args.batch_size, header=bool(args.output_file))
-        text = "\n".join(lines)
+        text = "\n".join(predict_texts(model, _texts(args), args.batch_size, header=bool(args.output_file)))
     else:
-        text = answer(model, *_questions(args), args.batch_size, args.squad_file)
+        question_ids, questions, contexts = _questions(args)
+        answers = model.predict((questions, contexts), batch_size=args.batch_size, verbose=0)
+        # predictions.json for a SQuAD file, else the one answer.
+        text = (json.dumps({question_id: found["text"] for question_id, found in zip(question_ids, answers)},
+                           indent=2, ensure_ascii=False) if args.squad_file else answers[0]["text"])
     if args.output_file:
         from keras_bert_impl.utils.atomic_io import atomic_write_text
 
