@@ -3,7 +3,7 @@
     keras-bert finetune-multiple-choice --train-file swag/train.csv --dev-file swag/val.csv \\
         --init-checkpoint path/to/bert --output-dir runs/swag
 
-The recipe is `training.multiple_choice_finetuning.finetune_multiple_choice`. SWAG CSV files (`sent1`, `sent2`,
+The recipe is `training.classifier_finetuning.finetune_multiple_choice`. SWAG CSV files (`sent1`, `sent2`,
 `ending0`, ... and `label`); choice N is packed as `[CLS] sent1 [SEP] sent2 endingN [SEP]`, as `run_swag.py`.
 Files, outputs and resuming as `finetune-classifier`'s; examples are bucketed by their longest choice (an
 example's choices stay in one batch).
@@ -27,7 +27,7 @@ check_arguments = check_finetuning_arguments
 
 def run(args):
     from keras_bert_impl.training.finetuning import FinetuningFiles
-    from keras_bert_impl.training.multiple_choice_finetuning import finetune_multiple_choice
+    from keras_bert_impl.training.classifier_finetuning import finetune_multiple_choice
 
     finetune_multiple_choice(*finetuning_inputs(FinetuningFiles, args), sequence_length=args.sequence_length,
                              dropout=args.classifier_dropout)

@@ -3,7 +3,7 @@
     keras-bert finetune-ner --train-file conll2003/train.txt --dev-file conll2003/dev.txt \\
         --test-file conll2003/test.txt --init-checkpoint path/to/bert --output-dir runs/ner
 
-The recipe is `training.token_classification_finetuning.finetune_token_classifier`. Files are CoNLL columns
+The recipe is `training.classifier_finetuning.finetune_token_classifier`. Files are CoNLL columns
 (`word TAG` or `word POS CHUNK TAG`, IOB1 or IOB2); a sentence longer than `--sequence-length` is cut into
 windows `--stride` tokens apart, every word predicted in exactly one. Scores are conlleval's entity-level
 precision / recall / F1. Files and outputs as `finetune-classifier`'s, the predictions in
@@ -45,7 +45,7 @@ def check_arguments(args):
 
 def run(args):
     from keras_bert_impl.training.finetuning import FinetuningFiles
-    from keras_bert_impl.training.token_classification_finetuning import finetune_token_classifier
+    from keras_bert_impl.training.classifier_finetuning import finetune_token_classifier
 
     finetune_token_classifier(*finetuning_inputs(FinetuningFiles, args), sequence_length=args.sequence_length,
                               stride=args.stride, classifier_dropout=args.classifier_dropout, monitor=args.monitor)

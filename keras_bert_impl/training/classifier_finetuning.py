@@ -1,15 +1,20 @@
-"""The sentence (pair) classification recipe of `run_classifier.py` as one library call (`finetune_classifier`),
-what `keras-bert finetune-classifier` runs.
+"""The classification recipes, each one library call on `finetuning.finetune_and_score`: sentence (pair)
+classification as `run_classifier.py` (`finetune_classifier`, what `keras-bert finetune-classifier` runs), multiple
+choice as the paper's SWAG run (`finetune_multiple_choice`, `finetune-multiple-choice`; each choice packed
+`[CLS] sent1 [SEP] sent2 endingN [SEP]`) and named-entity recognition as its CoNLL-2003 run
+(`finetune_token_classifier`, `finetune-ner`).
 """
 
 import dataclasses
 import os
 
-from keras_bert_impl.training.finetuning import FinetuningFiles
+import keras
+
+from keras_bert_impl.training import finetuning
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassificationFiles(FinetuningFiles):
+class ClassificationFiles(finetuning.FinetuningFiles):
     """`FinetuningFiles` (`train_file`, `dev_file`, `test_file`, `tune_fraction`) and how a classification run
     reads them.
 
@@ -90,12 +95,9 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     Returns:
         dict: the final model's dev scores (empty without a dev file).
     """
-    import keras
-
     from keras_bert_impl.data.classification_data import LabelVocabulary, classification_arrays
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
-    from keras_bert_impl.training import finetuning
 
     keras.utils.set_random_seed(settings.seed)
     regression = files.is_regression
@@ -122,3 +124,112 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
         monitor=monitor or finetuning.classification_monitor(files.task, regression),
         counts=lambda rows, x, y: f"{len(rows)} training examples",
         details=f"; labels: {labels.labels if labels else 'regression'}")
+
+
+def finetune_multiple_choice(files, source, settings, sequence_length=128, dropout=None):
+    """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertMultipleChoice` on SWAG files.
+
+    Writes into `settings.output_dir`: `last/` and `best/` by accuracy, and for the final model
+    `dev_predictions.tsv` (`index<TAB>choice`) with `eval_results.json`, `test_predictions.tsv` and, when the test
+    file has labels, `test_results.json` (`finetuning.finetune_and_score`).
+
+    Args:
+        files: `finetuning.FinetuningFiles`.
+        source: `finetuning.ModelSource`.
+        settings: `finetuning.FinetuningSettings`.
+        sequence_length: int. Tokens per packed choice; longer ones are truncated. Defaults to 128.
+        dropout: float or None. Dropout before the scoring layer; None: the checkpoint's, else 0.1. Defaults
+            to None.
+
+    Returns:
+        dict: the final model's dev scores (empty without a dev file).
+    """
+    import numpy as np
+
+    from keras_bert_impl import metrics
+    from keras_bert_impl.data.multiple_choice_data import multiple_choice_inputs, read_swag_examples
+    from keras_bert_impl.models.multiple_choice import BertMultipleChoice
+    from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
+
+    keras.utils.set_random_seed(settings.seed)
+    tokenizer = source.tokenizer()
+    preprocessor = BertMultipleChoicePreprocessor(tokenizer, sequence_length=sequence_length)
+    model = source.build(BertMultipleChoice, tokenizer, preprocessor, max_sequence_length=max(512, sequence_length),
+                         dropout=dropout)
+
+    def pack(examples):
+        """`(x, labels)`: inputs `(N, C, T)` and int32 `(N,)` labels (None without)."""
+        texts, labels = multiple_choice_inputs(examples)
+        return preprocessor(texts), labels
+
+    def write_predictions(name, inputs, logits):
+        finetuning.write_classification_predictions(os.path.join(settings.output_dir, f"{name}_predictions.tsv"),
+                                                    logits)
+
+    return finetuning.finetune_and_score(
+        model, tokenizer, files, settings, read_swag_examples(files.train_file) if settings.epochs else [],
+        read=lambda path, labeled: read_swag_examples(path, require_labels=labeled), pack=pack,
+        score=lambda gold, logits: {"accuracy": metrics.accuracy(gold, np.argmax(logits, axis=-1))},
+        write_predictions=write_predictions, monitor="accuracy",
+        counts=lambda rows, x, y: f"{len(rows)} training examples of {x['token_ids'].shape[1]} choices")
+
+
+def finetune_token_classifier(files, source, settings, sequence_length=128, stride=None, classifier_dropout=None,
+                              monitor="f1"):
+    """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertTokenClassifier` on CoNLL files.
+
+    Writes into `settings.output_dir`: `last/` and `best/` by `monitor`, and for the final model
+    `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted`, conlleval's input) with
+    `eval_results.json` / `test_results.json` (`finetuning.finetune_and_score`).
+
+    Args:
+        files: `finetuning.FinetuningFiles`.
+        source: `finetuning.ModelSource`.
+        settings: `finetuning.FinetuningSettings`.
+        sequence_length: int. Tokens per window, [CLS] and [SEP] included. Defaults to 128.
+        stride: int or None. Tokens between the starts of a long sentence's windows; None: half a window.
+            Defaults to None.
+        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1.
+            Defaults to None.
+        monitor: str. The dev (or held-out) metric that picks `best/`: f1, precision, recall, accuracy or
+            `<TYPE>_f1`. Defaults to "f1".
+
+    Returns:
+        dict: the final model's dev scores (empty without a dev file).
+    """
+    from keras_bert_impl.data.token_classification_data import encode_tags, read_conll_sentences, tag_vocabulary
+    from keras_bert_impl.metrics import entity_scores
+    from keras_bert_impl.models.token_classifier import BertTokenClassifier
+    from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
+    from keras_bert_impl.utils.atomic_io import atomic_write_text
+
+    keras.utils.set_random_seed(settings.seed)
+    tokenizer = source.tokenizer()
+    train = read_conll_sentences(files.train_file) if settings.epochs else []
+    tags = tag_vocabulary(train) if train else None  # no training: the checkpoint's tags
+    preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=sequence_length, stride=stride)
+    model = source.build(BertTokenClassifier, tokenizer, preprocessor, max_sequence_length=max(512, sequence_length),
+                         num_classes=len(tags) if tags else None, labels=tags.labels if tags else None,
+                         dropout=classifier_dropout)
+    if model.labels is None:
+        raise ValueError(f"{source.init_checkpoint} has no tag names; give a training file (its tags name the "
+                         "classes).")
+
+    def predict(sentences):
+        tagged = model.predict([sentence.words for sentence in sentences], batch_size=settings.eval_batch_size,
+                               verbose=0)
+        return [[word["tag"] for word in sentence["words"]] for sentence in tagged]
+
+    def write_predictions(name, sentences, predicted):
+        # conlleval's input: `word gold predicted` lines, a blank line after each sentence
+        blocks = ["\n".join(f"{word} {gold} {tag}" for word, gold, tag in zip(sentence.words, sentence.tags, guessed))
+                  for sentence, guessed in zip(sentences, predicted)]
+        atomic_write_text(os.path.join(settings.output_dir, f"{name}_predictions.txt"), "\n\n".join(blocks) + "\n")
+
+    return finetuning.finetune_and_score(
+        model, tokenizer, files, settings, train, read=lambda path, labeled: read_conll_sentences(path),
+        pack=lambda sentences: (sentences, [list(sentence.tags) for sentence in sentences]), predict=predict,
+        score=entity_scores, write_predictions=write_predictions, monitor=monitor,
+        training_arrays=lambda rows: preprocessor([sentence.words for sentence in rows], encode_tags(rows, tags)),
+        counts=lambda rows, x, y: f"{len(rows)} training sentences, {len(y)} windows",
+        details=f"; tags: {tags.labels}" if tags else "")

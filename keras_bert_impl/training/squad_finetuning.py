@@ -16,27 +16,23 @@ import dataclasses
 import json
 import os
 
+from keras_bert_impl.training.finetuning import FinetuningFiles
+
 
 @dataclasses.dataclass(frozen=True)
-class SquadFiles:
-    """The SQuAD JSON files of a run and what each is for (see the module docstring).
+class SquadFiles(FinetuningFiles):
+    """The SQuAD JSON files of a run and what each is for (see the module docstring): `FinetuningFiles`'
+    `train_file` (answered questions; None trains nothing), `dev_file`, `test_file` and `tune_fraction` (a share
+    of the training articles held out, seeded), and:
 
     Args:
-        train_file: str or None. Answered questions to train on (None trains nothing). Defaults to None.
-        dev_file: str or None. Defaults to None.
         threshold_file: str or None. v2.0 only. Defaults to None.
-        tune_fraction: float or None. Share of the training articles held out (seeded). Defaults to None.
-        test_file: str or None. Defaults to None.
         skip_unscorable_questions: bool. Leave out questions of the scored files that repeat an id or lack
             `answers` without `is_impossible` (their number is printed) instead of refusing the file.
             Defaults to False.
     """
 
-    train_file: str = None
-    dev_file: str = None
     threshold_file: str = None
-    tune_fraction: float = None
-    test_file: str = None
     skip_unscorable_questions: bool = False
 
 
