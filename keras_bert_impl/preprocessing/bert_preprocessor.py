@@ -58,6 +58,8 @@ class BertPreprocessor(Preprocessor):
     [[0, 0, 0, 1, 1, 1]]
     """
 
+    _config_keys = ("truncation",)
+
     def __init__(self, tokenizer, sequence_length=128, truncation="longest_first", **kwargs):
         super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
         self.truncation = truncation
@@ -66,8 +68,3 @@ class BertPreprocessor(Preprocessor):
     def call(self, x, y=None, sample_weight=None):
         packed = pack_texts(self, x)  # each (B, T)
         return keras.utils.pack_x_y_sample_weight(packed, y, sample_weight)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(truncation=self.truncation)
-        return config

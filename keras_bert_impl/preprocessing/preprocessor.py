@@ -123,6 +123,9 @@ class Preprocessor(keras.layers.Layer):
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
     """
 
+    # The constructor arguments a subclass adds: `get_config` saves the attributes of these names.
+    _config_keys = ()
+
     def __init__(self, tokenizer, sequence_length=128, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(sequence_length, (int, np.integer)) or isinstance(sequence_length, bool) or (
@@ -246,6 +249,7 @@ class Preprocessor(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(tokenizer=self.tokenizer.get_config(), sequence_length=self.sequence_length)
+        config.update({key: getattr(self, key) for key in self._config_keys})
         return config
 
     @classmethod

@@ -107,6 +107,8 @@ class BertPretrainingPreprocessor(Preprocessor):
     [1]
     """
 
+    _config_keys = tuple(name for name in DEFAULT_SETTINGS if name != "sequence_length")
+
     def __init__(
         self,
         tokenizer,
@@ -211,15 +213,10 @@ class BertPretrainingPreprocessor(Preprocessor):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(element)
         return self.call(x, y, sample_weight, seed=tf.stack([tf.constant(self.seed, tf.int64), element_seed]))
 
-    # -- settings and config --------------------------------------------------------------------------------
+    # -- settings -------------------------------------------------------------------------------------------
 
     def settings(self):
         """The packing and masking settings (every constructor argument but the tokenizer) as a dict of plain
         values: what `keras-bert create-data` writes beside its TFRecords, and `cls(tokenizer, **settings)`
         rebuilds."""
         return {name: getattr(self, name) for name in DEFAULT_SETTINGS}
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({name: value for name, value in self.settings().items() if name != "sequence_length"})
-        return config

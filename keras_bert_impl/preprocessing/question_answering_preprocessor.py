@@ -91,6 +91,9 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
     [[2, 5, 6, 7, 8, 3, 7, 6, 9, 3], [2, 5, 6, 7, 8, 3, 9, 10, 11, 3]]
     """
 
+    _config_keys = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "version_2_with_negative",
+                    "null_score_diff_threshold")
+
     def __init__(
         self,
         tokenizer,
@@ -194,17 +197,3 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         decoded = self.decode(examples, features, outputs)
         answers = [decoded.answer(example.qas_id) for example in examples]
         return answers[0] if single else answers
-
-    # -- config -------------------------------------------------------------------------------------------
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            doc_stride=self.doc_stride,
-            max_query_length=self.max_query_length,
-            n_best_size=self.n_best_size,
-            max_answer_length=self.max_answer_length,
-            version_2_with_negative=self.version_2_with_negative,
-            null_score_diff_threshold=self.null_score_diff_threshold,
-        )
-        return config

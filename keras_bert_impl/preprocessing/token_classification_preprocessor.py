@@ -215,6 +215,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
     ([[2, 5, 6, 7, 8, 9, 3, 0]], [[-100, 1, 0, 0, 3, -100, -100, -100]])
     """
 
+    _config_keys = ("stride",)
+
     def __init__(self, tokenizer, sequence_length=128, stride=None, **kwargs):
         super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
         room = self.sequence_length - 2
@@ -317,10 +319,3 @@ class BertTokenClassificationPreprocessor(Preprocessor):
                               "score": float(entities["entity_score"][example, i])}
                              for i in range(entities["num_entities"][example])]})
         return results
-
-    # -- config -------------------------------------------------------------------------------------------
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(stride=self.stride)
-        return config
