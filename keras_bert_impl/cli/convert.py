@@ -10,13 +10,11 @@ written beside the output, which is replaced only when complete.
 
 from keras_bert_impl.cli.arguments import add_model_class_argument
 
-FORMATS = ("native", "huggingface")
-
 
 def add_arguments(parser):
     parser.add_argument("--input", required=True, help="checkpoint directory, or original TF checkpoint prefix")
     parser.add_argument("--output", required=True, help="output directory")
-    parser.add_argument("--format", default="native", choices=FORMATS,
+    parser.add_argument("--format", default="native", choices=("native", "huggingface"),
                         help="native: ours (config.json + model.safetensors by variable path); huggingface: what "
                              "transformers' from_pretrained loads (default: %(default)s)")
     add_model_class_argument(parser, "model to build from the checkpoint")

@@ -34,8 +34,7 @@ def add_arguments(parser):
 
 def run(args):
     """Write the shards and, beside them, their settings; print their paths."""
-    from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_settings
-    from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_tfrecords
+    from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_settings, write_pretraining_tfrecords
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
     from keras_bert_impl.training.finetuning import load_tokenizer
     from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS

@@ -88,16 +88,14 @@ def _add_training_arguments(train):
                              ("warmup-fraction", fraction, "share of the steps with linear warmup"),
                              ("optimizer", None, "adamw_original (the paper's), lamb (large batches) or keras_adamw"),
                              ("weight-decay", non_negative_float, "decoupled weight decay"),
-                             ("gradient-accumulation-steps", positive_int, "batches summed per optimizer update")):
+                             ("gradient-accumulation-steps", positive_int, "batches summed per optimizer update"),
+                             ("phase2-steps", non_negative_int, "steps at --phase2-sequence-length after phase 1, "
+                              "0: no phase 2"),
+                             ("phase2-max-predictions-per-seq", positive_int, "masked-LM slots in phase 2")):
         train.add_argument(f"--{flag}", type=kind, default=getattr(DEFAULTS, flag.replace("-", "_")),
                            help=f"{what} (default: %(default)s)")
-    train.add_argument("--phase2-steps", type=non_negative_int, default=DEFAULTS.phase2_steps,
-                       help="steps at --phase2-sequence-length after phase 1 (default: 0, no phase 2)")
     train.add_argument("--phase2-sequence-length", "--phase2-seq-length", type=positive_int,
                        default=DEFAULTS.phase2_sequence_length, help="instance length of phase 2 (default: "
-                       "%(default)s)")
-    train.add_argument("--phase2-max-predictions-per-seq", type=positive_int,
-                       default=DEFAULTS.phase2_max_predictions_per_seq, help="masked-LM slots in phase 2 (default: "
                        "%(default)s)")
     train.add_argument("--phase2-batch-size", type=positive_int, default=None, help="defaults to --batch-size")
     train.add_argument("--phase2-learning-rate", type=positive_float, default=None, help="defaults to --learning-rate")

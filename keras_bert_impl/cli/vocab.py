@@ -9,13 +9,12 @@ Writes `vocab.txt` (the special tokens first, [PAD] = 0) and `tokenizer_config.j
 import os
 
 from keras_bert_impl.cli.arguments import expand_input_files, positive_int
-
-VOCABULARY_SIZE = 30522  # the released English BERT vocabularies
+from keras_bert_impl.models.presets import DEFAULT_VOCABULARY_SIZE  # the released English BERT vocabularies
 
 
 def add_arguments(parser):
     parser.add_argument("--input-files", required=True, help="UTF-8 text files (comma-separated, glob ok)")
-    parser.add_argument("--vocab-size", type=positive_int, default=VOCABULARY_SIZE,
+    parser.add_argument("--vocab-size", type=positive_int, default=DEFAULT_VOCABULARY_SIZE,
                         help="most tokens in the vocabulary, special tokens included (default: %(default)s)")
     parser.add_argument("--output-dir", default="vocab", help="where vocab.txt and tokenizer_config.json go "
                         "(default: %(default)s)")
