@@ -253,12 +253,6 @@ class Preprocessor(keras.layers.Layer):
         return config
 
     @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["tokenizer"] = _as_tokenizer(config["tokenizer"])
-        return cls(**config)
-
-    @classmethod
     def from_pretrained(cls, directory, **kwargs):
         """Build this preprocessor on the tokenizer of a checkpoint directory (`vocab.txt` and, where
         present, `tokenizer_config.json`); `kwargs` are the preprocessor's own settings."""
