@@ -34,7 +34,7 @@ def add_arguments(parser):
 
 def run(args):
     """Write the shards and, beside them, their settings; print their paths."""
-    from keras_bert_impl.data.pretraining_tfrecords import write_pretraining_settings, write_pretraining_tfrecords
+    from keras_bert_impl.data.pretraining_tfrecords import SETTINGS_SUFFIX, write_pretraining_tfrecords
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
     from keras_bert_impl.training.finetuning import load_tokenizer
     from keras_bert_impl.training.pretraining import PREPROCESSOR_SETTINGS
@@ -44,11 +44,12 @@ def run(args):
     given = {argument: getattr(args, dest) for dest, argument in PREPROCESSOR_SETTINGS.items()
              if getattr(args, dest) is not None}
     preprocessor = BertPretrainingPreprocessor(tokenizer, seed=args.seed, **given)
-    details = dict(num_shards=args.num_shards, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
-                   input_format=args.input_format, seed=args.seed)
-    paths = write_pretraining_tfrecords(expand_input_files(args.input_files), args.output_prefix, preprocessor,
-                                        masking=args.masking, **details)
-    settings_path = write_pretraining_settings(args.output_prefix, preprocessor, args.masking, **details)
+    paths = write_pretraining_tfrecords(
+        expand_input_files(args.input_files), args.output_prefix, preprocessor, num_shards=args.num_shards,
+        masking=args.masking, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
+        input_format=args.input_format, seed=args.seed,
+    )
+    settings_path = args.output_prefix + SETTINGS_SUFFIX
     for path in paths:
         print(path)
     print(f"{len(paths)} shard(s), settings in {settings_path}; pretrain with: keras-bert pretrain "

@@ -1,7 +1,7 @@
 """Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
 
 The instances are the original's (`pretraining_instances`), packed and masked with the settings of one
-`BertPretrainingPreprocessor`; `write_pretraining_settings` records those settings in
+`BertPretrainingPreprocessor`; `write_pretraining_tfrecords` records those settings in
 `{output_prefix}.settings.json`.
 
 TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
@@ -81,7 +81,9 @@ def write_pretraining_tfrecords(
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
     All instances are made, shuffled, and dealt round-robin over the shards as the original does; each shard
-    is written atomically.
+    is written atomically. Then `{output_prefix}.settings.json` records how they were made (`masking`, the
+    preprocessor's `settings()`, `vocabulary_size` and the arguments below from `num_shards` to `seed`), for
+    `read_pretraining_settings`.
 
     Args:
         input_files: str or list of str. Text files (glob patterns allowed), in a format of
@@ -121,6 +123,14 @@ def write_pretraining_tfrecords(
             for record in _serialized_records(shard, preprocessor, masking == "static", seed + shard_index):
                 writer.write(record)
         logger.info("Wrote %d instances to %s.", len(shard), path)
+    atomic_write_json(os.fspath(output_prefix) + SETTINGS_SUFFIX, {  # a name the shards' glob `{prefix}-*` misses
+        "format": _SETTINGS_FORMAT,
+        "masking": masking,
+        "preprocessor": preprocessor.settings(),
+        "vocabulary_size": tokenizer.vocabulary_size(),
+        "num_shards": num_shards, "dupe_factor": dupe_factor, "short_seq_prob": short_seq_prob,
+        "input_format": input_format, "seed": seed,
+    })
     return paths
 
 
@@ -254,29 +264,8 @@ def _check_token_ids(record, names, vocabulary_size, file_pattern):
         return {key: tf.identity(value) if key in names else value for key, value in record.items()}
 
 
-def write_pretraining_settings(output_prefix, preprocessor, masking, **details):
-    """Record beside the shards of `output_prefix` how they were made, written atomically: `masking`,
-    `preprocessor` (`BertPretrainingPreprocessor.settings()`), `vocabulary_size`, and `details` (e.g.
-    `dupe_factor`, `seed`).
-
-    Returns:
-        str, the path written.
-    """
-    if masking not in MASKING_MODES:
-        raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
-    path = os.fspath(output_prefix) + SETTINGS_SUFFIX  # a name the shards' glob `{output_prefix}-*` misses
-    atomic_write_json(path, {
-        "format": _SETTINGS_FORMAT,
-        "masking": masking,
-        "preprocessor": preprocessor.settings(),
-        "vocabulary_size": preprocessor.tokenizer.vocabulary_size(),
-        **details,
-    })
-    return path
-
-
 def read_pretraining_settings(file_pattern):
-    """The settings `write_pretraining_settings` recorded for the TFRecord shards `file_pattern` names.
+    """The settings `write_pretraining_tfrecords` recorded for the TFRecord shards `file_pattern` names.
 
     Args:
         file_pattern: str or list of str. Shard paths or glob patterns, as `read_pretraining_tfrecords` takes.

@@ -11,7 +11,11 @@ from keras_bert_impl.data.masking import MaskedLMMasker
 from keras_bert_impl.data.documents import read_documents, split_sentences, tokenize_documents
 from keras_bert_impl.data.pretraining_batches import pretraining_dataset
 from keras_bert_impl.data.pretraining_instances import instances_from_document, iterate_pretraining_instances
-from keras_bert_impl.data.pretraining_tfrecords import read_pretraining_tfrecords, write_pretraining_tfrecords
+from keras_bert_impl.data.pretraining_tfrecords import (
+    read_pretraining_settings,
+    read_pretraining_tfrecords,
+    write_pretraining_tfrecords,
+)
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 
@@ -191,7 +195,10 @@ def test_static_tfrecords_round_trip(tmp_path):
     preprocessor = BertPretrainingPreprocessor(_tokenizer(), sequence_length=32, max_predictions_per_seq=5)
     paths = write_pretraining_tfrecords(str(corpus), prefix, preprocessor, num_shards=3, dupe_factor=2)
     assert paths == [f"{prefix}-0000{i}-of-00003.tfrecord" for i in range(3)]
-    assert sorted(os.listdir(tmp_path / "out")) == sorted(os.path.basename(p) for p in paths)  # no temporaries
+    # The shards and their settings, no temporaries.
+    names = [os.path.basename(p) for p in paths] + ["train.settings.json"]
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(names)
+    assert read_pretraining_settings(prefix + "-*")["num_shards"] == 3
     again = write_pretraining_tfrecords(str(corpus), str(tmp_path / "again"), preprocessor, num_shards=3,
                                         dupe_factor=2)
     for path, other in zip(paths, again):

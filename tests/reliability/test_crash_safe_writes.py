@@ -101,8 +101,8 @@ def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
     output = tmp_path / "shards" / "train"
     pretraining_tfrecords.write_pretraining_tfrecords([str(corpus)], str(output), preprocessor, **settings)
     shards = sorted((tmp_path / "shards").iterdir())
-    before = {shard.name: shard.read_bytes() for shard in shards}
-    assert len(before) == 2 and all(before.values())
+    before = {shard.name: shard.read_bytes() for shard in shards}  # two shards and their settings
+    assert len(before) == 3 and all(before.values()) and "train.settings.json" in before
 
     real_writer = tf.io.TFRecordWriter
 
