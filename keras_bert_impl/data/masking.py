@@ -139,21 +139,17 @@ class MaskedLMMasker(keras.layers.Layer):
                 )
             return ids[token]
 
-        if self.vocabulary is None and (self.vocabulary_size is None or self.mask_token_id is None):
-            raise ValueError("MaskedLMMasker needs `vocabulary_size` and `mask_token_id`, or a `vocabulary`.")
+        if tokens is None and any(value is None for value in (vocabulary_size, mask_token_id, unselectable_token_ids)):
+            raise ValueError(
+                "MaskedLMMasker needs `vocabulary_size`, `mask_token_id` and `unselectable_token_ids` (e.g. the ids of "
+                "[CLS], [SEP], [PAD]), or a `vocabulary`."
+            )
         self._vocabulary_size = self.vocabulary_size if self.vocabulary_size is not None else len(tokens)
-        self._mask_token_id = (
-            self.mask_token_id if self.mask_token_id is not None else look_up("[MASK]", "mask_token_id")
-        )
+        self._mask_token_id = look_up("[MASK]", "mask_token_id") if self.mask_token_id is None else self.mask_token_id
         if self.unselectable_token_ids is not None:
             self._unselectable_ids = [int(i) for i in self.unselectable_token_ids]
-        elif tokens is not None:
-            self._unselectable_ids = [look_up(token, "unselectable_token_ids") for token in SPECIAL_TOKENS]
         else:
-            raise ValueError(
-                "MaskedLMMasker needs `unselectable_token_ids` (e.g. the ids of [CLS], [SEP], [PAD]) when no "
-                "`vocabulary` is given."
-            )
+            self._unselectable_ids = [look_up(token, "unselectable_token_ids") for token in SPECIAL_TOKENS]
         self._pad_token_id = self.pad_token_id if self.pad_token_id is not None else ids.get("[PAD]", 0)
         if not 0 <= self._mask_token_id < self._vocabulary_size:
             raise ValueError(
@@ -211,10 +207,9 @@ class MaskedLMMasker(keras.layers.Layer):
         with tf.device("cpu"):
             features = dict(inputs) if isinstance(inputs, dict) else {"token_ids": inputs}
             token_ids = features["token_ids"]
-            if not isinstance(token_ids, tf.RaggedTensor):
-                token_ids = tf.convert_to_tensor(token_ids)
-            unbatched = token_ids.shape.rank == 1
             ragged = isinstance(token_ids, tf.RaggedTensor)
+            token_ids = token_ids if ragged else tf.convert_to_tensor(token_ids)
+            unbatched = token_ids.shape.rank == 1
             if unbatched:
                 token_ids = token_ids[tf.newaxis]
             if ragged:
