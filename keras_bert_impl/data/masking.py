@@ -161,13 +161,10 @@ class MaskedLMMasker(keras.layers.Layer):
             raise ValueError(f"replacement_unit must be one of {REPLACEMENT_UNITS}, got {self.replacement_unit!r}.")
         if not 0.0 <= self.mask_rate <= 1.0:
             raise ValueError(f"mask_rate must be in [0, 1], got {self.mask_rate}.")
-        if self.mask_token_rate < 0 or self.random_token_rate < 0 or (
-            self.mask_token_rate + self.random_token_rate > 1.0 + 1e-9
-        ):
-            raise ValueError(
-                "mask_token_rate and random_token_rate must be >= 0 with a sum <= 1, got "
-                f"{self.mask_token_rate} and {self.random_token_rate}."
-            )
+        rates = (self.mask_token_rate, self.random_token_rate)
+        if min(rates) < 0 or sum(rates) > 1.0 + 1e-9:
+            raise ValueError(f"mask_token_rate and random_token_rate must be >= 0 with a sum <= 1, got {rates[0]} and "
+                             f"{rates[1]}.")
         if int(self.max_predictions_per_seq) < 1:
             raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}.")
         self._continuation_table = None
