@@ -123,7 +123,7 @@ class _SquadRun:
     def read(self, train_json):
         """Hold out the tuning articles of `train_json` and read the scored files; the training articles left."""
         from keras_bert_impl.squad.squad_reader import load_squad_json
-        from keras_bert_impl.training.held_out_data import split_articles
+        from keras_bert_impl.training.finetuning import split_articles
 
         files = self.files
         if files.tune_fraction:
