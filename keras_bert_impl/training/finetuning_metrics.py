@@ -114,13 +114,10 @@ def classification_monitor(task=None, regression=False):
     Returns:
         str.
     """
-    from keras_bert_impl.metrics import GLUE_TASK_METRICS
+    from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 
     if task is not None:
-        key = task.lower().replace("-", "")
-        if key not in GLUE_TASK_METRICS:
-            raise ValueError(f"Unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASK_METRICS)}.")
-        return GLUE_TASK_METRICS[key][0]
+        return glue_task_metrics(task)[0]
     return "pearson" if regression else "accuracy"
 
 
