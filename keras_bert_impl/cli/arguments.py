@@ -87,14 +87,15 @@ def add_masking_arguments(group, masking_default=None):
 
 
 def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_help="", test_help="",
-                             tune_fraction=False, classifier_dropout=False, **defaults):
+                             tune_help="without --dev-file: hold out this share of the training rows (seeded) to "
+                             "pick best/", classifier_dropout=False, **defaults):
     """The flags every `finetune-*` command takes on `parser`; returns the `(data, model, training)` argument
     groups for the command's own flags.
 
     `data_files` says what the train, dev and test files hold (e.g. "CoNLL file with tags"), `dev_help` /
-    `test_help` are appended to their help; `tune_fraction` adds `--tune-fraction` (True: the default help; a str:
-    its help), `classifier_dropout` adds `--classifier-dropout`; `defaults` are the `FinetuningSettings` fields (and
-    `sequence_length`) whose default the command changes.
+    `test_help` are appended to their help; `tune_help` is the help of `--tune-fraction`, `classifier_dropout` adds
+    `--classifier-dropout`; `defaults` are the `FinetuningSettings` fields (and `sequence_length`) whose default
+    the command changes.
     """
     from keras_bert_impl.training.finetuning import FinetuningSettings
 
@@ -104,9 +105,7 @@ def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_he
     data.add_argument("--dev-file", help=f"{data_files}: scored after every epoch, picks best/{dev_help}")
     data.add_argument("--test-file", help=f"{data_files} to predict; scored when it has labels, never picks a "
                       f"model{test_help}")
-    if tune_fraction:
-        data.add_argument("--tune-fraction", type=fraction_held_out, help=tune_fraction if tune_fraction is not True
-                          else "without --dev-file: hold out this share of the training rows (seeded) to pick best/")
+    data.add_argument("--tune-fraction", type=fraction_held_out, help=tune_help)
     data.add_argument("--sequence-length", "--max-seq-length", type=positive_int,
                       default=defaults.get("sequence_length", 128),
                       help=f"{sequence_length_help} (default: %(default)s)")
@@ -146,7 +145,7 @@ def check_finetuning_arguments(args, tune_fraction_picks_best=True):
     """Raise `UsageError` for fine-tuning flags that do not fit together: a model from `--init-checkpoint` or
     `--preset`; `--epochs N > 0` trains on `--train-file`, `--epochs 0` scores `--init-checkpoint` on the dev /
     test files; `--tune-fraction` needs training and, where it only picks best/, no `--dev-file`."""
-    tune = getattr(args, "tune_fraction", None)
+    tune = args.tune_fraction
     if not args.init_checkpoint and not args.preset:
         raise UsageError("give --init-checkpoint (fine-tune) or --preset (from scratch)")
     if args.epochs > 0 and not args.train_file:

@@ -25,8 +25,7 @@ def add_arguments(parser):
     `run_classifier.py`'s (`FinetuningSettings`'), the paper picking the rate from {5e-5, 3e-5, 2e-5}."""
     data, _, train = add_finetuning_arguments(
         parser, "labelled TSV, CSV or JSONL file", "tokens per packed example, longer texts are truncated",
-        test_help=" (same columns)", classifier_dropout=True,
-        tune_fraction=True)
+        test_help=" (same columns)", classifier_dropout=True)
     data.add_argument("--task", help="GLUE task (cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte, wnli): its file "
                       "layout and official metrics")
     data.add_argument("--text-columns", help="comma-separated text columns (names or 0-based indices) without --task; "

@@ -18,7 +18,6 @@ def add_arguments(parser):
     add_finetuning_arguments(
         parser, "labelled SWAG CSV (sent1, sent2, ending0.., label)",
         "tokens per packed choice, longer ones are truncated", classifier_dropout=True,
-        tune_fraction=True,
         batch_size=16, eval_batch_size=32)
 
 

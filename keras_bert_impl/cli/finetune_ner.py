@@ -24,7 +24,7 @@ def add_arguments(parser):
     (section 5.3 / appendix A.3)."""
     data, _, train = add_finetuning_arguments(parser, "CoNLL file with tags",
                                               "tokens per window, [CLS] and [SEP] included", classifier_dropout=True,
-                                              tune_fraction=True, learning_rate=5e-5)
+                                              learning_rate=5e-5)
     data.add_argument("--stride", type=positive_int,
                       help="tokens between the starts of a long sentence's windows (default: half a window)")
     train.add_argument("--monitor", default="f1", help="dev (or held-out) metric that picks best/: f1, precision, "

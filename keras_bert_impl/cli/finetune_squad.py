@@ -27,7 +27,7 @@ def add_arguments(parser):
     data, _, _ = add_finetuning_arguments(
         parser, "SQuAD JSON with answers", "tokens per window: [CLS] question [SEP] document part [SEP]",
         dev_help=" (v2.0: tunes the null threshold unless --threshold-file or --tune-fraction does)",
-        test_help=" (written into test/)", tune_fraction="hold out this share of the training articles "
+        test_help=" (written into test/)", tune_help="hold out this share of the training articles "
         "(seeded): they tune the v2.0 null threshold and, without --dev-file, pick best/",
         sequence_length=384, learning_rate=3e-5, epochs=2)
     data.add_argument("--threshold-file", help="v2.0: SQuAD JSON with answers used only to tune the null threshold")

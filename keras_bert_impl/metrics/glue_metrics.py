@@ -144,6 +144,14 @@ _METRIC_FUNCTIONS = {
 }
 
 
+def glue_task_metrics(task):
+    """The names of the metrics GLUE reports for `task` (case and "-" ignored), the first its headline one."""
+    key = task.lower().replace("-", "")
+    if key not in GLUE_TASK_METRICS:
+        raise ValueError(f"Unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASK_METRICS)}.")
+    return GLUE_TASK_METRICS[key]
+
+
 def glue_metrics(task, labels, predictions):
     """The metrics GLUE reports for `task`.
 
@@ -160,7 +168,4 @@ def glue_metrics(task, labels, predictions):
     >>> glue_metrics("MRPC", [1, 0, 1], [1, 0, 0])["accuracy"]
     0.6666666666666666
     """
-    key = task.lower().replace("-", "")
-    if key not in GLUE_TASK_METRICS:
-        raise ValueError(f"Unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASK_METRICS)}.")
-    return {name: _METRIC_FUNCTIONS[name](labels, predictions) for name in GLUE_TASK_METRICS[key]}
+    return {name: _METRIC_FUNCTIONS[name](labels, predictions) for name in glue_task_metrics(task)}

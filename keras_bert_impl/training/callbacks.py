@@ -24,7 +24,7 @@ from keras_bert_impl.utils.atomic_io import (
     atomic_directory, atomic_write, atomic_write_json, atomic_write_text, remove_stale_temporaries,
     require_free_space,
 )
-from keras_bert_impl.training.finetuning_outputs import json_ready, save_finetuned
+from keras_bert_impl.training.finetuning_metrics import json_ready, save_finetuned
 
 logger = logging.getLogger(__name__)
 
@@ -174,17 +174,14 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 if name.startswith("step_"):
                     shutil.rmtree(os.path.join(self.backup_dir, name), ignore_errors=True)
 
-    def _remove_stale_temporaries(self):
-        """Temp folders of checkpoint writes a kill interrupted (`.step_*.tmp-*`): no later write needs them."""
+    def on_train_begin(self, logs=None):
+        """Remove the temp folders of checkpoint writes a kill interrupted (`.step_*.tmp-*`): no later write needs
+        them. Also run at the train end."""
         if self.write and os.path.isdir(self.backup_dir):
             for path in remove_stale_temporaries(self.backup_dir, "step_"):
                 logger.info("Removed %s, left by an interrupted checkpoint write", path)
 
-    def on_train_begin(self, logs=None):
-        self._remove_stale_temporaries()
-
-    def on_train_end(self, logs=None):
-        self._remove_stale_temporaries()
+    on_train_end = on_train_begin
 
     def _last_good(self):
         try:

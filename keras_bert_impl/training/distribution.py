@@ -27,7 +27,7 @@ import keras
 logger = logging.getLogger(__name__)
 
 DISTRIBUTIONS = ("none", "mirrored", "multi_worker", "tpu", "jax_data_parallel")
-_TENSORFLOW_ONLY = ("mirrored", "multi_worker", "tpu")
+_BACKEND_OF = {"mirrored": "tensorflow", "multi_worker": "tensorflow", "tpu": "tensorflow", "jax_data_parallel": "jax"}
 
 
 def make_distribution(name, tpu="", devices=None):
@@ -46,10 +46,8 @@ def make_distribution(name, tpu="", devices=None):
     if name not in DISTRIBUTIONS:
         raise ValueError(f"Unknown distribution {name!r}; choose one of {DISTRIBUTIONS}.")
     backend = keras.backend.backend()
-    if name in _TENSORFLOW_ONLY and backend != "tensorflow":
-        raise ValueError(f"Distribution {name!r} needs KERAS_BACKEND=tensorflow (the backend is {backend!r}).")
-    if name == "jax_data_parallel" and backend != "jax":
-        raise ValueError(f"Distribution 'jax_data_parallel' needs KERAS_BACKEND=jax (the backend is {backend!r}).")
+    if _BACKEND_OF.get(name, backend) != backend:
+        raise ValueError(f"Distribution {name!r} needs KERAS_BACKEND={_BACKEND_OF[name]} (the backend is {backend!r}).")
     if name == "none":
         return contextlib.nullcontext(), None, True
     if name == "jax_data_parallel":
@@ -64,9 +62,9 @@ def make_distribution(name, tpu="", devices=None):
 
     import tensorflow as tf
 
+    is_chief = True
     if name == "mirrored":
         strategy = tf.distribute.MirroredStrategy(devices)
-        is_chief = True
     elif name == "multi_worker":
         strategy = _multi_worker_strategy()
         resolver = strategy.cluster_resolver
@@ -83,7 +81,6 @@ def make_distribution(name, tpu="", devices=None):
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         strategy = tf.distribute.TPUStrategy(resolver)
-        is_chief = True
     logger.info("%s with %d replicas in sync", type(strategy).__name__, strategy.num_replicas_in_sync)
     return StrategyScope(strategy), strategy, is_chief
 

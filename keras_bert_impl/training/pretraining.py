@@ -26,16 +26,9 @@ logger = logging.getLogger(__name__)
 
 # Settings field -> `BertPretrainingPreprocessor` argument, for the packing and masking settings (None in
 # `PretrainingSettings`: not given, so taken from the TFRecords' recorded settings or the defaults).
-PREPROCESSOR_SETTINGS = {
-    "sequence_length": "sequence_length",
-    "max_predictions_per_seq": "max_predictions_per_seq",
-    "mask_rate": "mask_rate",
-    "masking_rule": "counting",
-    "whole_word_masking": "whole_word_masking",
-    "replacement_unit": "replacement_unit",
-    "mask_token_rate": "mask_token_rate",
-    "random_token_rate": "random_token_rate",
-}
+PREPROCESSOR_SETTINGS = {name: "counting" if name == "masking_rule" else name for name in (
+    "sequence_length", "max_predictions_per_seq", "mask_rate", "masking_rule", "whole_word_masking",
+    "replacement_unit", "mask_token_rate", "random_token_rate")}
 SEQUENCE_LENGTH = 128  # phase 1 without recorded settings
 MAX_PREDICTIONS_PER_SEQ = 20  # 20 at length 128, 80 at 512 (~15% of the tokens)
 MASKING = "dynamic"
@@ -224,12 +217,11 @@ def data_settings(settings):
         conflicts.insert(0, ("masking", "--masking", settings.masking, recorded["masking"]))
     if conflicts:
         name, flag, value, wanted = conflicts[0]
-        shown = "" if isinstance(value, bool) else f" {value}"
         again = _CREATE_DATA_FLAGS.get(name, flag)
-        if isinstance(value, bool):
-            again = ("with " if value else "without ") + again
+        if isinstance(value, bool):  # a switch is named without its value
+            shown, again = "", ("with " if value else "without ") + again
         else:
-            again = f"with {again} {value}"
+            shown, again = f" {value}", f"with {again} {value}"
         raise ValueError(
             f"{flag}{shown} conflicts with {name}={wanted!r} in {source}, the settings create-data wrote the "
             f"TFRecords with: drop {flag} to train with {wanted!r}, or re-run create-data {again}."
@@ -258,15 +250,12 @@ def training_phases(settings, tokenizer):
 def phase_run_settings(settings, phase):
     """The settings that define `phase` of this run, stored with each of its checkpoints: a resume that
     changes one would train a different run from the middle, so it is refused (`TrainingCheckpoint.restore`)."""
-    recorded = dict(model=settings.init_checkpoint or f"preset {settings.preset}", seed=settings.seed,
-                    optimizer=settings.optimizer, warmup_fraction=settings.warmup_fraction,
-                    weight_decay=settings.weight_decay, dropout=settings.dropout, dtype=settings.dtype,
-                    gradient_accumulation_steps=settings.gradient_accumulation_steps,
-                    checkpoint_every=settings.checkpoint_every, input_format=settings.input_format,
-                    dupe_factor=settings.dupe_factor, cased=settings.cased, masking=phase.masking,
-                    batch_size=phase.batch_size, steps=phase.steps, learning_rate=phase.learning_rate)
-    recorded.update({name: value for name, value in phase.preprocessor.settings().items() if name != "seed"})
-    return recorded
+    shared = ("seed", "optimizer", "warmup_fraction", "weight_decay", "dropout", "dtype",
+              "gradient_accumulation_steps", "checkpoint_every", "input_format", "dupe_factor", "cased")
+    return {"model": settings.init_checkpoint or f"preset {settings.preset}",
+            **{name: getattr(settings, name) for name in shared},
+            **{name: getattr(phase, name) for name in ("masking", "batch_size", "steps", "learning_rate")},
+            **{name: value for name, value in phase.preprocessor.settings().items() if name != "seed"}}
 
 
 def phase_dataset(settings, phase, vocabulary_size=None, files=None, seed=None):
@@ -453,7 +442,7 @@ class _Run:
     def write_final(self, model, results, final_step):
         """`final/` (weights + vocabulary, replaced in one atomic step), the curves and `summary.json`."""
         from keras_bert_impl.training.callbacks import plot_training_curves, read_metrics_log
-        from keras_bert_impl.training.finetuning_outputs import save_finetuned
+        from keras_bert_impl.training.finetuning_metrics import save_finetuned
         from keras_bert_impl.utils.atomic_io import atomic_write_json
 
         final = os.path.join(self.out, "final")

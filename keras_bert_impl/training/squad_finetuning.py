@@ -60,13 +60,6 @@ class SquadSettings:
     null_score_diff_threshold: float = None
 
 
-def has_gold_answers(squad_json):
-    """Whether a SQuAD object carries labels: some question has `answers` or `is_impossible`."""
-    return any("answers" in question or "is_impossible" in question
-               for article in squad_json.get("data", []) for paragraph in article.get("paragraphs", [])
-               for question in paragraph.get("qas", []))
-
-
 class _SquadRun:
     """One run's model, data sets and scoring: the closures of the recipe, named."""
 
@@ -123,7 +116,7 @@ class _SquadRun:
     def read(self, train_json):
         """Hold out the tuning articles of `train_json` and read the scored files; the training articles left."""
         from keras_bert_impl.squad.squad_reader import load_squad_json
-        from keras_bert_impl.training.held_out_data import split_articles
+        from keras_bert_impl.training.finetuning import split_articles
 
         files = self.files
         if files.tune_fraction:
@@ -161,10 +154,12 @@ class _SquadRun:
     def predict_test(self, test_file, test_dir):
         """Predict `test_file` into `test_dir`, and score it when it has gold answers."""
         from keras_bert_impl.squad import parse_squad_examples, write_squad_predictions
-        from keras_bert_impl.squad.squad_reader import load_squad_json
+        from keras_bert_impl.squad.squad_reader import load_squad_json, squad_questions
 
         test_json = load_squad_json(test_file)
-        if has_gold_answers(test_json):
+        labelled = any("answers" in question or "is_impossible" in question  # scored when it carries labels
+                       for *_, question in squad_questions(test_json, test_file))
+        if labelled:
             print("test:", json.dumps(self.score(self.prepare(test_json, test_file), test_dir)))
         else:
             examples = parse_squad_examples(test_json, source=test_file)

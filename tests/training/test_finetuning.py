@@ -11,9 +11,9 @@ from keras_bert_impl.training.finetuning_metrics import (
     classification_monitor,
     classification_scores,
     evaluate_squad_predictions,
+    write_classification_predictions,
 )
 from keras_bert_impl.training.finetuning import load_tokenizer, xla_jit_compile
-from keras_bert_impl.training.finetuning_outputs import write_classification_predictions
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint
 from tests.helpers import tiny_backbone, to_numpy
 from tests.models.task_test_utils import marker_span_task, token_presence_task

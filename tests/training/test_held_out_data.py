@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_bert_impl.training.held_out_data import held_out_count, split_articles, split_rows
+from keras_bert_impl.training.finetuning import held_out_count, split_articles, split_rows
 
 
 def test_rows_are_split_disjointly_in_order_and_the_same_for_the_same_seed():
