@@ -61,9 +61,10 @@ def _head_mismatches(model, fmt, tensors, head_specs):
     mismatches = []
     for spec in head_specs:
         expected = tuple(variables[spec.ours].shape)
+        names = foreign_names(spec, fmt)  # empty where the format has no such head (original multiple choice)
         if fmt == "native":
             found = tuple(np.shape(tensors[spec.ours])) if spec.ours in tensors else expected
-        elif all(name in tensors for name in foreign_names(spec, fmt)):
+        elif names and all(name in tensors for name in names):
             found = tuple(to_ours(spec, tensors, fmt).shape)
         else:
             found = expected

@@ -107,6 +107,19 @@ def test_original_checkpoints_are_read_by_their_head_variables(tmp_path):
     assert detect_task(str(tmp_path / "encoder" / "bert_model.ckpt")) == "BertBackbone"
 
 
+@pytest.mark.tensorflow_only  # writing an original TF checkpoint
+def test_multiple_choice_starts_from_an_original_encoder_checkpoint(tmp_path):
+    # The original format names no multiple-choice head: the encoder loads and the head keeps its initial values.
+    from keras_bert_impl.checkpoints import backbone_weight_specs
+    from tests.models.task_test_utils import write_original_checkpoint
+
+    backbone = tiny_backbone()
+    write_original_checkpoint(tmp_path, backbone, backbone_weight_specs(backbone.num_layers), backbone)
+    model = BertMultipleChoice.from_pretrained(str(tmp_path / "bert_model.ckpt"), preprocessor=None)
+    np.testing.assert_array_equal(model.backbone.weights[0].numpy(), backbone.weights[0].numpy())
+    assert model.load_report.missing == ["multiple_choice_dense/kernel", "multiple_choice_dense/bias"]
+
+
 def test_a_path_that_is_no_checkpoint_is_named(tmp_path):
     with pytest.raises(CheckpointError, match=f"{tmp_path / 'nope'} does not exist"):
         load_task(tmp_path / "nope")
