@@ -173,6 +173,13 @@ def _as_words(words):
                               inner_shape=())
 
 
+def _as_tags(tag_ids):
+    """An int32 RaggedTensor `(B, None)` from a list of tag id lists (a RaggedTensor or None passes through)."""
+    if tag_ids is None or isinstance(tag_ids, tf.RaggedTensor):
+        return tag_ids
+    return tf.ragged.constant([list(row) for row in tag_ids], dtype=tf.int32, ragged_rank=1)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassificationPreprocessor(Preprocessor):
     """Words or raw text to windowed BERT features for token classification (NER), and logits back to
@@ -232,13 +239,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
         if y is not None and not _is_word_lists(x):
             raise ValueError("Tags (y) go with pre-split words: give x as a list of word lists, one tag id per word.")
         if _is_word_lists(x):
-            words = _as_words(x)
-            tag_ids = None
-            if y is not None:
-                tag_ids = y if isinstance(y, tf.RaggedTensor) else tf.ragged.constant(
-                    [list(row) for row in y], dtype=tf.int32, ragged_rank=1)
-            return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, words=words,
-                                   tag_ids=tag_ids)
+            return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, words=_as_words(x),
+                                   tag_ids=_as_tags(y))
         if self._first_pieces is None:
             self._first_pieces = first_piece_table(self.tokenizer)
         return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride,
@@ -258,8 +260,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             self.call(x, y, sample_weight)  # the error
         if not _is_word_lists(x):
             return keras.utils.pack_x_y_sample_weight(as_text_batch(x, "x"), y)
-        tags = None if y is None else tf.ragged.constant([list(row) for row in y], dtype=tf.int32, ragged_rank=1)
-        return keras.utils.pack_x_y_sample_weight(_as_words(x), tags)
+        return keras.utils.pack_x_y_sample_weight(_as_words(x), _as_tags(y))
 
     @staticmethod
     def _batch(dataset, batch_size):
