@@ -396,11 +396,7 @@ class BertTokenizer(tf.Module):
             {
                 "tokenizer_class": "BertTokenizer",
                 **{key: config[argument] for key, argument in _CONFIG_ARGUMENTS.items()},
-                "pad_token": PAD_TOKEN,
-                "unk_token": UNK_TOKEN,
-                "cls_token": CLS_TOKEN,
-                "sep_token": SEP_TOKEN,
-                "mask_token": MASK_TOKEN,
+                **{f"{token[1:-1].lower()}_token": token for token in SPECIAL_TOKENS},  # "pad_token": "[PAD]", ...
             },
         )
 
@@ -473,9 +469,7 @@ class BertTokenizer(tf.Module):
         """
         batch, scalar = self._as_batch(text)
         ids, starts, ends = _tokenize_with_offsets_batch(batch, self._wordpiece, *self._settings())
-        if scalar:
-            return ids[0], starts[0], ends[0]
-        return ids, starts, ends
+        return (ids[0], starts[0], ends[0]) if scalar else (ids, starts, ends)
 
     @staticmethod
     def _as_batch(text):
