@@ -58,11 +58,6 @@ def _join_words(words):
     return text, starts, starts + lengths
 
 
-def _flat_row_bases(text):
-    """int64 `(B,)`: an offset per row that makes byte offsets of different rows one increasing sequence."""
-    return tf.math.cumsum(tf.cast(tf.strings.length(text), tf.int64) + 1, exclusive=True)
-
-
 def window_features(tokenizer, packer, sequence_length, stride, texts=None, words=None, tag_ids=None,
                     first_pieces=None):
     """Texts or pre-split words -> windowed model inputs, labels and the word of every scored token.
@@ -93,7 +88,8 @@ def window_features(tokenizer, packer, sequence_length, stride, texts=None, word
     ids, token_starts, token_ends = tokenizer.tokenize_with_offsets_tensor(text)
     token_row = ids.value_rowids()  # (N,) N tokens of all examples
     if words is not None:
-        bases = _flat_row_bases(text)
+        # (B,) an offset per row that makes byte offsets of different rows one increasing sequence
+        bases = tf.math.cumsum(tf.cast(tf.strings.length(text), tf.int64) + 1, exclusive=True)
         global_word_starts = word_starts.flat_values + tf.gather(bases, word_starts.value_rowids())
         global_token_starts = token_starts.flat_values + tf.gather(bases, token_row)
         token_word = tf.searchsorted(global_word_starts, global_token_starts, side="right", out_type=tf.int64) - 1
