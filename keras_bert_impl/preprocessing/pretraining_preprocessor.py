@@ -169,9 +169,7 @@ class BertPretrainingPreprocessor(Preprocessor):
     def call(self, x, y=None, sample_weight=None, seed=None):
         if isinstance(x, dict):
             if "token_ids" not in x or "segment_ids" not in x:
-                raise ValueError(
-                    f"Packed inputs need `token_ids` and `segment_ids`; got the keys {sorted(x)}."
-                )
+                raise ValueError(f"Packed inputs need `token_ids` and `segment_ids`; got the keys {sorted(x)}.")
             packed = dict(x)
             token_ids = tf.convert_to_tensor(packed["token_ids"])
             if "padding_mask" not in packed:

@@ -58,11 +58,6 @@ def _join_words(words):
     return text, starts, starts + lengths
 
 
-def _flat_row_bases(text):
-    """int64 `(B,)`: an offset per row that makes byte offsets of different rows one increasing sequence."""
-    return tf.math.cumsum(tf.cast(tf.strings.length(text), tf.int64) + 1, exclusive=True)
-
-
 def window_features(tokenizer, packer, sequence_length, stride, texts=None, words=None, tag_ids=None,
                     first_pieces=None):
     """Texts or pre-split words -> windowed model inputs, labels and the word of every scored token.
@@ -93,7 +88,8 @@ def window_features(tokenizer, packer, sequence_length, stride, texts=None, word
     ids, token_starts, token_ends = tokenizer.tokenize_with_offsets_tensor(text)
     token_row = ids.value_rowids()  # (N,) N tokens of all examples
     if words is not None:
-        bases = _flat_row_bases(text)
+        # (B,) an offset per row that makes byte offsets of different rows one increasing sequence
+        bases = tf.math.cumsum(tf.cast(tf.strings.length(text), tf.int64) + 1, exclusive=True)
         global_word_starts = word_starts.flat_values + tf.gather(bases, word_starts.value_rowids())
         global_token_starts = token_starts.flat_values + tf.gather(bases, token_row)
         token_word = tf.searchsorted(global_word_starts, global_token_starts, side="right", out_type=tf.int64) - 1
@@ -173,6 +169,13 @@ def _as_words(words):
                               inner_shape=())
 
 
+def _as_tags(tag_ids):
+    """An int32 RaggedTensor `(B, None)` from a list of tag id lists (a RaggedTensor or None passes through)."""
+    if tag_ids is None or isinstance(tag_ids, tf.RaggedTensor):
+        return tag_ids
+    return tf.ragged.constant([list(row) for row in tag_ids], dtype=tf.int32, ragged_rank=1)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassificationPreprocessor(Preprocessor):
     """Words or raw text to windowed BERT features for token classification (NER), and logits back to
@@ -232,13 +235,8 @@ class BertTokenClassificationPreprocessor(Preprocessor):
         if y is not None and not _is_word_lists(x):
             raise ValueError("Tags (y) go with pre-split words: give x as a list of word lists, one tag id per word.")
         if _is_word_lists(x):
-            words = _as_words(x)
-            tag_ids = None
-            if y is not None:
-                tag_ids = y if isinstance(y, tf.RaggedTensor) else tf.ragged.constant(
-                    [list(row) for row in y], dtype=tf.int32, ragged_rank=1)
-            return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, words=words,
-                                   tag_ids=tag_ids)
+            return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride, words=_as_words(x),
+                                   tag_ids=_as_tags(y))
         if self._first_pieces is None:
             self._first_pieces = first_piece_table(self.tokenizer)
         return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride,
@@ -258,8 +256,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             self.call(x, y, sample_weight)  # the error
         if not _is_word_lists(x):
             return keras.utils.pack_x_y_sample_weight(as_text_batch(x, "x"), y)
-        tags = None if y is None else tf.ragged.constant([list(row) for row in y], dtype=tf.int32, ragged_rank=1)
-        return keras.utils.pack_x_y_sample_weight(_as_words(x), tags)
+        return keras.utils.pack_x_y_sample_weight(_as_words(x), _as_tags(y))
 
     @staticmethod
     def _batch(dataset, batch_size):

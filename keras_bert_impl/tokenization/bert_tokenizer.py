@@ -353,9 +353,7 @@ class BertTokenizer(tf.Module):
         )
         # The fast path's end-to-end model (module docstring): it splits words itself, and on printable
         # ASCII a character is a byte, so the byte limit is the character limit.
-        self._fast_wordpiece_model = _wordpiece_model(
-            tokens, self.max_input_chars_per_word, no_pretokenization=False
-        )
+        self._fast_wordpiece_model = _wordpiece_model(tokens, self.max_input_chars_per_word, no_pretokenization=False)
         self._wordpiece = _wordpiece(self._wordpiece_model)
         self._fast_wordpiece = _wordpiece(self._fast_wordpiece_model)
 
@@ -396,11 +394,7 @@ class BertTokenizer(tf.Module):
             {
                 "tokenizer_class": "BertTokenizer",
                 **{key: config[argument] for key, argument in _CONFIG_ARGUMENTS.items()},
-                "pad_token": PAD_TOKEN,
-                "unk_token": UNK_TOKEN,
-                "cls_token": CLS_TOKEN,
-                "sep_token": SEP_TOKEN,
-                "mask_token": MASK_TOKEN,
+                **{f"{token[1:-1].lower()}_token": token for token in SPECIAL_TOKENS},  # "pad_token": "[PAD]", ...
             },
         )
 
@@ -473,9 +467,7 @@ class BertTokenizer(tf.Module):
         """
         batch, scalar = self._as_batch(text)
         ids, starts, ends = _tokenize_with_offsets_batch(batch, self._wordpiece, *self._settings())
-        if scalar:
-            return ids[0], starts[0], ends[0]
-        return ids, starts, ends
+        return (ids[0], starts[0], ends[0]) if scalar else (ids, starts, ends)
 
     @staticmethod
     def _as_batch(text):
@@ -547,13 +539,8 @@ class BertTokenizer(tf.Module):
             code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
             byte_lengths = 1 + (code_points >= 0x80) + (code_points >= 0x800) + (code_points >= 0x10000)
             char_byte_starts = np.concatenate([[0], np.cumsum(byte_lengths)]).astype(np.int64)
-            results.append(
-                (
-                    row_ids.tolist(),
-                    np.searchsorted(char_byte_starts, row_starts).tolist(),
-                    np.searchsorted(char_byte_starts, row_ends).tolist(),
-                )
-            )
+            starts, ends = (np.searchsorted(char_byte_starts, offsets).tolist() for offsets in (row_starts, row_ends))
+            results.append((row_ids.tolist(), starts, ends))
         return results
 
     def detokenize(self, token_ids):

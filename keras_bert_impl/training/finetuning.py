@@ -73,9 +73,7 @@ def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
         raise ValueError("No vocabulary: pass a vocab.txt (or its directory), or a checkpoint directory holding one.")
     if os.path.isfile(source):
         return BertTokenizer(source, **({"lowercase": True} | overrides))
-    if not os.path.isfile(os.path.join(source, "vocab.txt")):
-        raise FileNotFoundError(f"No vocab.txt in {source!r}; pass the vocabulary explicitly (--vocab).")
-    return BertTokenizer.from_pretrained(source, **overrides)
+    return BertTokenizer.from_pretrained(source, **overrides)  # "No vocab.txt in ..." if it has none
 
 
 def check_model_inputs(model, inputs, what="inputs"):
