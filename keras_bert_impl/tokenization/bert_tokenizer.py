@@ -369,7 +369,8 @@ class BertTokenizer(tf.Module):
         directory = os.fspath(directory)
         vocabulary_path = os.path.join(directory, VOCABULARY_FILENAME)
         if not os.path.isfile(vocabulary_path):
-            raise FileNotFoundError(f"No {VOCABULARY_FILENAME} in {directory!r}.")
+            raise FileNotFoundError(f"No {VOCABULARY_FILENAME} in {directory!r}; give the vocabulary file itself or a "
+                                    "folder holding one.")
         config_path = os.path.join(directory, CONFIG_FILENAME)
         config = {}
         if os.path.isfile(config_path):
