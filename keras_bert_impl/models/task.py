@@ -21,6 +21,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.presets import refuse_size_as_preset
 from keras_bert_impl.models.task_checkpoints import StoredCheckpoint, load_task_weights, stored_head
 from keras_bert_impl.optimization import create_optimizer
+from keras_bert_impl.utils.file_patterns import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +89,12 @@ def saved_preprocessor(path):
     if not os.path.isfile(file_path):
         return None, {}
     try:
-        with open(file_path, encoding="utf-8") as handle:
-            document = json.load(handle)
+        document = read_json(file_path)  # malformed JSON or UTF-8: a ValueError naming the line
         return document["class_name"], dict(document["config"])
-    except (ValueError, KeyError, TypeError) as error:  # JSON / UTF-8 errors are ValueErrors
-        raise ValueError(f"{file_path}: not a preprocessor config written by save_pretrained ({error!r}); give "
-                         "a model directory save_pretrained wrote, or remove that file.") from error
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{file_path}: not a preprocessor config written by save_pretrained "
+                         f"({type(error).__name__}: {error}); give a model directory save_pretrained wrote, or "
+                         "remove that file.") from None
 
 
 def pooled_output(backbone, inputs):
