@@ -26,9 +26,16 @@ logger = logging.getLogger(__name__)
 
 # Settings field -> `BertPretrainingPreprocessor` argument, for the packing and masking settings (None in
 # `PretrainingSettings`: not given, so taken from the TFRecords' recorded settings or the defaults).
-PREPROCESSOR_SETTINGS = {name: "counting" if name == "masking_rule" else name for name in (
-    "sequence_length", "max_predictions_per_seq", "mask_rate", "masking_rule", "whole_word_masking",
-    "replacement_unit", "mask_token_rate", "random_token_rate")}
+PREPROCESSOR_SETTINGS = {
+    "sequence_length": "sequence_length",
+    "max_predictions_per_seq": "max_predictions_per_seq",
+    "mask_rate": "mask_rate",
+    "masking_rule": "counting",
+    "whole_word_masking": "whole_word_masking",
+    "replacement_unit": "replacement_unit",
+    "mask_token_rate": "mask_token_rate",
+    "random_token_rate": "random_token_rate",
+}
 SEQUENCE_LENGTH = 128  # phase 1 without recorded settings
 MAX_PREDICTIONS_PER_SEQ = 20  # 20 at length 128, 80 at 512 (~15% of the tokens)
 MASKING = "dynamic"
