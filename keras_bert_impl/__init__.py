@@ -49,7 +49,7 @@ _EXPORTS = {
     "evaluate_v2": "keras_bert_impl.squad",
     "tune_null_threshold": "keras_bert_impl.squad",
     "glue_metrics": "keras_bert_impl.metrics",
-    "evaluate_classification_files": "keras_bert_impl.training.finetuning_metrics",
+    "evaluate_classification_files": "keras_bert_impl.training.finetuning_results",
     "entity_scores": "keras_bert_impl.metrics",
     # Training: fine-tuning with resume, checkpoints, numerical-fault guard.
     "finetune": "keras_bert_impl.training.finetuning",

@@ -54,7 +54,7 @@ def run(args):
                                        version_2=version_2, na_prob_thresh=args.na_prob_thresh,
                                        skip_unscorable=args.skip_unscorable_questions)
     else:
-        from keras_bert_impl.training.finetuning_metrics import evaluate_classification_files
+        from keras_bert_impl.training.finetuning_results import evaluate_classification_files
 
         results = evaluate_classification_files(args.gold_file, args.predictions, task=args.task,
                                                 label_column=args.label_column, file_format=args.file_format,

@@ -24,7 +24,7 @@ from keras_bert_impl.utils.atomic_io import (
     atomic_directory, atomic_write, atomic_write_json, atomic_write_text, remove_stale_temporaries,
     require_free_space,
 )
-from keras_bert_impl.training.finetuning_metrics import json_ready, save_finetuned
+from keras_bert_impl.training.finetuning_results import json_ready, save_finetuned
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 `model.fit` on `preprocessor.make_dataset` batches), with its tokenizer loading, input checks and optimizer, and
 `finetune_and_score`, what the classification, multiple-choice and NER recipes share.
 
-The metrics and output files (`finetuning_metrics`) are importable from here too.
+The metrics and output files (`finetuning_results`) are importable from here too.
 """
 
 import dataclasses
@@ -16,7 +16,7 @@ import keras
 import numpy as np
 
 # Re-exported: callers use them as `finetuning.<name>` (the recipes, CLI, examples and tests).
-from keras_bert_impl.training.finetuning_metrics import (
+from keras_bert_impl.training.finetuning_results import (
     EVAL_RESULTS_FILENAME,
     classification_monitor,
     classification_scores,

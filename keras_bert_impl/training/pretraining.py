@@ -449,7 +449,7 @@ class _Run:
     def write_final(self, model, results, final_step):
         """`final/` (weights + vocabulary, replaced in one atomic step), the curves and `summary.json`."""
         from keras_bert_impl.training.callbacks import plot_training_curves, read_metrics_log
-        from keras_bert_impl.training.finetuning_metrics import save_finetuned
+        from keras_bert_impl.training.finetuning_results import save_finetuned
         from keras_bert_impl.utils.atomic_io import atomic_write_json
 
         final = os.path.join(self.out, "final")

@@ -69,7 +69,7 @@ def test_convert_replaces_its_own_previous_output_and_overwrite_replaces_a_file(
 
 def test_save_pretrained_and_finetuned_directories_refuse_a_folder_of_other_files(tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
-    from keras_bert_impl.training.finetuning_metrics import save_finetuned
+    from keras_bert_impl.training.finetuning_results import save_finetuned
     from keras_bert_impl.utils.atomic_io import OutputExistsError
 
     target = _unrelated_folder(tmp_path / "target")

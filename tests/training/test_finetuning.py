@@ -7,7 +7,7 @@ import pytest
 
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
-from keras_bert_impl.training.finetuning_metrics import (
+from keras_bert_impl.training.finetuning_results import (
     classification_monitor,
     classification_scores,
     evaluate_squad_predictions,

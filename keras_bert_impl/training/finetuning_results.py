@@ -1,7 +1,7 @@
-"""The official metrics of fine-tuned models: GLUE (or accuracy / F1 / correlations) for classification and
-regression, SQuAD v1.1 / v2.0 (with automatic null-threshold tuning) for question answering; and the files a
-fine-tuning run writes, each atomically: model directories with their tokenizer and `eval_results.json`, and
-classification prediction files."""
+"""A fine-tuning run's results: the official metrics of fine-tuned models (GLUE, or accuracy / F1 / correlations,
+for classification and regression; SQuAD v1.1 / v2.0 with automatic null-threshold tuning for question answering)
+and the files that carry them, each written atomically: model directories with their tokenizer and
+`eval_results.json`, and classification prediction files."""
 
 import os
 
