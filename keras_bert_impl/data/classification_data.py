@@ -3,7 +3,8 @@
 Files are tables with named (or, without a header, numbered) text and label columns. TSV is read with
 `csv.QUOTE_NONE`, as GLUE's files need (MRPC has unbalanced quotes and a byte order mark, which is ignored);
 CSV uses standard quoting; JSONL holds one JSON object per line, columns being keys. A bad label or row raises
-`ClassificationDataError` naming the file, the line and the value.
+`ClassificationDataError` naming the file, the line and the value; so does a row with more cells than the header
+(a stray delimiter that would shift the label into a new class).
 """
 
 import csv
@@ -133,6 +134,11 @@ def _read_table(path, text_columns, label_column, has_header, delimiter, quoting
             indices = _column_indices(path, columns, header)
             if cells is None:
                 continue
+        if header is not None and len(cells) > len(header):
+            raise ClassificationDataError(
+                f"{path}, line {line}: {len(cells)} cells but the header has {len(header)} columns (a stray "
+                f"delimiter in a text shifts the label); fix or remove the row."
+            )
         needed = max(indices) + 1
         if len(cells) < needed:
             raise ClassificationDataError(

@@ -2,8 +2,8 @@
 
 SWAG CSV (Zellers et al., 2018): a header naming at least `sent1`, `sent2`, `ending0`, `ending1`, ... and, in
 labelled files, `label` (the index of the right ending); other columns are ignored. Choice N is packed as
-`[CLS] sent1 [SEP] sent2 endingN [SEP]`, as Hugging Face's `run_swag.py`. A bad header, row or label raises
-`ClassificationDataError` naming the file, the line and the value.
+`[CLS] sent1 [SEP] sent2 endingN [SEP]`, as Hugging Face's `run_swag.py`. A bad header, row (an empty ending
+among them) or label raises `ClassificationDataError` naming the file, the line and the value.
 """
 
 import csv
@@ -110,6 +110,12 @@ def read_swag_examples(path, require_labels=True):
             raise ClassificationDataError(
                 f"{location}: {len(cells)} cells but the header has {len(header)} columns; quote fields that "
                 f"contain commas."
+            )
+        empty = [name for name in endings if not cells[columns[name]].strip()]
+        if empty:
+            raise ClassificationDataError(
+                f"{location}: empty ending{'s' if len(empty) > 1 else ''} {empty}; every choice needs a text to "
+                f"score, so fill them in or remove the row."
             )
         label = None
         if label_index is not None and (require_labels or cells[label_index].strip()):
