@@ -54,7 +54,7 @@ def check_classification_head(model_name, num_classes, dropout, labels):
 
 def classification_head_arguments(task_class, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
     """`{"num_classes", "labels", "dropout"}` for `from_pretrained`: the given values, else the checkpoint's
-    (`task_checkpoints.stored_head`; labels only when their number fits), else dropout 0.1."""
+    (`task_checkpoints.stored_head`; its labels only for its own number of classes), else dropout 0.1."""
     stored = stored_head(task_class, checkpoint)
     if num_classes is None:
         if stored["num_classes"] is None:

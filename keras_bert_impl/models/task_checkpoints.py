@@ -26,16 +26,26 @@ class StoredCheckpoint(NamedTuple):
         return self.extra.get("source_config", {}).get("architectures") or []
 
 
+def _check_label_count(checkpoint, field, labels, num_classes):
+    """Refuse a stored label list of another length than the head's classes, in one line naming both numbers."""
+    if labels and num_classes is not None and len(labels) != num_classes:
+        raise ValueError(f"{checkpoint.path}: the config's {field!r} names {len(labels)} labels {list(labels)[:8]} but "
+                         f"the head has {num_classes} classes; give one label per class in {field!r} (or retrain "
+                         f"the head).")
+
+
 def stored_head(task_class, checkpoint):
     """`{"num_classes", "labels", "dropout"}` of the checkpoint's head for `task_class`, None where unknown:
     from our config, or a foreign head's shape (Hugging Face `classifier.*` with `id2label` unless the default
-    `LABEL_i` and `classifier_dropout`, else `hidden_dropout_prob`; original `output_weights`)."""
+    `LABEL_i` and `classifier_dropout`, else `hidden_dropout_prob`; original `output_weights`). A label list of
+    another length than the head's classes raises `ValueError`."""
     config, tensors = checkpoint.config, checkpoint.tensors
     unknown = {"num_classes": None, "labels": None, "dropout": None}
     if checkpoint.fmt == "native":
         if checkpoint.extra.get("class_name") != task_class.__name__:
             return unknown
         labels = config.get("labels")
+        _check_label_count(checkpoint, "labels", labels, config.get("num_classes"))
         return {"num_classes": config.get("num_classes"), "labels": tuple(labels) if labels else None,
                 "dropout": config.get("dropout")}
     if not task_class.reads_foreign_head(checkpoint):
@@ -44,6 +54,7 @@ def stored_head(task_class, checkpoint):
         source = checkpoint.extra.get("source_config", {})
         id2label = source.get("id2label") or {}
         labels = tuple(id2label[key] for key in sorted(id2label, key=int)) if id2label else None
+        _check_label_count(checkpoint, "id2label", labels, int(tensors["classifier.weight"].shape[0]))
         # LABEL_0, LABEL_1, ...: the names `transformers` makes up for a model without any.
         made_up = labels is not None and all(label == f"LABEL_{index}" for index, label in enumerate(labels))
         dropout = source.get("classifier_dropout")

@@ -90,3 +90,38 @@ def test_predict_refuses_a_file_of_blank_lines(tmp_path, capsys, classifier_dir)
     texts.write_text("\n  \n\n")
     status, _, err = run_cli(capsys, "predict", "--model", classifier_dir, "--input-file", texts)
     assert status == 1 and err.count("\n") == 1 and f"{texts} holds only blank ones" in err
+
+
+def test_label_list_shorter_than_the_head_is_one_line_naming_both_numbers(tmp_path, capsys):
+    """A Hugging Face NER checkpoint whose id2label names 2 of its 3 classes: the labels were dropped and the run
+    failed later saying the checkpoint has no tag names."""
+    from keras_bert_impl.models.token_classifier import BertTokenClassifier
+    from keras_bert_impl.tokenization import BertTokenizer
+    from tests.helpers import tiny_backbone
+
+    checkpoint = tmp_path / "ner"
+    BertTokenClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), 3,
+                        labels=["O", "B-LOC", "I-LOC"]).save_huggingface(checkpoint)
+    BertTokenizer(VOCABULARY).save_pretrained(checkpoint)
+    config = json.loads((checkpoint / "config.json").read_text())
+    config["id2label"], config["label2id"] = {"0": "O", "1": "B-LOC"}, {"O": 0, "B-LOC": 1}
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    dev = tmp_path / "dev.txt"
+    dev.write_text("the O\ncat O\nin O\nparis B-LOC\n")
+    status, _, err = run_cli(capsys, "finetune-ner", "--init-checkpoint", checkpoint, "--dev-file", dev, "--epochs", 0,
+                             "--output-dir", tmp_path / "run")
+    assert status == 1 and err.count("\n") == 1, err
+    assert f"{checkpoint}: the config's 'id2label' names 2 labels ['O', 'B-LOC'] but the head has 3 classes" in err
+
+
+def test_native_label_list_longer_than_num_classes_is_refused(tmp_path):
+    from keras_bert_impl.models.classifier import BertClassifier
+    from tests.helpers import tiny_backbone
+
+    BertClassifier(tiny_backbone(), 2, labels=["no", "yes"]).save_pretrained(tmp_path / "classifier")
+    config_path = tmp_path / "classifier" / "config.json"
+    config = json.loads(config_path.read_text())
+    config["config"]["labels"] = ["no", "yes", "maybe"]
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"names 3 labels \['no', 'yes', 'maybe'\] but the head has 2 classes"):
+        BertClassifier.from_pretrained(tmp_path / "classifier")
