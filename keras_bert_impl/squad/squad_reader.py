@@ -138,6 +138,14 @@ def squad_questions(squad_json, source="<squad json>"):
                 yield f"{location}.qas[{question_index}]", article, paragraph, question
 
 
+def require_questions(squad_json, source="<squad json>"):
+    """Raise `SquadFormatError` naming `source` unless the SQuAD JSON object holds at least one question: a
+    file with none would be found only when it is scored, after training."""
+    if next(squad_questions(squad_json, source), None) is None:
+        raise SquadFormatError(f"{source} has no questions (every data[].paragraphs[].qas[] is empty or was "
+                               f"skipped); give a SQuAD file with at least one question.")
+
+
 def _answer_mismatch(context, answer):
     """Why `answer` cannot be located in `context`, or None if its text is there at answer_start."""
     if answer.answer_start is None:

@@ -439,7 +439,9 @@ def finetune_and_score(model, tokenizer, files, settings, train, *, read, pack, 
         held_from = len(train)
         train, tune = split_rows(train, files.tune_fraction, settings.seed)
         print(f"tune fraction {files.tune_fraction}: {len(tune)} of {held_from} training rows held out to pick best/")
+    # Dev and test files are read now, so that an unreadable, empty or malformed one stops the run before training.
     dev = pack(read(files.dev_file, True)) if files.dev_file else None
+    test = pack(read(files.test_file, False)) if files.test_file else None
     selection = dev if dev is not None else (pack(tune) if tune else None)
     if settings.epochs:
         train_x, train_y = (training_arrays or pack)(train)
@@ -451,7 +453,7 @@ def finetune_and_score(model, tokenizer, files, settings, train, *, read, pack, 
                                      ("test", files.test_file, "test_results.json")):
         if not path:
             continue
-        inputs, gold = dev if name == "dev" else pack(read(path, False))
+        inputs, gold = dev if name == "dev" else test
         predictions = predict(inputs)
         write_predictions(name, inputs, predictions)
         if gold is not None:

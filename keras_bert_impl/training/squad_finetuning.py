@@ -65,17 +65,19 @@ class _SquadRun:
 
     def __init__(self, model, tokenizer, files, squad, settings):
         self.model, self.tokenizer, self.files, self.squad, self.settings = model, tokenizer, files, squad, settings
-        self.tune = self.dev = self.threshold_set = None
+        self.tune = self.dev = self.threshold_set = self.test_json = None
 
     def prepare(self, squad_json, source):
         """`(squad_json, examples, features)` of a scored file."""
         from keras_bert_impl.squad import parse_squad_examples, scorable_squad_json
+        from keras_bert_impl.squad.squad_reader import require_questions
 
         skip = self.files.skip_unscorable_questions
         squad_json, skipped = scorable_squad_json(squad_json, source, skip_unscorable=skip)
         if skipped:
             print(f"skipped {skipped} questions of {source} that cannot be scored (a repeated id, or no 'answers' "
                   f"without is_impossible)")
+        require_questions(squad_json, source)
         examples = parse_squad_examples(squad_json, source=source)
         return squad_json, examples, self.model.preprocessor.example_features(examples)
 
@@ -114,8 +116,9 @@ class _SquadRun:
         return results
 
     def read(self, train_json):
-        """Hold out the tuning articles of `train_json` and read the scored files; the training articles left."""
-        from keras_bert_impl.squad.squad_reader import load_squad_json
+        """Hold out the tuning articles of `train_json` and read the scored and test files (each refused now, before
+        training, if it has no questions); the training articles left."""
+        from keras_bert_impl.squad.squad_reader import load_squad_json, require_questions
         from keras_bert_impl.training.finetuning import split_articles
 
         files = self.files
@@ -128,6 +131,9 @@ class _SquadRun:
         if self.squad.version_2 and self.squad.null_score_diff_threshold is None:
             self.threshold_set = (self.prepare(load_squad_json(files.threshold_file), files.threshold_file)
                                   if files.threshold_file else self.tune or self.dev)
+        if files.test_file:
+            self.test_json = load_squad_json(files.test_file)
+            require_questions(self.test_json, files.test_file)
         return train_json
 
     def train(self, train_json):
@@ -152,11 +158,11 @@ class _SquadRun:
             selection_name="dev" if self.dev else "held-out").trained_from
 
     def predict_test(self, test_file, test_dir):
-        """Predict `test_file` into `test_dir`, and score it when it has gold answers."""
+        """Predict `test_file` (as `read` loaded it) into `test_dir`, and score it when it has gold answers."""
         from keras_bert_impl.squad import parse_squad_examples, write_squad_predictions
-        from keras_bert_impl.squad.squad_reader import load_squad_json, squad_questions
+        from keras_bert_impl.squad.squad_reader import squad_questions
 
-        test_json = load_squad_json(test_file)
+        test_json = self.test_json
         labelled = any("answers" in question or "is_impossible" in question  # scored when it carries labels
                        for *_, question in squad_questions(test_json, test_file))
         if labelled:

@@ -125,3 +125,42 @@ def test_native_label_list_longer_than_num_classes_is_refused(tmp_path):
     config_path.write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"names 3 labels \['no', 'yes', 'maybe'\] but the head has 2 classes"):
         BertClassifier.from_pretrained(tmp_path / "classifier")
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if a fine-tuning run starts training: the checks of its files must come first."""
+    from keras_bert_impl.training import finetuning
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("training started before the files were checked")
+
+    monkeypatch.setattr(finetuning, "finetune", refuse)
+
+
+EMPTY_SQUAD = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "the cat .", "qas": []}]}]}
+
+
+@pytest.mark.parametrize("flag", ["--dev-file", "--test-file"])
+def test_squad_file_with_no_questions_is_refused_before_training(tmp_path, capsys, no_training, flag):
+    train = write_squad_json(tmp_path / "train.json", 4, seed=0)
+    scored = tmp_path / "scored.json"
+    scored.write_text(json.dumps(EMPTY_SQUAD))
+    status, _, err = run_cli(capsys, "finetune-squad", "--train-file", train, flag, scored, "--init-checkpoint",
+                             write_tiny_checkpoint(tmp_path / "checkpoint"), "--output-dir", tmp_path / "run",
+                             "--max-seq-length", 64, "--doc-stride", 32, "--max-query-length", 16, "--version-2")
+    assert status == 1 and err.count("\n") == 1, err
+    assert f"{scored} has no questions" in err and "give a SQuAD file with at least one question" in err
+
+
+def test_empty_classification_test_file_is_refused_before_training(tmp_path, capsys, no_training):
+    from tests.training.finetuning_test_utils import write_mrpc_tsv
+
+    train = write_mrpc_tsv(tmp_path / "train.tsv", 8, seed=0)
+    test = tmp_path / "test.tsv"
+    test.write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n")
+    status, _, err = run_cli(capsys, "finetune-classifier", "--task", "mrpc", "--train-file", train, "--test-file",
+                             test, "--init-checkpoint", write_tiny_checkpoint(tmp_path / "checkpoint"),
+                             "--output-dir", tmp_path / "run", "--max-seq-length", 32)
+    assert status == 1 and err.count("\n") == 1, err
+    assert f"{test} has no examples" in err
