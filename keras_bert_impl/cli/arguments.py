@@ -112,7 +112,8 @@ def add_finetuning_arguments(parser, data_files, sequence_length_help, *, dev_he
     model = parser.add_argument_group("model")
     model.add_argument("--init-checkpoint",
                        help="any checkpoint from_pretrained reads (ours, Hugging Face, original TF)")
-    model.add_argument("--preset", help="train from scratch: a BertBackbone preset (tiny, mini, small, ...)")
+    model.add_argument("--preset", help="a model size from scratch (tiny, mini, small, medium, base, large), or a "
+                       "keras-hub preset directory or handle: its pretrained backbone and tokenizer, under a new head")
     model.add_argument("--vocab", help="vocab.txt or its directory (default: the checkpoint's directory)")
     model.add_argument("--cased", action="store_true", help="keep case (default: the tokenizer config's)")
     if classifier_dropout:
@@ -153,8 +154,8 @@ def check_finetuning_arguments(args, tune_fraction_picks_best=True):
                          "--init-checkpoint on --dev-file / --test-file)")
     if args.epochs == 0:
         if not args.init_checkpoint:
-            raise UsageError("--epochs 0 scores a trained model: give --init-checkpoint (a --preset has random "
-                             "weights)")
+            raise UsageError("--epochs 0 scores a trained model: give --init-checkpoint (a --preset's head is "
+                             "new)")
         if not (args.dev_file or args.test_file):
             raise UsageError("--epochs 0 trains nothing and scores --init-checkpoint: give --dev-file or --test-file")
         if tune:

@@ -131,9 +131,11 @@ class ModelSource:
     Args:
         init_checkpoint: str or None. Any checkpoint `from_pretrained` reads (ours, Hugging Face, original TF).
             Defaults to None.
-        preset: str or None. Train from scratch: a `BertBackbone` size ("tiny" ... "large"), random weights.
-            Defaults to None.
-        vocab: str or None. `vocab.txt` or its directory; None: the checkpoint's directory. Defaults to None.
+        preset: str or None. Without `init_checkpoint`: a `BertBackbone` size ("tiny" ... "large") from scratch
+            (random weights), or a keras-hub preset directory or handle (its backbone, with its own sizes, and its
+            tokenizer; `save_to_preset` writes one). The head starts new. Defaults to None.
+        vocab: str or None. `vocab.txt` or its directory; None: the checkpoint's directory, or the keras-hub
+            preset's tokenizer. Defaults to None.
         cased: bool. Keep case; False: the tokenizer config's casing. Defaults to False.
     """
 
@@ -142,14 +144,30 @@ class ModelSource:
     vocab: str = None
     cased: bool = False
 
+    @property
+    def keras_hub_preset(self):
+        """The keras-hub preset the run starts from (a `preset` that is no published size), or None."""
+        from keras_bert_impl.models.presets import PRESETS
+
+        return self.preset if self.preset and self.preset not in PRESETS and not self.init_checkpoint else None
+
     def tokenizer(self):
-        """The run's `BertTokenizer` (`load_tokenizer`)."""
+        """The run's `BertTokenizer` (`load_tokenizer`; without `vocab`, a keras-hub preset's own)."""
+        if self.vocab is None and self.keras_hub_preset:
+            from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer
+
+            tokenizer = read_keras_hub_tokenizer(self.keras_hub_preset)
+            if tokenizer is None:
+                raise ValueError(f"The keras-hub preset {self.keras_hub_preset} has no tokenizer; give its vocabulary "
+                                 f"(--vocab).")
+            return tokenizer
         return load_tokenizer(self.vocab, self.init_checkpoint, lowercase=False if self.cased else None)
 
     def build(self, task_class, tokenizer, preprocessor=None, max_sequence_length=512, backbone_dropout=None,
               **head):
         """The run's task model: `task_class.from_pretrained(init_checkpoint)`, or from scratch a backbone of size
-        `preset` sized to `tokenizer` under a new head; checked against `tokenizer`.
+        `preset` sized to `tokenizer` (a keras-hub preset: its pretrained backbone, its sizes kept) under a new
+        head; checked against `tokenizer`.
 
         Args:
             task_class: a `BertTask` subclass, e.g. `BertClassifier`.
@@ -181,8 +199,11 @@ class ModelSource:
             attached = AUTO if preprocessor is None else preprocessor
             model = task_class.from_pretrained(self.init_checkpoint, preprocessor=attached, **head, **overrides)
         elif self.preset:
-            backbone = BertBackbone.from_scratch(self.preset, vocabulary_size=tokenizer.vocabulary_size(),
-                                                 max_sequence_length=max_sequence_length, **overrides)
+            if self.keras_hub_preset:  # its sizes are the weights' own: only the dropout may change
+                backbone = BertBackbone.from_preset(self.keras_hub_preset, **overrides)
+            else:
+                backbone = BertBackbone.from_scratch(self.preset, vocabulary_size=tokenizer.vocabulary_size(),
+                                                     max_sequence_length=max_sequence_length, **overrides)
             model = task_class(backbone, preprocessor=preprocessor,
                                **{name: value for name, value in head.items() if value is not None})
         else:

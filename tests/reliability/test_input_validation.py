@@ -164,3 +164,32 @@ def test_empty_classification_test_file_is_refused_before_training(tmp_path, cap
                              "--output-dir", tmp_path / "run", "--max-seq-length", 32)
     assert status == 1 and err.count("\n") == 1, err
     assert f"{test} has no examples" in err
+
+
+def test_keras_hub_preset_from_save_to_preset_fine_tunes_through_preset(tmp_path, capsys):
+    """`save_to_preset` -> `finetune-classifier --preset DIR`: the run starts from the preset's backbone weights,
+    sizes and tokenizer (they were refused as an unknown size, or overridden with the flags' sizes)."""
+    import numpy as np
+
+    from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.training.finetuning import ModelSource
+    from tests.training.finetuning_test_utils import write_mrpc_tsv
+
+    pytest.importorskip("keras_hub")
+    original = BertClassifier.from_scratch("tiny", vocabulary=VOCABULARY, num_classes=2, max_sequence_length=48,
+                                           sequence_length=32)
+    preset = tmp_path / "preset"
+    original.save_to_preset(str(preset))
+    source = ModelSource(preset=str(preset))
+    tokenizer = source.tokenizer()
+    assert tokenizer.vocabulary_size() == len(VOCABULARY)
+    model = source.build(BertClassifier, tokenizer, num_classes=3)
+    assert model.backbone.max_sequence_length == 48 and model.num_classes == 3
+    for ours, theirs in zip(model.backbone.weights, original.backbone.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)
+    train = write_mrpc_tsv(tmp_path / "train.tsv", 4, seed=0)
+    status, out, err = run_cli(capsys, "finetune-classifier", "--task", "mrpc", "--train-file", train, "--preset",
+                               preset, "--output-dir", tmp_path / "run", "--max-seq-length", 32, "--epochs", 1,
+                               "--batch-size", 2, "--no-jit", "--verbose", 0)
+    assert status == 0, err
+    assert (tmp_path / "run" / "last" / "config.json").is_file()
