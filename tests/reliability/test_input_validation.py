@@ -26,9 +26,9 @@ def test_tsv_row_with_more_cells_than_the_header_is_refused_before_any_model(tmp
     train = tmp_path / "train.tsv"
     train.write_text("sentence\tlabel\ngood film\t1\nthe cat\tsat\t0\n")  # line 3: a stray TAB shifts the label
     (tmp_path / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
-    status, out, err = run_cli(capsys, "finetune-classifier", "--train-file", train, "--text-columns", "sentence",
-                               "--label-column", "label", "--preset", "tiny", "--vocab", tmp_path / "vocab.txt",
-                               "--output-dir", tmp_path / "run", "--epochs", 1)
+    status, _, err = run_cli(capsys, "finetune-classifier", "--train-file", train, "--text-columns", "sentence",
+                             "--label-column", "label", "--preset", "tiny", "--vocab", tmp_path / "vocab.txt",
+                             "--output-dir", tmp_path / "run", "--epochs", 1)
     assert status == 1 and err.count("\n") == 1, err
     assert f"{train}, line 3: 3 cells but the header has 2 columns" in err and "fix or remove the row" in err
 
@@ -188,8 +188,8 @@ def test_keras_hub_preset_from_save_to_preset_fine_tunes_through_preset(tmp_path
     for ours, theirs in zip(model.backbone.weights, original.backbone.weights):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)
     train = write_mrpc_tsv(tmp_path / "train.tsv", 4, seed=0)
-    status, out, err = run_cli(capsys, "finetune-classifier", "--task", "mrpc", "--train-file", train, "--preset",
-                               preset, "--output-dir", tmp_path / "run", "--max-seq-length", 32, "--epochs", 1,
-                               "--batch-size", 2, "--no-jit", "--verbose", 0)
+    status, _, err = run_cli(capsys, "finetune-classifier", "--task", "mrpc", "--train-file", train, "--preset",
+                             preset, "--output-dir", tmp_path / "run", "--max-seq-length", 32, "--epochs", 1,
+                             "--batch-size", 2, "--no-jit", "--verbose", 0)
     assert status == 0, err
     assert (tmp_path / "run" / "last" / "config.json").is_file()
