@@ -30,6 +30,11 @@ def _import_keras_hub(what):
     return keras_hub
 
 
+def keras_hub_preset_names():
+    """The names of keras-hub's built-in BERT presets (e.g. "bert_base_en_uncased")."""
+    return set(_import_keras_hub("A keras-hub preset").models.BertBackbone.presets)
+
+
 def _per_head(kind, value, num_heads, to_keras_hub):
     """One tensor from Hugging Face's layout to keras-hub's (`to_keras_hub`) or back, by `kind`."""
     if kind == "vector":

@@ -146,20 +146,28 @@ class ModelSource:
 
     @property
     def keras_hub_preset(self):
-        """The keras-hub preset the run starts from (a `preset` that is no published size), or None."""
+        """The keras-hub preset the run starts from (a `preset` that is no published size), or None; a `preset`
+        that is neither is refused in one line."""
+        from keras_bert_impl.checkpoints.keras_hub_presets import keras_hub_preset_names
         from keras_bert_impl.models.presets import PRESETS
 
-        return self.preset if self.preset and self.preset not in PRESETS and not self.init_checkpoint else None
+        if not self.preset or self.preset in PRESETS or self.init_checkpoint:
+            return None
+        if not (os.path.isdir(self.preset) or "://" in self.preset or self.preset in keras_hub_preset_names()):
+            raise ValueError(f"The preset {self.preset!r} is neither a model size ({', '.join(PRESETS)}) nor a "
+                             f"keras-hub preset (a preset directory, a kaggle:// or hf:// handle, or a name such as "
+                             f"bert_base_en_uncased).")
+        return self.preset
 
     def tokenizer(self):
         """The run's `BertTokenizer` (`load_tokenizer`; without `vocab`, a keras-hub preset's own)."""
-        if self.vocab is None and self.keras_hub_preset:
+        preset = self.keras_hub_preset  # checked first: a mistyped size is named before anything is read
+        if self.vocab is None and preset:
             from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_tokenizer
 
-            tokenizer = read_keras_hub_tokenizer(self.keras_hub_preset)
+            tokenizer = read_keras_hub_tokenizer(preset)
             if tokenizer is None:
-                raise ValueError(f"The keras-hub preset {self.keras_hub_preset} has no tokenizer; give its vocabulary "
-                                 f"(--vocab).")
+                raise ValueError(f"The keras-hub preset {preset} has no tokenizer; give its vocabulary (--vocab).")
             return tokenizer
         return load_tokenizer(self.vocab, self.init_checkpoint, lowercase=False if self.cased else None)
 

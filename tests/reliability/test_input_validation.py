@@ -193,3 +193,13 @@ def test_keras_hub_preset_from_save_to_preset_fine_tunes_through_preset(tmp_path
                              "--batch-size", 2, "--no-jit", "--verbose", 0)
     assert status == 0, err
     assert (tmp_path / "run" / "last" / "config.json").is_file()
+
+
+def test_a_preset_that_is_neither_a_size_nor_a_keras_hub_preset_is_one_line(tmp_path, capsys, no_model):
+    pytest.importorskip("keras_hub")
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
+    status, _, err = run_cli(capsys, "finetune-classifier", "--train-file", tmp_path / "train.tsv", "--text-columns",
+                             "sentence", "--label-column", "label", "--preset", "tinyy", "--vocab",
+                             tmp_path / "vocab.txt", "--output-dir", tmp_path / "run")
+    assert status == 1 and err.count("\n") == 1, err
+    assert "The preset 'tinyy' is neither a model size (tiny, mini, small, medium, base, large) nor a keras-hub" in err
