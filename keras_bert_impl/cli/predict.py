@@ -67,8 +67,8 @@ def _texts(args):
         lines = text_lines(args.input_file, error=ClassificationDataError)
         texts.extend(line.rstrip("\n") for line in lines)  # empty ones too: output row i is line i + 1
     if not any(text.strip() for text in texts):
-        raise ValueError(f"No texts to classify: {args.input_file or '--text'} holds only blank ones; give at least one "
-                         f"non-blank text.")
+        raise ValueError(f"No texts to classify: {args.input_file or '--text'} holds only blank ones; give at least "
+                         f"one non-blank text.")
     return texts
 
 
