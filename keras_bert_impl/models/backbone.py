@@ -15,6 +15,7 @@ from keras_bert_impl.checkpoints import (
     read_checkpoint,
     resolve_checkpoint,
 )
+from keras_bert_impl.checkpoints.conversion import check_fits_in_memory
 from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset, write_keras_hub_preset
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.utils.constructor_config import constructor_config
@@ -113,6 +114,9 @@ class BertBackbone(keras.Model):
         if hidden_dim % num_heads:
             raise ValueError(f"BertBackbone `hidden_dim` ({hidden_dim}) must be divisible by `num_heads` "
                              f"({num_heads}).")
+        check_fits_in_memory(dict(vocabulary_size=vocabulary_size, num_layers=num_layers, hidden_dim=hidden_dim,
+                                  intermediate_dim=intermediate_dim, max_sequence_length=max_sequence_length,
+                                  num_segments=num_segments), type(self).__name__)
 
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
         segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
