@@ -134,11 +134,12 @@ def _normalise_names(tensors):
     return normalised
 
 
-def _safetensors_call(path, read):
+def _safetensors_call(read, path):
+    """`read(path)`, its errors for a damaged file as `CheckpointError` naming the file."""
     from safetensors import SafetensorError
 
     try:
-        return read()
+        return read(path)
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"Cannot read {path}: the file is truncated or corrupt ({error}).") from error
 
@@ -147,7 +148,7 @@ def load_safetensors(path):
     """`{name: np.ndarray}` of the safetensors file `path`; `CheckpointError` when it is corrupt or holds NaN/inf."""
     from safetensors.numpy import load_file
 
-    return check_finite(_safetensors_call(path, lambda: load_file(path)), path)
+    return check_finite(_safetensors_call(load_file, path), path)
 
 
 def safetensors_shapes(paths):
@@ -156,11 +157,11 @@ def safetensors_shapes(paths):
 
     def read(path):
         with safe_open(path, framework="numpy") as handle:
-            return {name: handle.get_slice(name).get_shape() for name in handle.keys()}
+            return {name: handle.get_slice(name).get_shape() for name in handle.keys()}  # noqa: SIM118 - no __iter__
 
     shapes = {}
     for path in paths:
-        shapes.update(_safetensors_call(path, lambda: read(path)))
+        shapes.update(_safetensors_call(read, path))
     return shapes
 
 

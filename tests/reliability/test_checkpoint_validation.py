@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 
 from tests.cli.cli_test_utils import run_cli
-from tests.helpers import TINY_BACKBONE, original_bert_config, tiny_backbone, write_original_tf_checkpoint
+from tests.helpers import (
+    TINY_BACKBONE,
+    original_bert_config,
+    tiny_backbone,
+    write_original_tf_checkpoint,
+)
 
 LAYER_0_KERNEL = "encoder.layer.0.output.dense.weight"
 
@@ -37,7 +42,7 @@ def _update_json(path, updates):
 
 
 def _one_line_error(capsys, *argv):
-    status, out, err = run_cli(capsys, *argv)
+    status, _, err = run_cli(capsys, *argv)
     assert status == 1 and err.count("\n") == 1 and "Traceback" not in err, (status, err)
     return err
 
