@@ -47,6 +47,7 @@ def read_native(path):
     weights_path = os.path.join(path, WEIGHTS_FILE)
     if not os.path.exists(weights_path):
         raise CheckpointError(f"{path} has {CONFIG_FILE} but no {WEIGHTS_FILE}.")
+    shapes = safetensors_shapes([weights_path])  # a truncated or garbled file is named as such first
     digests = document.get(DIGESTS_FIELD)
     recorded = digests.get(WEIGHTS_FILE) if isinstance(digests, dict) else None
     if recorded is not None and file_sha256(weights_path) != recorded:
@@ -58,7 +59,7 @@ def read_native(path):
     backbone, prefix = ((document["config"], "config.") if document["class_name"] == "BertBackbone"
                         else (extra.get("backbone_config"), "extra.backbone_config."))
     if isinstance(backbone, dict):
-        check_config_fits(backbone, safetensors_shapes([weights_path]), NATIVE, config_path, weights_path,
+        check_config_fits(backbone, shapes, NATIVE, config_path, weights_path,
                           {name: prefix + name for name in ("num_layers", *SIZE_SOURCES)})
     return document["class_name"], document["config"], extra, load_safetensors(weights_path)
 
