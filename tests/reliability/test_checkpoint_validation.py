@@ -209,3 +209,17 @@ def test_shards_inside_the_folder_load(tmp_path):
     directory = _sharded(tmp_path, "model-00001-of-00001.safetensors")
     os.replace(tmp_path / "outside.safetensors", directory / "model-00001-of-00001.safetensors")
     assert BertBackbone.from_pretrained(str(directory)).load_report.missing == []
+
+
+def test_a_single_tensor_of_another_shape_is_still_named(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    from keras_bert_impl.checkpoints import CheckpointError
+    from keras_bert_impl.models.backbone import BertBackbone
+
+    directory = _huggingface_directory(tmp_path)  # sizes agree with the config: only the pooler is off
+    tensors = load_file(str(directory / "model.safetensors"))
+    tensors["pooler.dense.weight"] = tensors["pooler.dense.weight"][:8].copy()
+    save_file(tensors, str(directory / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"shape mismatch for pooler.dense.weight \(8, 16\)"):
+        BertBackbone.from_pretrained(str(directory))
