@@ -7,7 +7,10 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.name_map import IGNORED_FOREIGN_TENSORS, backbone_weight_specs
+from keras_bert_impl.checkpoints.name_map import (
+    IGNORED_FOREIGN_TENSORS,
+    backbone_weight_specs,
+)
 
 logger = logging.getLogger(__name__)
 

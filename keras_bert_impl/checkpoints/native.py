@@ -11,8 +11,17 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.conversion import NATIVE, SIZE_SOURCES, CheckpointError, check_config_fits
-from keras_bert_impl.checkpoints.huggingface import load_safetensors, read_json, safetensors_shapes
+from keras_bert_impl.checkpoints.conversion import (
+    NATIVE,
+    SIZE_SOURCES,
+    CheckpointError,
+    check_config_fits,
+)
+from keras_bert_impl.checkpoints.huggingface import (
+    load_safetensors,
+    read_json,
+    safetensors_shapes,
+)
 from keras_bert_impl.utils.atomic_io import atomic_directory
 
 CONFIG_FILE = "config.json"
