@@ -223,3 +223,17 @@ def test_a_single_tensor_of_another_shape_is_still_named(tmp_path):
     save_file(tensors, str(directory / "model.safetensors"))
     with pytest.raises(CheckpointError, match=r"shape mismatch for pooler.dense.weight \(8, 16\)"):
         BertBackbone.from_pretrained(str(directory))
+
+
+def test_a_keras_hub_preset_with_fewer_layers_than_its_weights_is_refused(tmp_path):
+    pytest.importorskip("keras_hub")
+    from keras_bert_impl.models.backbone import BertBackbone
+
+    tiny_backbone(num_layers=2).save_to_preset(str(tmp_path / "preset"))
+    config_path = tmp_path / "preset" / "config.json"
+    document = json.loads(config_path.read_text())
+    document["config"]["num_layers"] = 1
+    config_path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match=rf"{config_path} does not match the weights in .*model.weights.h5: "
+                                         r"config.num_layers is 1 but the weights have 2 encoder layers"):
+        BertBackbone.from_preset(str(tmp_path / "preset"))
