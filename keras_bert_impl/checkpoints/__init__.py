@@ -16,6 +16,7 @@ from keras_bert_impl.checkpoints.conversion import (
     CheckpointError,
     LoadReport,
     assign_from_checkpoint,
+    check_config_fits,
     export_tensors,
 )
 from keras_bert_impl.checkpoints.hub_cache import resolve_checkpoint
@@ -49,10 +50,14 @@ def read_checkpoint(path, revision=None):
         config_path = os.path.join(path, huggingface.CONFIG_FILE)
         hf_config = huggingface.read_json(config_path)
         config = huggingface.backbone_config_from_huggingface(hf_config, config_path)
-        return HUGGINGFACE, config, huggingface.read_huggingface_tensors(path), {"source_config": hf_config}
+        tensors = huggingface.read_huggingface_tensors(path, _config_check(config, HUGGINGFACE, config_path, path))
+        return HUGGINGFACE, config, tensors, {"source_config": hf_config}
     prefix = original_tf.checkpoint_prefix(path)
     if prefix is not None:
-        return ORIGINAL, original_tf.read_original_config(prefix), original_tf.read_original_tensors(prefix), {}
+        config = original_tf.read_original_config(prefix)
+        config_path = os.path.join(os.path.dirname(prefix), original_tf.CONFIG_FILE)
+        return ORIGINAL, config, original_tf.read_original_tensors(
+            prefix, _config_check(config, ORIGINAL, config_path, prefix)), {}
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, huggingface.CONFIG_FILE)):
         raise CheckpointError(
             f"{path} has config.json but no weights: expected {huggingface.SAFETENSORS_FILE}, "
@@ -63,6 +68,12 @@ def read_checkpoint(path, revision=None):
         f"model.safetensors / pytorch_model.bin), an original BERT directory (bert_config.json + "
         f"bert_model.ckpt.*) or one written by save_pretrained."
     )
+
+
+def _config_check(config, fmt, config_path, weights_path):
+    """The `check_shapes` callback that refuses weights whose shapes the BERT-JSON `config` does not fit."""
+    fields = {ours: field for field, (ours, _) in huggingface.CONFIG_FIELDS.items()}
+    return lambda shapes: check_config_fits(config, shapes, fmt, config_path, weights_path, fields)
 
 
 def load_weights(model, backbone, fmt, tensors, path, head_specs=(), optional_backbone_paths=()):

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.conversion import CheckpointError
+from keras_bert_impl.checkpoints.conversion import CheckpointError, check_finite
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -134,34 +134,95 @@ def _normalise_names(tensors):
     return normalised
 
 
-def load_safetensors(path):
+def _safetensors_call(read, path):
+    """`read(path)`, its errors for a damaged file as `CheckpointError` naming the file."""
     from safetensors import SafetensorError
-    from safetensors.numpy import load_file
 
     try:
-        return load_file(path)
+        return read(path)
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"Cannot read {path}: the file is truncated or corrupt ({error}).") from error
 
 
-def read_huggingface_tensors(directory):
-    """All weight tensors of a Hugging Face checkpoint directory as `{normalised name: np.ndarray}`."""
+def load_safetensors(path):
+    """`{name: np.ndarray}` of the safetensors file `path`; `CheckpointError` when it is corrupt or holds NaN/inf."""
+    from safetensors.numpy import load_file
+
+    return check_finite(_safetensors_call(load_file, path), path)
+
+
+def safetensors_shapes(paths):
+    """`{name: shape}` of every tensor in the safetensors files `paths`, from their headers (no data is read)."""
+    from safetensors import safe_open
+
+    def read(path):
+        with safe_open(path, framework="numpy") as handle:
+            return {name: handle.get_slice(name).get_shape() for name in handle.keys()}  # noqa: SIM118 - no __iter__
+
+    shapes = {}
+    for path in paths:
+        shapes.update(_safetensors_call(read, path))
+    return shapes
+
+
+def _shard_path(directory, shard, index_path):
+    """`shard` (a file name from `index_path`) inside `directory`; `CheckpointError` for a name that is absolute,
+    climbs with `..` or resolves (through links) outside the folder, without saying whether that file exists."""
+    root = os.path.realpath(directory)
+    if os.path.basename(os.path.dirname(root)) == "snapshots":  # a Hub cache snapshot: files link to ../../blobs
+        root = os.path.dirname(os.path.dirname(root))
+    path = os.path.join(directory, shard) if isinstance(shard, str) and shard else None
+    if (path is None or os.path.isabs(shard) or ".." in shard.replace("\\", "/").split("/")
+            or os.path.commonpath([root, os.path.realpath(path)]) != root):
+        raise CheckpointError(
+            f"{index_path} lists shard {shard!r}, which is not a file name inside {directory}; a shard must lie in "
+            f"the checkpoint folder."
+        )
+    return path
+
+
+def weight_files(directory):
+    """The weight files of a Hugging Face checkpoint directory: `model.safetensors`, the shards its index lists
+    (confined to `directory`) or `pytorch_model.bin`."""
     index_path = os.path.join(directory, SAFETENSORS_INDEX_FILE)
     safetensors_path = os.path.join(directory, SAFETENSORS_FILE)
     if os.path.exists(safetensors_path):
-        tensors = load_safetensors(safetensors_path)
-    elif os.path.exists(index_path):
-        shards = sorted(set(read_json(index_path).get("weight_map", {}).values()))
-        if not shards:
-            raise CheckpointError(f"{index_path}: 'weight_map' is missing or empty.")
-        tensors = {}
-        for shard in shards:
-            shard_path = os.path.join(directory, shard)
-            if not os.path.exists(shard_path):
+        return [safetensors_path]
+    if not os.path.exists(index_path):
+        return [os.path.join(directory, PYTORCH_FILE)]
+    document = read_json(index_path)
+    weight_map = document.get("weight_map") if isinstance(document, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise CheckpointError(f"{index_path}: 'weight_map' is missing or empty.")
+    paths = []
+    for shard in weight_map.values():
+        path = _shard_path(directory, shard, index_path)
+        if path not in paths:
+            if not os.path.exists(path):
                 raise CheckpointError(f"{index_path} lists shard {shard!r}, which does not exist.")
-            tensors.update(load_safetensors(shard_path))
-    else:
-        tensors = _read_pytorch_bin(os.path.join(directory, PYTORCH_FILE))
+            paths.append(path)
+    return paths
+
+
+def read_huggingface_tensors(directory, check_shapes=None):
+    """All weight tensors of a Hugging Face checkpoint directory as `{normalised name: np.ndarray}`.
+
+    Args:
+        directory: str. The checkpoint directory.
+        check_shapes: callable or None. Called with `{normalised name: shape}` before any tensor data is read
+            (after, for `pytorch_model.bin`), to refuse weights that do not fit. Defaults to None.
+    """
+    paths = weight_files(directory)
+    if paths[0].endswith(PYTORCH_FILE):
+        tensors = _normalise_names(_read_pytorch_bin(paths[0]))
+        if check_shapes is not None:
+            check_shapes({name: value.shape for name, value in tensors.items()})
+        return tensors
+    if check_shapes is not None:
+        check_shapes(_normalise_names(safetensors_shapes(paths)))
+    tensors = {}
+    for path in paths:
+        tensors.update(load_safetensors(path))
     return _normalise_names(tensors)
 
 
@@ -177,7 +238,7 @@ def _read_pytorch_bin(path):
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # noqa: BLE001 - torch raises several unrelated types for bad files
         raise CheckpointError(f"Cannot read {path}: the file is truncated or corrupt ({error}).") from error
-    return {name: tensor.float().numpy() for name, tensor in state.items()}
+    return check_finite({name: tensor.float().numpy() for name, tensor in state.items()}, path)
 
 
 def write_huggingface_directory(directory, config, tensors):

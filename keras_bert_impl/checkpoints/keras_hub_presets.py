@@ -6,9 +6,18 @@ through Hugging Face names, which `name_map` maps to ours. keras-hub's BERT fixe
 1e-12 and one dropout rate.
 """
 
+import os
+
 import numpy as np
 
-from keras_bert_impl.checkpoints.conversion import HUGGINGFACE, CheckpointError, export_tensors
+from keras_bert_impl.checkpoints.conversion import (
+    HUGGINGFACE,
+    CheckpointError,
+    check_finite,
+    check_fits_in_memory,
+    export_tensors,
+)
+from keras_bert_impl.checkpoints.huggingface import read_json
 from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
 
@@ -17,6 +26,7 @@ KERAS_HUB_INSTALL_HINT = "pip install keras-hub"
 KERAS_HUB_ACTIVATION = "gelu_approximate"
 KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
 PRESET_CONFIG_FILE = "config.json"
+PRESET_WEIGHTS_FILE = "model.weights.h5"
 # The `BertBackbone` arguments keras-hub's and ours share.
 SHARED_ARGUMENTS = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "dropout",
                     "max_sequence_length", "num_segments")
@@ -83,6 +93,34 @@ def _name_table(num_layers):
     return table
 
 
+def _check_preset_directory(preset):
+    """Before keras-hub builds a preset directory's backbone: its `config.json` layer count against the encoder
+    layers its weights file holds, and its sizes against the available memory (other handles: nothing). Raises
+    `ValueError`, not `CheckpointError` (which callers report as an unknown preset)."""
+    config_path = os.path.join(preset, PRESET_CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        return
+    document = read_json(config_path)
+    config = document.get("config") if isinstance(document, dict) else None
+    if not isinstance(config, dict):
+        return  # keras-hub names what is wrong
+    weights_path = os.path.join(preset, PRESET_WEIGHTS_FILE)
+    try:
+        import h5py
+
+        with h5py.File(weights_path, "r") as handle:  # Keras saves each block as layers/transformer_encoder[_i]
+            layers = sum(name.startswith("transformer_encoder") for name in handle.get("layers", {}))
+    except (ImportError, OSError):  # no weights file (keras-hub names it), or one h5py cannot read
+        layers = 0
+    if layers and layers != config.get("num_layers"):
+        raise ValueError(
+            f"{config_path} does not match the weights in {weights_path}: config.num_layers is "
+            f"{config.get('num_layers')!r} but the weights have {layers} encoder layers. Use the config saved with "
+            f"these weights."
+        )
+    check_fits_in_memory(config, config_path)
+
+
 def read_keras_hub_preset(preset):
     """The `BertBackbone` arguments and Hugging Face-named weights of a keras-hub BERT preset.
 
@@ -95,6 +133,7 @@ def read_keras_hub_preset(preset):
         `checkpoints.load_weights(..., "huggingface", ...)`.
     """
     keras_hub = _import_keras_hub(f"Reading the keras-hub preset {preset}")
+    _check_preset_directory(preset)
     try:
         source = keras_hub.models.BertBackbone.from_preset(preset)
     except (ValueError, OSError) as error:
@@ -103,7 +142,8 @@ def read_keras_hub_preset(preset):
     config = {name: getattr(source, name) for name in SHARED_ARGUMENTS}
     config.update(attention_dropout=source.dropout, hidden_activation=KERAS_HUB_ACTIVATION,
                   layer_norm_epsilon=KERAS_HUB_LAYER_NORM_EPSILON)
-    values = {variable.path: np.asarray(variable.numpy(), dtype="float32") for variable in source.weights}
+    values = check_finite({variable.path: np.asarray(variable.numpy(), dtype="float32") for variable in source.weights},
+                          preset)
     tensors = {
         name: _per_head(kind, values[path], source.num_heads, to_keras_hub=False)
         for path, name, kind in _name_table(source.num_layers)

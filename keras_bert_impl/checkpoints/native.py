@@ -1,21 +1,42 @@
 """Our own checkpoint directory: `config.json` (class + constructor config) + `model.safetensors`.
 
 Weights are keyed by Keras variable path (e.g. `encoder_layer_0/output_dense/kernel`), so the file is
-readable by any safetensors tool and independent of Keras' object-graph ordering.
+readable by any safetensors tool and independent of Keras' object-graph ordering. `config.json` records the
+SHA-256 of the weights file (`sha256`), which loading verifies (directories written before it have none).
 """
 
+import hashlib
 import json
 import os
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.conversion import CheckpointError
-from keras_bert_impl.checkpoints.huggingface import load_safetensors, read_json
+from keras_bert_impl.checkpoints.conversion import (
+    NATIVE,
+    SIZE_SOURCES,
+    CheckpointError,
+    check_config_fits,
+)
+from keras_bert_impl.checkpoints.huggingface import (
+    load_safetensors,
+    read_json,
+    safetensors_shapes,
+)
 from keras_bert_impl.utils.atomic_io import atomic_directory
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT_NAME = "keras_bert_impl"
+DIGESTS_FIELD = "sha256"  # config.json: {weights file name: SHA-256 hex digest}
+
+
+def file_sha256(path):
+    """The SHA-256 hex digest of file `path`, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def is_native_directory(path):
@@ -35,7 +56,21 @@ def read_native(path):
     weights_path = os.path.join(path, WEIGHTS_FILE)
     if not os.path.exists(weights_path):
         raise CheckpointError(f"{path} has {CONFIG_FILE} but no {WEIGHTS_FILE}.")
-    return document["class_name"], document["config"], document.get("extra", {}), load_safetensors(weights_path)
+    shapes = safetensors_shapes([weights_path])  # a truncated or garbled file is named as such first
+    digests = document.get(DIGESTS_FIELD)
+    recorded = digests.get(WEIGHTS_FILE) if isinstance(digests, dict) else None
+    if recorded is not None and file_sha256(weights_path) != recorded:
+        raise CheckpointError(
+            f"{weights_path}: its SHA-256 differs from the one {config_path} recorded when it was saved, so the "
+            f"weights were changed or corrupted since; save or copy the checkpoint again."
+        )
+    extra = document.get("extra", {})
+    backbone, prefix = ((document["config"], "config.") if document["class_name"] == "BertBackbone"
+                        else (extra.get("backbone_config"), "extra.backbone_config."))
+    if isinstance(backbone, dict):
+        check_config_fits(backbone, shapes, NATIVE, config_path, weights_path,
+                          {name: prefix + name for name in ("num_layers", *SIZE_SOURCES)})
+    return document["class_name"], document["config"], extra, load_safetensors(weights_path)
 
 
 def write_native(path, model, config, extra=None, files=None):
@@ -56,16 +91,17 @@ def write_native(path, model, config, extra=None, files=None):
         if variable.path in tensors:
             raise ValueError(f"Two variables share the path {variable.path!r}; cannot save by path.")
         tensors[variable.path] = np.ascontiguousarray(np.asarray(variable.numpy(), dtype="float32"))
-    document = {
-        "format": FORMAT_NAME,
-        "class_name": type(model).__name__,
-        "config": config,
-        "extra": extra or {},
-    }
     with atomic_directory(path, markers=(CONFIG_FILE, WEIGHTS_FILE), what="model directory") as tmp:
+        save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
+        document = {
+            "format": FORMAT_NAME,
+            "class_name": type(model).__name__,
+            "config": config,
+            "extra": extra or {},
+            DIGESTS_FIELD: {WEIGHTS_FILE: file_sha256(os.path.join(tmp, WEIGHTS_FILE))},
+        }
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
-        save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
         for name, writer in (files or {}).items():
             writer(os.path.join(tmp, name))
 

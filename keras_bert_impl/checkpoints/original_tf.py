@@ -5,7 +5,7 @@ This is a TensorFlow edge: the TF checkpoint reader is the only dependable way t
 
 import os
 
-from keras_bert_impl.checkpoints.conversion import CheckpointError
+from keras_bert_impl.checkpoints.conversion import CheckpointError, check_finite
 from keras_bert_impl.checkpoints.huggingface import backbone_config_from_bert_json, read_json
 
 CONFIG_FILE = "bert_config.json"
@@ -42,13 +42,22 @@ def read_original_config(prefix):
                                           layer_norm_epsilon=1e-12)
 
 
-def read_original_tensors(prefix):
-    """All variables of an original TF checkpoint as `{name: np.ndarray}`."""
+def read_original_tensors(prefix, check_shapes=None):
+    """All variables of an original TF checkpoint as `{name: np.ndarray}`.
+
+    Args:
+        prefix: str. The checkpoint prefix.
+        check_shapes: callable or None. Called with `{name: shape}` (from the index) before any data is read,
+            to refuse weights that do not fit. Defaults to None.
+    """
     import tensorflow as tf
 
     try:
         reader = tf.train.load_checkpoint(prefix)
-        return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+        shapes = reader.get_variable_to_shape_map()
+        if check_shapes is not None:
+            check_shapes(shapes)
+        return check_finite({name: reader.get_tensor(name) for name in shapes}, prefix)
     except (tf.errors.OpError, ValueError, IndexError) as error:  # truncated data files raise IndexError
         raise CheckpointError(
             f"Cannot read TF checkpoint {prefix}: the index or data file is missing, truncated or corrupt "

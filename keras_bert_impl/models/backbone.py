@@ -15,6 +15,7 @@ from keras_bert_impl.checkpoints import (
     read_checkpoint,
     resolve_checkpoint,
 )
+from keras_bert_impl.checkpoints.conversion import check_fits_in_memory
 from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset, write_keras_hub_preset
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.utils.constructor_config import constructor_config
@@ -99,20 +100,16 @@ class BertBackbone(keras.Model):
         **kwargs,
     ):
         get_activation(hidden_activation)  # an unknown name fails before any layer is built
-        for arg, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("num_layers", num_layers),
-            ("num_heads", num_heads),
-            ("hidden_dim", hidden_dim),
-            ("intermediate_dim", intermediate_dim),
-            ("max_sequence_length", max_sequence_length),
-            ("num_segments", num_segments),
-        ):
+        sizes = {"vocabulary_size": vocabulary_size, "num_layers": num_layers, "hidden_dim": hidden_dim,
+                 "intermediate_dim": intermediate_dim, "max_sequence_length": max_sequence_length,
+                 "num_segments": num_segments}
+        for arg, value in {**sizes, "num_heads": num_heads}.items():
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"BertBackbone `{arg}` must be a positive integer, got {value!r}.")
         if hidden_dim % num_heads:
             raise ValueError(f"BertBackbone `hidden_dim` ({hidden_dim}) must be divisible by `num_heads` "
                              f"({num_heads}).")
+        check_fits_in_memory(sizes, type(self).__name__)  # before any weight is allocated
 
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
         segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")

@@ -155,7 +155,7 @@ def test_missing_and_corrupt_files_give_clear_errors(tmp_path):
         BertBackbone.from_pretrained(str(tmp_path / "hf2"))
 
 
-def test_shape_mismatch_names_tensor_and_both_shapes(tmp_path):
+def test_config_weights_mismatch_names_field_and_tensor_shape(tmp_path):
     random_huggingface_model().save_pretrained(tmp_path)
     config_path = tmp_path / "config.json"
     config = json.loads(config_path.read_text())
@@ -163,8 +163,8 @@ def test_shape_mismatch_names_tensor_and_both_shapes(tmp_path):
     config_path.write_text(json.dumps(config))
     with pytest.raises(
         CheckpointError,
-        match=r"embeddings.word_embeddings.weight \(60, 16\).*variable "
-        r"embeddings/token_embedding/embeddings has shape \(61, 16\)",
+        match=r"config.json does not match the weights .*vocab_size is 61 but the weights have 60 "
+        r"\(embeddings.word_embeddings.weight has shape \[60, 16\]\)",
     ):
         BertBackbone.from_pretrained(str(tmp_path))
 

@@ -116,7 +116,23 @@ def test_native_checkpoint_with_wrong_shapes(tmp_path):
     document = json.loads((tmp_path / "config.json").read_text())
     document["config"]["intermediate_dim"] = 40
     (tmp_path / "config.json").write_text(json.dumps(document))
-    with pytest.raises(CheckpointError, match=r"intermediate_dense/kernel has shape \(16, 32\).*expects \(16, 40\)"):
+    with pytest.raises(CheckpointError, match=r"config.intermediate_dim is 40 but the weights have 32 "
+                                              r"\(encoder_layer_0/intermediate_dense/kernel has shape \[16, 32\]\)"):
+        BertBackbone.from_pretrained(str(tmp_path))
+
+
+def test_native_tensor_of_another_shape_than_its_variable(tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    tiny_backbone().save_pretrained(tmp_path)
+    tensors = load_file(str(tmp_path / "model.safetensors"))
+    tensors["pooler_dense/kernel"] = tensors["pooler_dense/kernel"][:, :8].copy()
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    document = json.loads((tmp_path / "config.json").read_text())
+    del document["sha256"]  # a hand-edited file: no digest to check
+    (tmp_path / "config.json").write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match=r"tensor pooler_dense/kernel has shape \(16, 8\) but the model "
+                                              r"expects \(16, 16\)"):
         BertBackbone.from_pretrained(str(tmp_path))
 
 
