@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from keras_bert_impl.checkpoints.conversion import CheckpointError
-from keras_bert_impl.utils.file_patterns import check_json, read_json
+from keras_bert_impl.utils.file_patterns import POSITIVE, check_json, read_json
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -80,7 +80,7 @@ def backbone_config_from_bert_json(config, config_path, activations, num_segment
     """
     fields = dict(CONFIG_FIELDS, type_vocab_size=("num_segments", num_segments))
     check_json(config, {"hidden_act?": str, **{name + ("?" if default is not None else ""): (
-        float if isinstance(default, float) else int) for name, (_, default) in fields.items()}},
+        float if isinstance(default, float) else POSITIVE) for name, (_, default) in fields.items()}},
         config_path, CheckpointError)
     activation = config.get("hidden_act", "gelu")
     if activation not in activations:

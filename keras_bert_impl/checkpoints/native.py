@@ -12,14 +12,15 @@ import numpy as np
 from keras_bert_impl.checkpoints.conversion import CheckpointError
 from keras_bert_impl.checkpoints.huggingface import load_safetensors
 from keras_bert_impl.utils.atomic_io import atomic_directory
-from keras_bert_impl.utils.file_patterns import check_json, read_json
+from keras_bert_impl.utils.file_patterns import POSITIVE, check_json, read_json
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT_NAME = "keras_bert_impl"
 # What `read_native` requires of config.json: `BertBackbone`'s arguments without defaults, under `config` for a
 # backbone and under `extra.backbone_config` for a task model (whose `config` holds its head's arguments).
-BACKBONE_SCHEMA = dict.fromkeys(("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim"), int)
+BACKBONE_SCHEMA = dict.fromkeys(("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim"),
+                                POSITIVE)
 CONFIG_SCHEMA = {"class_name": str, "config": dict, "extra?": dict}
 
 

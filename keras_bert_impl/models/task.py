@@ -21,7 +21,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.presets import refuse_size_as_preset
 from keras_bert_impl.models.task_checkpoints import StoredCheckpoint, load_task_weights, stored_head
 from keras_bert_impl.optimization import create_optimizer
-from keras_bert_impl.utils.file_patterns import read_json
+from keras_bert_impl.utils.file_patterns import POSITIVE, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,8 @@ def saved_preprocessor(path):
     file_path = os.path.join(os.fspath(path), PREPROCESSOR_FILENAME) if path else ""
     if not os.path.isfile(file_path):
         return None, {}
-    document = read_json(file_path, schema={"class_name": str, "config": {"sequence_length?": int}})
+    # [CLS] x [SEP]: the shortest sequence any preprocessor packs
+    document = read_json(file_path, schema={"class_name": str, "config": {"sequence_length?": range(3, POSITIVE.stop)}})
     return document["class_name"], dict(document["config"])
 
 

@@ -25,7 +25,7 @@ from keras_bert_impl.utils.atomic_io import (
     require_free_space,
 )
 from keras_bert_impl.training.finetuning_results import json_ready, save_finetuned
-from keras_bert_impl.utils.file_patterns import read_json
+from keras_bert_impl.utils.file_patterns import POSITIVE, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ STATE_FILE = "training_state.json"
 LATEST_FILE = "latest"
 FINISHED_FILE = "finished.json"  # the record of a finished run, which outlives its removed states
 # What a saved state (`training_state.json`, `finished.json`) must hold for `restore` to use it.
-STATE_SCHEMA = {"step": int, "epoch": int, "settings?": (dict, type(None))}
+STATE_SCHEMA = {"step": POSITIVE, "epoch": POSITIVE, "settings?": (dict, type(None))}
 
 
 def _as_float(value):

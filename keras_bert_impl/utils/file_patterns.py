@@ -49,6 +49,7 @@ def read_json(path, error=ValueError, schema=None):
     return document if schema is None else check_json(document, schema, path, error)
 
 
+POSITIVE = range(1, 2**63)  # a `check_json` schema: a count or size
 _JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
                float: "a number", type(None): "null"}
 
@@ -64,7 +65,7 @@ def check_json(value, schema, path, error=ValueError, key_path=""):
     Args:
         value: the parsed JSON.
         schema: a type or tuple of types among dict, list, str, bool, int, float, None's type (`float` admits
-            integers, `int` refuses true/false); or a dict: `value` must be an object holding every key of
+            integers, `int` refuses true/false); a `range`: an integer in it (`POSITIVE`: at least 1); a dict: `value` must be an object holding every key of
             the dict (a key ending in "?" is optional) whose value matches that key's schema; `{str: s}`: an
             object whose every value matches `s`; `[s]`: a list whose every item matches `s`. Keys the schema
             does not name are not checked.
@@ -90,6 +91,11 @@ def check_json(value, schema, path, error=ValueError, key_path=""):
     if isinstance(schema, list):
         for index, item in enumerate(check_json(value, list, path, error, key_path)):
             check_json(item, schema[0], path, error, f"{key_path}[{index}]")
+        return value
+    if isinstance(schema, range):
+        if check_json(value, int, path, error, key_path) not in schema:
+            limits = f"at least {schema.start}" if schema.stop == POSITIVE.stop else f"{schema.start} to {schema.stop - 1}"
+            raise error(f"{where} must be {limits}, found {value}; restore the file from what wrote it.")
         return value
     kinds = schema if isinstance(schema, tuple) else (schema,)
     accepted = (isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)) or (
