@@ -54,6 +54,8 @@ CASES = [
      "exported with this model"),
     ("classifier", "serve_token_ids", _numeric(_ids(2, 4, r1_3=-1)),
      "token_ids holds -1, outside the model vocabulary of {V} ids"),
+    ("classifier", "serve_token_ids", _numeric(_ids(2, 0)),
+     "token_ids has 0 tokens per row: send at least 1 token per row"),
     ("classifier", "serve_token_ids", _numeric(_ids(1, 600)),
      f"token_ids has 600 tokens per row, more than the {POSITIONS} positions of the model: send at most "
      f"{POSITIONS} tokens per row"),
@@ -83,6 +85,30 @@ def test_bad_serving_inputs_are_named_with_value_limit_and_advice(served, model,
     with pytest.raises(tf.errors.InvalidArgumentError) as error:
         loaded[model].signatures[signature](**{name: tf.constant(value) for name, value in inputs.items()})
     assert f"assertion failed: [{message}" in str(error.value), str(error.value)
+
+
+RANK_CASES = [
+    ("classifier", "serve_text", {"text": [["a dog"]]}, "Shape of tensor text [1,1] is not compatible with expected "
+     "shape [?]"),
+    ("classifier", "serve_text_pair", {"text": "a dog", "text_pair": "a cat"}, "Shape of tensor text [] is not"),
+    ("question_answerer", "serve_text", {"question": [["who ?"]], "context": [["the dog ran ."]]},
+     "is not compatible with expected shape [?]"),
+    ("classifier", "serve_token_ids", _numeric(np.zeros([1, 2, 3], "int32")), "is not compatible with expected "
+     "shape [?,?]"),
+]
+
+
+@pytest.mark.parametrize("model, signature, inputs, message", RANK_CASES,
+                         ids=[f"{case[0]}-{case[1]}-rank" for case in RANK_CASES])
+def test_serving_inputs_of_another_rank_are_named(served, model, signature, inputs, message):
+    """Issue #29 item 7: a loaded signature does not enforce its declared shapes; a text of rank 2 failed deep in
+    the tokenizer ("The second input must be a scalar")."""
+    import tensorflow as tf
+
+    loaded, _ = served
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Shape of tensor \w+ \[") as error:
+        loaded[model].signatures[signature](**{name: tf.constant(value) for name, value in inputs.items()})
+    assert message in str(error.value), str(error.value)
 
 
 def test_inputs_at_the_limits_are_served(served):
