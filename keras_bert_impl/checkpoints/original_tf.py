@@ -39,7 +39,8 @@ def read_original_config(prefix):
     path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
     if not os.path.exists(path):
         raise CheckpointError(f"Checkpoint {prefix} has no {CONFIG_FILE} beside it ({path}).")
-    return backbone_config_from_bert_json(read_json(path, CheckpointError, dict), path, ORIGINAL_ACTIVATIONS, num_segments=16,
+    return backbone_config_from_bert_json(read_json(path, CheckpointError, dict), path, ORIGINAL_ACTIVATIONS,
+                                          num_segments=16,
                                           layer_norm_epsilon=1e-12)
 
 

@@ -65,10 +65,10 @@ def check_json(value, schema, path, error=ValueError, key_path=""):
     Args:
         value: the parsed JSON.
         schema: a type or tuple of types among dict, list, str, bool, int, float, None's type (`float` admits
-            integers, `int` refuses true/false); a `range`: an integer in it (`POSITIVE`: at least 1); a dict: `value` must be an object holding every key of
-            the dict (a key ending in "?" is optional) whose value matches that key's schema; `{str: s}`: an
-            object whose every value matches `s`; `[s]`: a list whose every item matches `s`. Keys the schema
-            does not name are not checked.
+            integers, `int` refuses true/false); a `range`: an integer in it (`POSITIVE`: at least 1); a dict:
+            an object holding every key of the dict (a key ending in "?" is optional) whose value matches that
+            key's schema; `{str: s}`: an object whose every value matches `s`; `[s]`: a list whose every item
+            matches `s`. Keys the schema does not name are not checked.
         path: str. The file, for the message.
         error: the exception class raised. Defaults to ValueError.
         key_path: str. Where `value` is in the document (e.g. "extra.backbone_config"), for the message.
@@ -94,14 +94,14 @@ def check_json(value, schema, path, error=ValueError, key_path=""):
         return value
     if isinstance(schema, range):
         if check_json(value, int, path, error, key_path) not in schema:
-            limits = f"at least {schema.start}" if schema.stop == POSITIVE.stop else f"{schema.start} to {schema.stop - 1}"
+            limits = f"at least {schema.start}" if schema.stop == POSITIVE.stop else f"{schema.start} to {schema[-1]}"
             raise error(f"{where} must be {limits}, found {value}; restore the file from what wrote it.")
         return value
     kinds = schema if isinstance(schema, tuple) else (schema,)
     accepted = (isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)) or (
         float in kinds and isinstance(value, int) and not isinstance(value, bool))
     if not accepted:
-        found = _json_name(type(value)) if type(value) in _JSON_NAMES else type(value).__name__
+        found = _JSON_NAMES.get(type(value), type(value).__name__)
         shown = "" if value is None else f" {json.dumps(value)[:40]}"
         raise error(f"{where} must be {_json_name(schema)}, found {found}{shown}; restore the file from what "
                     "wrote it.")

@@ -54,7 +54,8 @@ FILES = {
         (): ("object",), ("weight_map",): ("object",), ("weight_map", "embeddings.word_embeddings.weight"): (
             "string", "absent")}, []),
 }
-STATE_TYPES = {(): ("object",), ("step",): ("integer",), ("epoch",): ("integer",), ("settings",): ("object", "null", "absent")}
+STATE_TYPES = {(): ("object",), ("step",): ("integer",), ("epoch",): ("integer",),
+               ("settings",): ("object", "null", "absent")}
 
 
 def _kinds(value):

@@ -195,5 +195,6 @@ def test_onnx_inputs_at_the_limits_are_served_and_match_the_unchecked_session(on
     assert run_onnx(session, _onnx_inputs(_numeric(_ids(1, 1))))[0].shape == (1, 3)
     assert session.run(None, _onnx_inputs(_numeric(_ids(1, 4, r0_1=-1))))[0].shape == (1, 3)  # unchecked: served
     positions = np.array([[0, POSITIONS - 1]] * 2, "int32")
-    outputs = run_onnx(onnx_sessions["pretrainer"], _onnx_inputs(_numeric(_ids(2, POSITIONS), mask_positions=positions)))
+    outputs = run_onnx(onnx_sessions["pretrainer"],
+                       _onnx_inputs(_numeric(_ids(2, POSITIONS), mask_positions=positions)))
     assert outputs[0].shape[:2] == (2, 2)
