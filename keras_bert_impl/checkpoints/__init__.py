@@ -22,6 +22,7 @@ from keras_bert_impl.checkpoints.conversion import (
 from keras_bert_impl.checkpoints.hub_cache import resolve_checkpoint
 from keras_bert_impl.checkpoints.name_map import WeightSpec, backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
+from keras_bert_impl.utils.file_patterns import read_json
 
 __all__ = [
     "CheckpointError",
@@ -48,7 +49,7 @@ def read_checkpoint(path, revision=None):
         return "native", config, tensors, extra
     if os.path.isdir(path) and huggingface.is_huggingface_directory(path):
         config_path = os.path.join(path, huggingface.CONFIG_FILE)
-        hf_config = huggingface.read_json(config_path)
+        hf_config = read_json(config_path, CheckpointError, dict)
         config = huggingface.backbone_config_from_huggingface(hf_config, config_path)
         tensors = huggingface.read_huggingface_tensors(path, _config_check(config, HUGGINGFACE, config_path, path))
         return HUGGINGFACE, config, tensors, {"source_config": hf_config}

@@ -49,24 +49,9 @@ def is_huggingface_directory(path):
     )
 
 
-def read_json(path):
-    """The JSON document at `path`; `CheckpointError` naming the file and the problem."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except OSError as error:
-        raise CheckpointError(f"Cannot read {path}: {error.strerror or error}.") from error
-    except json.JSONDecodeError as error:
-        raise CheckpointError(f"{path} is not valid JSON: {error}.") from error
-    except UnicodeDecodeError as error:
-        raise CheckpointError(
-            f"{path}: not UTF-8 text (byte {error.object[error.start:error.start + 1]!r} at offset {error.start}), "
-            "so not a checkpoint config; give the model directory's own config.json."
-        ) from error
-
-
 def backbone_config_from_huggingface(config, config_path):
     """Translate a Hugging Face `BertConfig` dict into `BertBackbone` arguments, rejecting what we lack."""
+    check_json(config, {"model_type?": str, "position_embedding_type?": str}, config_path, CheckpointError)
     model_type = config.get("model_type", "bert")
     if model_type != "bert":
         raise CheckpointError(
@@ -92,15 +77,17 @@ def backbone_config_from_bert_json(config, config_path, activations, num_segment
         layer_norm_epsilon: float or None. A fixed epsilon (the original has no field); None reads
             `layer_norm_eps` (default 1e-12).
     """
+    fields = dict(CONFIG_FIELDS, type_vocab_size=("num_segments", num_segments))
+    check_json(config, {"hidden_act?": str, **{name + ("?" if default is not None else ""): (
+        float if isinstance(default, float) else POSITIVE) for name, (_, default) in fields.items()}},
+        config_path, CheckpointError)
     activation = config.get("hidden_act", "gelu")
     if activation not in activations:
         raise CheckpointError(
             f"{config_path}: hidden_act {activation!r} is not supported; supported: {sorted(activations)}."
         )
     arguments = {"hidden_activation": activations[activation]}
-    for name, (ours, default) in dict(CONFIG_FIELDS, type_vocab_size=("num_segments", num_segments)).items():
-        if default is None and name not in config:
-            raise CheckpointError(f"{config_path}: required field {name!r} is missing.")
+    for name, (ours, default) in fields.items():
         arguments[ours] = (float if isinstance(default, float) else int)(config.get(name, default))
     if layer_norm_epsilon is not None:
         arguments["layer_norm_epsilon"] = float(layer_norm_epsilon)
@@ -190,9 +177,8 @@ def weight_files(directory):
         return [safetensors_path]
     if not os.path.exists(index_path):
         return [os.path.join(directory, PYTORCH_FILE)]
-    document = read_json(index_path)
-    weight_map = document.get("weight_map") if isinstance(document, dict) else None
-    if not isinstance(weight_map, dict) or not weight_map:
+    weight_map = read_json(index_path, CheckpointError, {"weight_map?": {str: str}}).get("weight_map")
+    if not weight_map:
         raise CheckpointError(f"{index_path}: 'weight_map' is missing or empty.")
     paths = []
     for shard in weight_map.values():

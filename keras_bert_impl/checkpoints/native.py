@@ -11,18 +11,10 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.conversion import (
-    NATIVE,
-    SIZE_SOURCES,
-    CheckpointError,
-    check_config_fits,
-)
-from keras_bert_impl.checkpoints.huggingface import (
-    load_safetensors,
-    read_json,
-    safetensors_shapes,
-)
+from keras_bert_impl.checkpoints.conversion import NATIVE, SIZE_SOURCES, CheckpointError, check_config_fits
+from keras_bert_impl.checkpoints.huggingface import load_safetensors, safetensors_shapes
 from keras_bert_impl.utils.atomic_io import atomic_directory
+from keras_bert_impl.utils.file_patterns import POSITIVE, check_json, read_json
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -39,26 +31,35 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
+# What `read_native` requires of config.json: `BertBackbone`'s arguments without defaults, under `config` for a
+# backbone and under `extra.backbone_config` for a task model (whose `config` holds its head's arguments).
+BACKBONE_SCHEMA = dict.fromkeys(("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim"),
+                                POSITIVE)
+CONFIG_SCHEMA = {"class_name": str, "config": dict, "extra?": dict, DIGESTS_FIELD + "?": {str: str}}
+
+
 def is_native_directory(path):
     try:
-        return read_json(os.path.join(path, CONFIG_FILE)).get("format") == FORMAT_NAME
-    except CheckpointError:  # no readable JSON config
+        document = read_json(os.path.join(path, CONFIG_FILE), CheckpointError)
+    except (CheckpointError, OSError):  # no readable JSON config
         return False
+    return isinstance(document, dict) and document.get("format") == FORMAT_NAME
 
 
 def read_native(path):
     """Return `(class_name, config, extra, tensors)` from one of our checkpoint directories."""
     config_path = os.path.join(path, CONFIG_FILE)
-    document = read_json(config_path)
-    for field in ("class_name", "config"):
-        if field not in document:
-            raise CheckpointError(f"{config_path}: required field {field!r} is missing.")
+    document = read_json(config_path, CheckpointError, CONFIG_SCHEMA)
+    if document["class_name"] == "BertBackbone":
+        check_json(document, {"config": BACKBONE_SCHEMA}, config_path, CheckpointError)
+    else:
+        check_json(document, {"extra": {"backbone_config": BACKBONE_SCHEMA}, "config": {"labels?": (list, type(None))}},
+                   config_path, CheckpointError)
     weights_path = os.path.join(path, WEIGHTS_FILE)
     if not os.path.exists(weights_path):
         raise CheckpointError(f"{path} has {CONFIG_FILE} but no {WEIGHTS_FILE}.")
     shapes = safetensors_shapes([weights_path])  # a truncated or garbled file is named as such first
-    digests = document.get(DIGESTS_FIELD)
-    recorded = digests.get(WEIGHTS_FILE) if isinstance(digests, dict) else None
+    recorded = document.get(DIGESTS_FIELD, {}).get(WEIGHTS_FILE)
     if recorded is not None and file_sha256(weights_path) != recorded:
         raise CheckpointError(
             f"{weights_path}: its SHA-256 differs from the one {config_path} recorded when it was saved, so the "

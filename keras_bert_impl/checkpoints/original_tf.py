@@ -6,7 +6,8 @@ This is a TensorFlow edge: the TF checkpoint reader is the only dependable way t
 import os
 
 from keras_bert_impl.checkpoints.conversion import CheckpointError, check_finite
-from keras_bert_impl.checkpoints.huggingface import backbone_config_from_bert_json, read_json
+from keras_bert_impl.checkpoints.huggingface import backbone_config_from_bert_json
+from keras_bert_impl.utils.file_patterns import read_json
 
 CONFIG_FILE = "bert_config.json"
 DEFAULT_PREFIX = "bert_model.ckpt"
@@ -38,7 +39,8 @@ def read_original_config(prefix):
     path = os.path.join(os.path.dirname(prefix), CONFIG_FILE)
     if not os.path.exists(path):
         raise CheckpointError(f"Checkpoint {prefix} has no {CONFIG_FILE} beside it ({path}).")
-    return backbone_config_from_bert_json(read_json(path), path, ORIGINAL_ACTIVATIONS, num_segments=16,
+    return backbone_config_from_bert_json(read_json(path, CheckpointError, dict), path, ORIGINAL_ACTIVATIONS,
+                                          num_segments=16,
                                           layer_norm_epsilon=1e-12)
 
 

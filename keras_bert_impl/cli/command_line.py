@@ -68,8 +68,23 @@ def build_parser():
     return parser, parsers
 
 
+def _layer_reason(message):
+    """The message a Keras layer raised, out of Keras' wrapping ("Exception encountered when calling
+    BertEmbeddings.call().\n\n\x1b[1m{reason}\x1b[0m\n\nArguments received by ...", nested for nested layers,
+    and "Could not automatically infer the output shape ... Error encountered:\n\n{reason}"); other messages
+    unchanged."""
+    if "Exception encountered when calling" not in message and "Error encountered:" not in message:
+        return message
+    if "\x1b[1m" in message:  # the innermost bold part
+        message = message[message.rindex("\x1b[1m") + len("\x1b[1m"):].split("\x1b[0m")[0]
+    else:
+        message = message.rsplit("Exception encountered when calling", 1)[-1].split("\n", 1)[-1]
+        message = message.split("Arguments received by")[0]
+    return message.rsplit("Error encountered:", 1)[-1]
+
+
 def _one_line(error):
-    message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+    message = error.args[0] if isinstance(error, KeyError) and error.args else _layer_reason(str(error))
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
     # A failed `tf.debugging` check in tf.data or a compiled step comes after TensorFlow's "Graph execution
     # error:" and node lines: show the check's message.
@@ -83,8 +98,9 @@ def _is_user_facing(error):
     """Errors that describe bad input (files, flags, checkpoints, data) rather than a bug in this package."""
     from keras_bert_impl.export import ExportError
     from keras_bert_impl.training.callbacks import NonFiniteLossError
+    from keras_bert_impl.utils.atomic_io import is_disk_full
 
-    if isinstance(error, (ValueError, OSError, KeyError, NonFiniteLossError, ExportError)):
+    if isinstance(error, (ValueError, OSError, KeyError, NonFiniteLossError, ExportError)) or is_disk_full(error):
         return True
     tensorflow = sys.modules.get("tensorflow")
     return tensorflow is not None and isinstance(error, tensorflow.errors.OpError)

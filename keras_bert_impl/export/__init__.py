@@ -5,8 +5,8 @@ TensorFlow at the export edge; `export_saved_model` and `export_onnx` work from 
 `saved_model_export`, `onnx_export`).
 """
 
-from keras_bert_impl.export.onnx_export import export_onnx
+from keras_bert_impl.export.onnx_export import export_onnx, run_onnx
 from keras_bert_impl.export.saved_model_export import export_saved_model
 from keras_bert_impl.export.tensorflow_subprocess import ExportError
 
-__all__ = ["ExportError", "export_onnx", "export_saved_model"]
+__all__ = ["ExportError", "export_onnx", "export_saved_model", "run_onnx"]

@@ -5,7 +5,9 @@ TensorFlow subprocess (`export.tensorflow_subprocess`). The graph takes the task
 `token_ids` int32 `(B, T)`, `segment_ids` int32 `(B, T)`, `padding_mask` bool `(B, T)` (and `mask_positions`
 int32 `(B, P)` for `BertPretrainer`), every axis dynamic: feed it the preprocessor's output dict. Outputs keep
 the task's names; a single output is named `logits`. The file's metadata holds `METADATA_KEYS`, and it is
-written atomically (`utils.atomic_io.atomic_path`).
+written atomically (`utils.atomic_io.atomic_path`). ONNX has no op that fails with a message, so the graph
+cannot refuse a bad input by name (ORT wraps a token id of -1 to the table's last row): serve it through
+`run_onnx`, which checks the inputs as the SavedModel's `serve_token_ids` does before calling ORT.
 """
 
 import contextlib
@@ -30,7 +32,8 @@ DEFAULT_ONNX_ROOT = "onnx_models"
 EXPORT_PACKAGES = ("onnx", "tf2onnx")
 SINGLE_OUTPUT_NAME = "logits"
 # Metadata (`onnx.ModelProto.metadata_props`) every export carries.
-METADATA_KEYS = ("keras_bert_impl.model_class", "keras_bert_impl.labels", "keras_bert_impl.max_sequence_length")
+METADATA_KEYS = ("keras_bert_impl.model_class", "keras_bert_impl.labels", "keras_bert_impl.max_sequence_length",
+                 "keras_bert_impl.vocabulary_size", "keras_bert_impl.num_segments")
 
 
 def check_output(path, overwrite=False):
@@ -100,7 +103,91 @@ def _metadata(model, class_name):
         "keras_bert_impl.model_class": class_name,
         "keras_bert_impl.labels": json.dumps(list(labels) if labels is not None else None),
         "keras_bert_impl.max_sequence_length": str(backbone.max_sequence_length),
+        "keras_bert_impl.vocabulary_size": str(backbone.vocabulary_size),
+        "keras_bert_impl.num_segments": str(backbone.num_segments),
     }
+
+
+def check_onnx_inputs(inputs, ranks, max_sequence_length, vocabulary_size, num_segments):
+    """Raise `ValueError` with one line naming the input, its value, the limit and what to do unless `inputs`
+    fit the exported model (the checks of the SavedModel's `serve_token_ids`, plus at least one row and token).
+
+    Args:
+        inputs: dict of array-likes: `token_ids`, `segment_ids`, `padding_mask` `(B, T)` (`(B, C, T)` for
+            multiple choice), `mask_positions` `(B, P)` for a pretrainer.
+        ranks: dict. Each graph input's name -> its rank.
+        max_sequence_length: int. The model's position table: at most this many tokens per row.
+        vocabulary_size: int. Token ids lie in `[0, vocabulary_size)`.
+        num_segments: int. Segment ids lie in `[0, num_segments)`.
+    """
+    import numpy as np
+
+    arrays = {name: np.asarray(value) for name, value in inputs.items()}
+    for name, rank in sorted(ranks.items(), key=lambda item: item[0] != "token_ids"):  # token_ids first
+        if name in arrays and arrays[name].ndim != rank:
+            raise ValueError(f"{name} has shape {list(arrays[name].shape)} (rank {arrays[name].ndim}) but the model "
+                             f"takes rank {rank}: send a batch of rows, one row of ids per text")
+    if "token_ids" not in arrays:
+        raise ValueError(f"The inputs {sorted(arrays)} lack token_ids: feed the preprocessor's output dict")
+    token_ids = arrays["token_ids"]
+    for name in ("segment_ids", "padding_mask"):
+        if name in arrays and arrays[name].shape != token_ids.shape:
+            raise ValueError(f"{name} has shape {list(arrays[name].shape)} but token_ids has shape "
+                             f"{list(token_ids.shape)}: send token_ids, segment_ids and padding_mask with the same "
+                             "(batch, tokens) shape")
+    if token_ids.size == 0 and token_ids.shape[-1] > 0:  # the graph's reshapes fail on it
+        raise ValueError(f"token_ids has shape {list(token_ids.shape)}, no rows: send at least one row")
+    length = token_ids.shape[-1]
+    if not 0 < length <= max_sequence_length:
+        raise ValueError(f"token_ids has {length} tokens per row, outside 1 to the {max_sequence_length} positions "
+                         f"of the model: send 1 to {max_sequence_length} tokens per row (truncate or window longer "
+                         "inputs)")
+    for name, size, table, advice in (
+            ("token_ids", vocabulary_size, "vocabulary", "tokenize with the vocab.txt exported with this model"),
+            ("segment_ids", num_segments, "segment table", "use 0 for the first segment and 1 for the second")):
+        values = arrays.get(name)
+        if values is not None and values.size and (values.min() < 0 or values.max() >= size):
+            bad = values.min() if values.min() < 0 else values.max()
+            raise ValueError(f"{name} holds {bad}, outside the model {table} of {size} ids (0 to {size - 1}): "
+                             f"{advice}")
+    positions = arrays.get("mask_positions")
+    if positions is not None:
+        if positions.shape[0] != token_ids.shape[0]:
+            raise ValueError(f"mask_positions has {positions.shape[0]} rows but token_ids has {token_ids.shape[0]}: "
+                             "send one row of mask positions per token_ids row")
+        if positions.size and (positions.min() < 0 or positions.max() >= length):
+            bad = positions.min() if positions.min() < 0 else positions.max()
+            raise ValueError(f"mask_positions holds {bad}, outside the {length} tokens of each token_ids row (0 to "
+                             f"{length - 1}): give positions inside the row")
+
+
+def run_onnx(session, inputs, output_names=None):
+    """`session.run(output_names, inputs)` after `check_onnx_inputs`, with the limits `export_onnx` stored in
+    the file's metadata: a bad input is one `ValueError` line, never a wrapped id or an internal ORT error.
+
+    Args:
+        session: `onnxruntime.InferenceSession` of a file `export_onnx` wrote.
+        inputs: dict. The graph's inputs (a preprocessor's output dict), shapes as in the module docstring.
+        output_names: list of str or None. The outputs to compute; None computes every one. Defaults to None.
+
+    Returns:
+        list of np.ndarray, one per output.
+
+    Example:
+    >>> import onnxruntime  # doctest: +SKIP
+    >>> session = onnxruntime.InferenceSession("/tmp/bert_sentiment.onnx")  # doctest: +SKIP
+    >>> run_onnx(session, {"token_ids": [[2, -1, 3]], ...})  # doctest: +SKIP
+    ValueError: token_ids holds -1, outside the model vocabulary of 8 ids (0 to 7): tokenize with the vocab.txt ...
+    """
+    metadata = session.get_modelmeta().custom_metadata_map
+    missing = [key for key in METADATA_KEYS if key not in metadata]
+    if missing:
+        raise ValueError(f"The ONNX file lacks the metadata {', '.join(missing)} that export_onnx writes; export "
+                         "the model again with this version.")
+    check_onnx_inputs(inputs, {spec.name: len(spec.shape) for spec in session.get_inputs()},
+                      *(int(metadata[f"keras_bert_impl.{key}"]) for key in ("max_sequence_length", "vocabulary_size",
+                                                                             "num_segments")))
+    return session.run(output_names, inputs)
 
 
 @functools.cache

@@ -32,8 +32,9 @@ SERVE_TEXT = "serve_text"
 SERVE_TEXT_PAIR = "serve_text_pair"
 SERVING_DEFAULT = "serving_default"
 
-_TOKEN_SPEC = tf.TensorSpec([None, None], tf.int32)
-_TEXT_SPEC = tf.TensorSpec([None], tf.string)
+# Any rank: a loaded signature does not enforce its declared input shapes; `_with_rank` checks them in the graph.
+_TOKEN_SPEC = tf.TensorSpec(None, tf.int32)
+_TEXT_SPEC = tf.TensorSpec(None, tf.string)
 
 
 def _numeric_inputs(token_ids, segment_ids, padding_mask):
@@ -75,6 +76,13 @@ def _after(checks, *tensors):
         return [tf.identity(tensor) for tensor in tensors]
 
 
+def _with_rank(rank, **tensors):
+    """`tensors` (declared of any rank: a loaded signature does not enforce its declared shapes, and a declared
+    rank hides a wrong one from every check) with `rank` dimensions, or `InvalidArgumentError` "Shape of tensor
+    text [1,1] is not compatible with expected shape [?]" naming the input, before any op of the model runs."""
+    return [tf.ensure_shape(value, [None] * rank) for value in tensors.values()]
+
+
 def _assert_same_batch_size(first, second, first_name, second_name):
     """Rows pair up one to one (a mismatch would fail deep inside packing)."""
     first_rows, second_rows = tf.size(first), tf.size(second)
@@ -90,7 +98,9 @@ def _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_pos
     """Checks of the numeric inputs the model would otherwise answer with an error deep in the graph or a
     silently wrong result (a negative id, a batch of 1 beside a larger one)."""
     shape = tf.shape(token_ids)
-    checks = []
+    checks = [_check(
+        tf.logical_or(shape[1] > 0, shape[0] == 0),
+        "token_ids has 0 tokens per row: send at least 1 token per row ([CLS] ... [SEP], as serve_text packs)", ())]
     for name, value in (("segment_ids", segment_ids), ("padding_mask", padding_mask)):
         checks.append(_check(
             tf.reduce_all(tf.equal(tf.shape(value), shape)),
@@ -162,6 +172,9 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TOKEN_SPEC] * 4, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask, mask_positions):
+            token_ids, segment_ids, padding_mask, mask_positions = _with_rank(
+                2, token_ids=token_ids, segment_ids=segment_ids, padding_mask=padding_mask,
+                mask_positions=mask_positions)
             checks = _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_positions)
             token_ids, segment_ids, padding_mask, mask_positions = _after(
                 checks, token_ids, segment_ids, padding_mask, mask_positions)
@@ -172,6 +185,8 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TOKEN_SPEC] * 3, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask):
+            token_ids, segment_ids, padding_mask = _with_rank(
+                2, token_ids=token_ids, segment_ids=segment_ids, padding_mask=padding_mask)
             checks = _token_input_checks(backbone, token_ids, segment_ids, padding_mask)
             token_ids, segment_ids, padding_mask = _after(checks, token_ids, segment_ids, padding_mask)
             return _served_outputs(model, kind, run_model(_numeric_inputs(token_ids, segment_ids, padding_mask)))
@@ -191,10 +206,11 @@ def build_serving_module(model, kind, tokenizer, settings):
 
         @tf.function(input_signature=[_TEXT_SPEC], autograph=False)
         def serve_text(text):
-            return packed_outputs(text, None)
+            return packed_outputs(*_with_rank(1, text=text), None)
 
         @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
         def serve_text_pair(text, text_pair):
+            text, text_pair = _with_rank(1, text=text, text_pair=text_pair)
             (text,) = _after([_assert_same_batch_size(text, text_pair, "text", "text_pair")], text)
             return packed_outputs(text, text_pair)
 
@@ -218,6 +234,7 @@ def _question_answering_function(run_model, tokenizer, settings):
 
     @tf.function(input_signature=[_TEXT_SPEC, _TEXT_SPEC], autograph=False)
     def serve_text(question, context):
+        question, context = _with_rank(1, question=question, context=context)
         (context,) = _after([_assert_same_batch_size(question, context, "question", "context")], context)
         features = squad_span_graph.windowed_features(
             tokenizer, question, context, sequence_length, settings["doc_stride"], settings["max_query_length"],
@@ -246,6 +263,7 @@ def _entity_function(run_model, labels, tokenizer, settings):
 
     @tf.function(input_signature=[_TEXT_SPEC], autograph=False)
     def serve_text(text):
+        (text,) = _with_rank(1, text=text)
         features = window_features(tokenizer, packer, sequence_length, stride, texts=text, first_pieces=first_pieces)
         inputs = _at_least_two_columns(features["inputs"])
         logits = run_model(inputs)[:, : tf.shape(features["word_index"])[1]]

@@ -21,7 +21,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.presets import refuse_size_as_preset
 from keras_bert_impl.models.task_checkpoints import StoredCheckpoint, load_task_weights, stored_head
 from keras_bert_impl.optimization import create_optimizer
-from keras_bert_impl.utils.file_patterns import read_json
+from keras_bert_impl.utils.file_patterns import POSITIVE, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -84,17 +84,13 @@ def labelled_huggingface_config(num_classes, labels, dropout):
 
 def saved_preprocessor(path):
     """`(class_name, config)` of the preprocessor saved in the model directory `path` (`preprocessor.json`), or
-    `(None, {})` without one; a malformed file raises one `ValueError` line naming it."""
+    `(None, {})` without one; a malformed file raises one `ValueError` line naming it, the key and the value."""
     file_path = os.path.join(os.fspath(path), PREPROCESSOR_FILENAME) if path else ""
     if not os.path.isfile(file_path):
         return None, {}
-    try:
-        document = read_json(file_path)  # malformed JSON or UTF-8: a ValueError naming the line
-        return document["class_name"], dict(document["config"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{file_path}: not a preprocessor config written by save_pretrained "
-                         f"({type(error).__name__}: {error}); give a model directory save_pretrained wrote, or "
-                         "remove that file.") from None
+    # [CLS] x [SEP]: the shortest sequence any preprocessor packs
+    document = read_json(file_path, schema={"class_name": str, "config": {"sequence_length?": range(3, POSITIVE.stop)}})
+    return document["class_name"], dict(document["config"])
 
 
 def pooled_output(backbone, inputs):
@@ -336,7 +332,11 @@ class BertTask(keras.Model):
             return None
         class_name, settings = saved_preprocessor(path)
         if class_name is not None:
-            preprocessor_class = getattr(preprocessing, class_name)
+            preprocessor_class = getattr(preprocessing, class_name, None)
+            if not (isinstance(preprocessor_class, type) and issubclass(preprocessor_class, preprocessing.Preprocessor)
+                    and preprocessor_class is not preprocessing.Preprocessor):
+                raise ValueError(f"{os.path.join(path, PREPROCESSOR_FILENAME)}: class_name {class_name!r} is not a "
+                                 f"preprocessor of this package; restore the file from what wrote it.")
         else:
             preprocessor_class = getattr(preprocessing, cls.default_preprocessor_class)
             settings = {"sequence_length": cls._default_length(max_sequence_length)}

@@ -13,9 +13,9 @@ Example:
 import os
 
 from keras_bert_impl.checkpoints import CheckpointError, native, read_checkpoint, resolve_checkpoint
-from keras_bert_impl.checkpoints.huggingface import read_json
 from keras_bert_impl.models.registry import TASK_CLASSES, TASK_KINDS, task_class
 from keras_bert_impl.models.task import AUTO, VOCABULARY_FILENAME
+from keras_bert_impl.utils.file_patterns import check_json, read_json
 
 # What `task=` takes besides a class name: each kind ("question_answerer", or "question-answerer").
 TASK_NAMES = tuple(sorted(TASK_CLASSES)) + tuple(TASK_KINDS.values())
@@ -24,7 +24,8 @@ _WINDOW_OVERHEAD = 4
 
 
 def _huggingface_class_name(config_path):
-    architectures = read_json(config_path).get("architectures") or []
+    architectures = read_json(config_path, CheckpointError, dict).get("architectures") or []
+    check_json(architectures, [str], config_path, CheckpointError, "architectures")
     # Each task class's `huggingface_architecture` (the encoder's is "BertModel") -> its name.
     ours = {getattr(task_class(name), "huggingface_architecture", "BertModel"): name for name in TASK_CLASSES}
     for name in architectures:
@@ -47,7 +48,7 @@ def detect_task(path):
     path = resolve_checkpoint(os.fspath(path))
     config_path = os.path.join(path, "config.json")
     if os.path.isdir(path) and native.is_native_directory(path):
-        class_name = read_json(config_path).get("class_name")
+        class_name = read_json(config_path, CheckpointError, native.CONFIG_SCHEMA)["class_name"]
         if class_name not in TASK_CLASSES:
             raise CheckpointError(
                 f"{config_path}: class_name {class_name!r} is not one of {sorted(TASK_CLASSES)}; pass task= to "

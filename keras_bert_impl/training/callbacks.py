@@ -25,6 +25,7 @@ from keras_bert_impl.utils.atomic_io import (
     require_free_space,
 )
 from keras_bert_impl.training.finetuning_results import json_ready, save_finetuned
+from keras_bert_impl.utils.file_patterns import POSITIVE, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,8 @@ RNG_STATE_FILE = "rng_state.npz"
 STATE_FILE = "training_state.json"
 LATEST_FILE = "latest"
 FINISHED_FILE = "finished.json"  # the record of a finished run, which outlives its removed states
+# What a saved state (`training_state.json`, `finished.json`) must hold for `restore` to use it.
+STATE_SCHEMA = {"step": POSITIVE, "epoch": POSITIVE, "settings?": (dict, type(None))}
 
 
 def _as_float(value):
@@ -98,8 +101,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         found = latest_training_checkpoint(self.backup_dir)
         record = os.path.join(self.backup_dir, FINISHED_FILE)
         if found is None and os.path.isfile(record):
-            with open(record, encoding="utf-8") as handle:
-                return None, json.load(handle)
+            return None, read_json(record, schema=STATE_SCHEMA)
         return found
 
     def check_settings(self, path, state):
@@ -357,11 +359,10 @@ def latest_training_checkpoint(directory):
             f"{pointer} names {path}, which lacks {WEIGHTS_FILE} or {STATE_FILE}; the checkpoint directory was "
             f"modified by hand. Remove {pointer} to start over."
         )
-    with open(state_path, encoding="utf-8") as handle:
-        try:
-            return path, json.load(handle)
-        except json.JSONDecodeError as error:
-            raise CorruptCheckpointError(_corrupt_message(path, STATE_FILE, error)) from error
+    try:
+        return path, read_json(state_path, schema=STATE_SCHEMA)
+    except ValueError as error:  # malformed JSON, or not the fields a state holds
+        raise CorruptCheckpointError(_corrupt_message(path, STATE_FILE, error)) from None
 
 
 class CorruptCheckpointError(ValueError):

@@ -130,9 +130,11 @@ def free_space(path):
 
 
 def is_disk_full(error):
-    """Whether `error` reports a full disk: `OSError` ENOSPC, or a library error saying "No space left on device"."""
+    """Whether `error` reports a full disk: `OSError` ENOSPC, or any writer's error saying so: h5py's
+    `RuntimeError` ("... No space left on device"), safetensors' `SafetensorError` ("Error while serializing:
+    IoError(Os { code: 28, kind: StorageFull, ... })")."""
     return (isinstance(error, OSError) and error.errno == errno.ENOSPC) or (
-        isinstance(error, (OSError, RuntimeError)) and "No space left on device" in str(error))
+        isinstance(error, Exception) and any(sign in str(error) for sign in ("No space left on device", "StorageFull")))
 
 
 def disk_full_error(path, needed=None, then="free some space or write elsewhere, then run again"):

@@ -157,7 +157,7 @@ def test_the_saved_preprocessor_is_attached_with_the_settings_asked_for(tmp_path
 def test_a_malformed_preprocessor_json_is_one_line_naming_it(tmp_path, content):
     path = _save_with_vocabulary(BertClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), 2), tmp_path)
     (tmp_path / "preprocessor.json").write_text(content)
-    with pytest.raises(ValueError, match="preprocessor.json: not a preprocessor config written by save_pretrained"):
+    with pytest.raises(ValueError, match="preprocessor.json: (malformed JSON|required key|the document must be)"):
         load_task(path)
 
 

@@ -79,3 +79,27 @@ def test_stale_checkpoint_temp_folders_are_removed_at_start_and_end(tmp_path):
     (directory / ".step_00000004.tmp-zzz").mkdir()
     classifier.fit(np.zeros((2, 4), "int32"), np.zeros((2, 1)), epochs=1, verbose=0, callbacks=[callback])
     assert sorted(os.listdir(directory)) == [".other.tmp-1", "latest", "notes.txt", "step_00000001"]
+
+
+def test_a_full_disk_while_safetensors_writes_is_one_line(tmp_path, capsys, monkeypatch):
+    """Issue #29 item 7: safetensors reports a full disk as `SafetensorError` ("Error while serializing:
+    IoError(Os { code: 28, kind: StorageFull, ... })"), not an OSError: it was a traceback."""
+    import safetensors.numpy
+    from safetensors import SafetensorError
+
+    from tests.training.finetuning_test_utils import write_tiny_checkpoint
+
+    source = write_tiny_checkpoint(tmp_path / "checkpoint")
+
+    def full_disk(tensors, filename, metadata=None):
+        with open(filename, "wb") as handle:
+            handle.write(b"partial")
+        raise SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space '
+                              'left on device" })')
+
+    monkeypatch.setattr(safetensors.numpy, "save_file", full_disk)
+    status, _, err = run_cli(capsys, "convert", "--input", source, "--output", tmp_path / "out")
+    assert status == 1 and len(err.strip().splitlines()) == 1, err
+    assert f"error: [Errno 28] No space left on device writing {tmp_path / 'out'}: " in err
+    assert "free there; the previous version is kept" in err
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint"]  # no output, no temp folder

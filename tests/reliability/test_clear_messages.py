@@ -79,3 +79,37 @@ def test_corpus_encoding_error_gives_only_advice_the_user_can_follow(tmp_path):
         list(read_documents(str(corpus)))
     assert f"{corpus}, line 1: bytes b'\\xe9' at byte 3" in str(error.value)
     assert "errors=" not in str(error.value) and "iconv" in str(error.value)
+
+
+def test_a_keras_wrapped_layer_error_shows_the_layers_own_reason(tmp_path, capsys, monkeypatch):
+    """Issue #29 item 7: Keras wraps a layer's error ("Exception encountered when calling BertEmbeddings.call()",
+    the reason in bold, then the arguments); the command printed only that first line."""
+    import numpy as np
+
+    from keras_bert_impl.cli import predict
+    from tests.helpers import tiny_backbone
+
+    backbone = tiny_backbone()
+    too_long = np.zeros([1, backbone.max_sequence_length + 1], "int32")
+
+    def run(args):  # what a model fed a sequence longer than its position table raises
+        backbone({"token_ids": too_long, "segment_ids": too_long, "padding_mask": too_long + 1})
+
+    monkeypatch.setattr(predict, "run", run)
+    status, _, err = run_cli(capsys, "predict", "--model", tmp_path, "--text", "a")
+    _one_line_error(status, err, f"keras-bert predict: error: Sequence length {too_long.shape[1]} exceeds the "
+                    f"position table (max_sequence_length={backbone.max_sequence_length}); truncate or window")
+    assert "Exception encountered" not in err and "Arguments received" not in err
+
+
+def test_the_reason_inside_keras_output_shape_wrapper_is_shown():
+    from keras_bert_impl.cli.command_line import _one_line
+
+    wrapped = ValueError(
+        "Exception encountered when calling BertBackbone.call().\n\nCould not automatically infer the output shape "
+        "/ dtype of 'bert_backbone' (of type BertBackbone). Either the `BertBackbone.call()` method is incorrect, "
+        "or you need to implement the `BertBackbone.compute_output_spec() / compute_output_shape()` method. Error "
+        "encountered:\n\nSequence length 100000 exceeds the position table (max_sequence_length=512).\n\n"
+        "Arguments received by BertBackbone.call():\n  • inputs={'token_ids': 'tf.Tensor(shape=(1, 100000))'}")
+    assert _one_line(wrapped) == "Sequence length 100000 exceeds the position table (max_sequence_length=512)."
+    assert _one_line(ValueError("a plain message")) == "a plain message"

@@ -214,7 +214,7 @@ def _alarm(signum, frame):
 # Defects the table found, fixed: the line each of these cases gave before said neither file nor fix.
 NAMED = {
     "vocab-output-is-file": "keep.txt' is a file, not a directory; choose another output path",  # [Errno 17] File exists
-    "predict-garbage-model-config": "config.json: not UTF-8 text (byte b'\\xe0' at offset 2)",  # 'utf-8' codec can't…
+    "predict-garbage-model-config": "config.json, line 1: bytes b'\\xe0' at byte 2 of the line are not valid UTF-8",
     # TensorFlow's "{{function_node ...IteratorGetNext}} corrupted record at 0", without the file
     "pretrain-garbage-tfrecords": "data.tfrecord is not a TFRecord file (its first record is corrupted)",
 }
