@@ -62,7 +62,7 @@ def write_native(path, model, config, extra=None, files=None):
         "config": config,
         "extra": extra or {},
     }
-    with atomic_directory(path, markers=(CONFIG_FILE, WEIGHTS_FILE), what="model directory") as tmp:
+    with atomic_directory(path, what="model directory") as tmp:
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
