@@ -7,6 +7,7 @@ and export stages nothing in the system temp directory."""
 
 import hashlib
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _hashes(folder):
     """`{relative path: sha256}` of every file under `folder`."""
     return {os.path.relpath(os.path.join(root, name), folder):
-            hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest()
+            hashlib.sha256(pathlib.Path(root, name).read_bytes()).hexdigest()
             for root, _, names in os.walk(folder) for name in names}
 
 
@@ -35,7 +36,7 @@ def _hub_folder(path, checkpoint):
 
     save_huggingface(BertBackbone.from_pretrained(checkpoint), path)
     os.remove(os.path.join(path, MARKER_FILE))
-    for name, text in (("vocab.txt", open(os.path.join(checkpoint, "vocab.txt")).read()),
+    for name, text in (("vocab.txt", pathlib.Path(checkpoint, "vocab.txt").read_text()),
                        ("tokenizer.json", '{"version": "1.0"}'), ("README.md", "# model card\n"),
                        (os.path.join("1_Pooling", "config.json"), '{"pooling_mode_mean_tokens": true}')):
         os.makedirs(os.path.dirname(os.path.join(path, name)), exist_ok=True)
@@ -112,7 +113,10 @@ def test_finetune_results_never_go_into_the_init_checkpoint(tmp_path, capsys, mo
 
 
 def test_finetune_refuses_a_foreign_folder_before_building_and_resumes_in_its_own(tmp_path, capsys, monkeypatch):
-    from keras_bert_impl.utils.atomic_io import OutputExistsError, claim_output_directory
+    from keras_bert_impl.utils.atomic_io import (
+        OutputExistsError,
+        claim_output_directory,
+    )
 
     foreign = tmp_path / "data"
     foreign.mkdir()
