@@ -7,6 +7,7 @@ never one of someone else's files, and never a folder an input is read from."""
 
 import contextlib
 import errno
+import glob
 import json
 import os
 import re
@@ -220,11 +221,15 @@ def _within(path, folder):
 
 
 def check_not_input(path, inputs, what="output"):
-    """Raise one `ValueError` line if output `path` is, is inside, or holds one of `inputs` (paths a command reads;
-    None entries are skipped): writing there would replace or mix into what is read."""
+    """Raise one `ValueError` line if output `path` is, is inside, or holds one of `inputs` (paths a command reads,
+    original-TF prefixes included; None entries, and names that are no local path such as a Hub id, are skipped):
+    writing there would replace or mix into what is read."""
     real = os.path.realpath(path)
     for source in filter(None, inputs):
-        source_real = os.path.realpath(os.fspath(source))
+        source = os.fspath(source)
+        if not (os.path.lexists(source) or glob.glob(glob.escape(source) + ".*")):
+            continue
+        source_real = os.path.realpath(source)
         if _within(real, source_real) or _within(source_real, real):
             relation = "is" if real == source_real else "is inside" if _within(real, source_real) else "holds"
             raise ValueError(f"The {what} {path} {relation} the input {source}; writing there would replace or mix "

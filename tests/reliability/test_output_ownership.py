@@ -217,3 +217,16 @@ def test_a_killed_writer_leaves_nothing_in_the_system_temp_dir_and_the_next_run_
     assert status == 0, err
     assert sorted(os.listdir(tmp_path)) == ["model", "out", "system_temp"]
     assert os.path.isfile(output / MARKER_FILE)
+
+
+def test_an_original_tf_prefix_counts_as_an_input_and_a_hub_id_does_not(tmp_path, monkeypatch):
+    from keras_bert_impl.utils.atomic_io import check_not_input
+
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "bert_model.ckpt.index").write_bytes(b"")
+    prefix = str(tmp_path / "ckpt" / "bert_model.ckpt")
+    with pytest.raises(ValueError, match=r"The output .*ckpt holds the input .*bert_model\.ckpt; writing there"):
+        check_not_input(str(tmp_path / "ckpt"), [prefix])
+    check_not_input(str(tmp_path / "ckpt" / "ours"), [prefix])  # a new folder beside the checkpoint's files
+    monkeypatch.chdir(tmp_path)
+    check_not_input(".", ["google-bert/bert-base-uncased", None])  # a Hub id is no local path
