@@ -283,12 +283,12 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
 
 
 def claim_output_directory(path, inputs=(), what="output directory"):
-    """`check_output(keep=True)`, then create `path` and write `MARKER_FILE` into it: the folder of a run that
-    writes into it and resumes there (fine-tuning, pretraining). Returns its absolute path."""
+    """`check_output(keep=True)`, then create `path` and (re)write `MARKER_FILE` into it, which also proves the
+    folder writable before any work: the folder of a run that writes into it and resumes there (fine-tuning,
+    pretraining). Returns its absolute path."""
     check_output(path, inputs, what=what, keep=True)
     path = ensure_directory(path)
-    if not os.path.isfile(os.path.join(path, MARKER_FILE)):
-        atomic_write_text(os.path.join(path, MARKER_FILE), _MARKER_TEXT)
+    atomic_write_text(os.path.join(path, MARKER_FILE), _MARKER_TEXT)
     return path
 
 
