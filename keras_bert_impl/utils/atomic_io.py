@@ -270,15 +270,15 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
         if entries and not (overwrite or keep):
             raise OutputExistsError(f"{path} holds a previous {what}; refusing to replace it: choose another output "
                                     f"path, or pass --overwrite (overwrite=True) to replace it.")
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(parent) and os.path.dirname(parent) != parent:
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise NotADirectoryError(f"Cannot create the {what} {path}: {parent} is a file, not a directory; choose "
+    # Where the writes go: a kept folder itself; else the nearest existing parent (the folder is swapped there).
+    folder = os.path.abspath(path) if keep and os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(f"Cannot create the {what} {path}: {folder} is a file, not a directory; choose "
                                  f"another output path.")
-    if not os.access(parent, os.W_OK | os.X_OK) or (os.path.isdir(path) and not os.access(path, os.W_OK | os.X_OK)):
-        blocked = path if os.path.isdir(path) else parent
-        raise PermissionError(f"The {what} {path} cannot be written: {blocked} is not writable; choose another path "
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"The {what} {path} cannot be written: {folder} is not writable; choose another path "
                               f"or fix its permissions.")
 
 
