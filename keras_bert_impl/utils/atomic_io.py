@@ -209,6 +209,9 @@ class OutputExistsError(FileExistsError):
 
 MARKER_FILE = ".keras_bert_impl"  # in every directory this package writes: only such a folder is replaced
 _MARKER_TEXT = "Written by keras_bert_impl; its commands replace this folder only when told to (--overwrite).\n"
+# The lock a run holds inside its folder while it writes (`utils.output_lock.LOCK_NAME`, which imports this module):
+# it may be taken before the folder is checked, so it does not make a new folder non-empty.
+RUN_LOCK_FILE = ".keras_bert.lock"
 
 
 def is_ours(path):
@@ -261,7 +264,7 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
         if not os.path.isdir(path) or os.path.islink(path):
             raise OutputExistsError(f"{path} is an existing file, not a {what}; refusing to replace it: choose "
                                     f"another output path, or move or delete it yourself.")
-        entries = sorted(os.listdir(path))
+        entries = sorted(set(os.listdir(path)) - {RUN_LOCK_FILE})
         if entries and not is_ours(path):
             shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
             raise OutputExistsError(

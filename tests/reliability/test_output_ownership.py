@@ -128,10 +128,12 @@ def test_finetune_refuses_a_foreign_folder_before_building_and_resumes_in_its_ow
     assert status == 1 and f"{foreign} is a non-empty folder that keras_bert_impl did not write" in err, err
     assert os.listdir(foreign) == ["eval_results.json"]
     run = tmp_path / "run"
+    run.mkdir()
+    (run / ".keras_bert.lock").write_text("{}")  # the run's own lock (utils.output_lock), taken first
     assert claim_output_directory(str(run)) == str(run)  # a new folder: created and marked
     (run / "last").mkdir()
     assert claim_output_directory(str(run)) == str(run)  # ours: a rerun resumes there
-    assert sorted(os.listdir(run)) == [MARKER_FILE, "last"]
+    assert sorted(os.listdir(run)) == [".keras_bert.lock", MARKER_FILE, "last"]
     (tmp_path / "file").write_text("x")
     with pytest.raises(OutputExistsError, match="is an existing file"):
         claim_output_directory(str(tmp_path / "file"))
