@@ -89,7 +89,7 @@ def main(argv=None):
         # graph packs texts to the preprocessor's length, as the Keras model's predict does.
         model = BertClassifier.from_pretrained(args.classifier)
         path = export_saved_model(model, os.path.join(args.output_dir, "classifier"), model.preprocessor.tokenizer,
-                                  sequence_length=model.preprocessor.sequence_length)
+                                  sequence_length=model.preprocessor.sequence_length, overwrite=True)  # a rerun's
         served = tf.saved_model.load(path)
         print(f"\nExported {args.classifier} -> {path}; signatures {sorted(served.signatures)}")
 
@@ -112,7 +112,7 @@ def main(argv=None):
         # Question answering: the graph also windows long contexts and decodes the best span.
         model = BertQuestionAnswerer.from_pretrained(args.question_answerer)
         tokenizer = BertTokenizer.from_pretrained(args.question_answerer)
-        path = export_saved_model(model, os.path.join(args.output_dir, "question_answerer"), tokenizer)
+        path = export_saved_model(model, os.path.join(args.output_dir, "question_answerer"), tokenizer, overwrite=True)
         served = tf.saved_model.load(path)
         print(f"\nExported {args.question_answerer} -> {path}; signatures {sorted(served.signatures)}")
         outputs = served.signatures["serve_text"](question=tf.constant([args.question]),

@@ -113,5 +113,5 @@ def save_huggingface(model, path, head_specs=(), architectures=("BertModel",), c
         tensors.update(export_tensors(model, head_specs, HUGGINGFACE))
     config = huggingface.huggingface_config_from_backbone(backbone, architectures)
     config.update(config_updates or {})
-    with atomic_directory(os.fspath(path), markers=(huggingface.CONFIG_FILE,), what="model directory") as tmp:
+    with atomic_directory(os.fspath(path), what="model directory") as tmp:
         huggingface.write_huggingface_directory(tmp, config, tensors)

@@ -196,7 +196,7 @@ def write_keras_hub_preset(backbone, path, tokenizer=None, classifier_head=None)
         variables[keras_hub_path].assign(_per_head(kind, tensors[name], backbone.num_heads, to_keras_hub=True))
     target_tokenizer = None if tokenizer is None else keras_hub.models.BertTokenizer(
         vocabulary=tokenizer.get_vocabulary(), lowercase=tokenizer.lowercase, strip_accents=tokenizer.strip_accents)
-    with atomic_directory(path, markers=(PRESET_CONFIG_FILE,), what="keras-hub preset") as staging:
+    with atomic_directory(path, what="keras-hub preset") as staging:
         if classifier_head is None:
             target.save_to_preset(staging)
             if target_tokenizer is not None:

@@ -92,7 +92,7 @@ def write_native(path, model, config, extra=None, files=None):
         if variable.path in tensors:
             raise ValueError(f"Two variables share the path {variable.path!r}; cannot save by path.")
         tensors[variable.path] = np.ascontiguousarray(np.asarray(variable.numpy(), dtype="float32"))
-    with atomic_directory(path, markers=(CONFIG_FILE, WEIGHTS_FILE), what="model directory") as tmp:
+    with atomic_directory(path, what="model directory") as tmp:
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
         document = {
             "format": FORMAT_NAME,

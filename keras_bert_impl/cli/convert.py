@@ -5,7 +5,8 @@
 
 The model class is read from the checkpoint (`models.load_task`); `--model-class` picks another, e.g.
 `backbone` to keep only the encoder. Every weight is carried over; the tokenizer files beside the input are
-written beside the output, which is replaced only when complete.
+written beside the output, which is replaced only when complete. An existing output folder is replaced only if
+this package wrote it and `--overwrite` is given; an output that is, is inside or holds the input is refused.
 """
 
 from keras_bert_impl.cli.arguments import add_model_class_argument
@@ -19,23 +20,20 @@ def add_arguments(parser):
                              "transformers' from_pretrained loads (default: %(default)s)")
     add_model_class_argument(parser, "model to build from the checkpoint")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace --output even if it is a file or a folder that is not a model directory")
+                        help="replace --output if it is a previous output of keras-bert (never anyone else's folder)")
 
 
 def run(args):
     """Load, write in the requested format, copy the tokenizer; print a one-line report."""
     from keras_bert_impl.checkpoints import save_huggingface
     from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
-    from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
+    from keras_bert_impl.utils.atomic_io import atomic_directory, check_output
 
-    # Refuse an output that is not a previous model directory before loading anything.
-    replace = dict(markers=("config.json",), overwrite=args.overwrite, what="model directory",
-                   force_hint="pass --overwrite to replace it")
-    check_replaceable(args.output, **replace)
+    check_output(args.output, [args.input], args.overwrite, "model directory")  # before loading anything
     model = load_task(args.input, task=None if args.model_class == "auto" else args.model_class)
     tokenizer = checkpoint_tokenizer(args.input)
     # Weights and tokenizer land together: a failure in either leaves any previous output untouched.
-    with atomic_directory(args.output, **replace) as staging:
+    with atomic_directory(args.output, args.overwrite, "model directory") as staging:
         if args.format == "native":
             model.save_pretrained(staging)
         elif hasattr(model, "save_huggingface"):

@@ -35,18 +35,17 @@ def add_arguments(parser):
                              "length the model was fine-tuned with, saved in its preprocessor.json; else the "
                              "model's position table, for QA min(384, that))")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace --output even if it is a file or a folder that is not a SavedModel (with "
-                             "--format onnx: replace an existing file)")
+                        help="replace --output if it is a previous output of keras-bert (never anyone else's "
+                             "folder; with --format onnx: replace an existing file)")
     add_question_answering_arguments(parser.add_argument_group("question answering"))
 
 
 def run(args):
     """Load the model (`models.load_task`) and its tokenizer, export, print the path."""
     from keras_bert_impl.export import export_onnx, export_saved_model
-    from keras_bert_impl.export.onnx_export import check_output
-    from keras_bert_impl.export.saved_model_export import SAVED_MODEL_MARKERS
+    from keras_bert_impl.export.onnx_export import check_output as check_onnx_output
     from keras_bert_impl.models.task_loading import checkpoint_tokenizer, load_task
-    from keras_bert_impl.utils.atomic_io import check_replaceable
+    from keras_bert_impl.utils.atomic_io import check_not_input, check_output
 
     options = question_answering_settings(args)
     onnx = args.format == "onnx"
@@ -58,10 +57,10 @@ def run(args):
         if flags:
             raise ValueError(f"{', '.join(flags)} apply to SavedModel exports, which serve text; an ONNX export "
                              "takes token ids of any length: drop them, or leave out --format onnx.")
-        check_output(os.path.abspath(output), args.overwrite)  # before loading anything
+        check_not_input(output, [args.model], "ONNX file")  # before loading anything
+        check_onnx_output(os.path.abspath(output), args.overwrite)
     else:
-        check_replaceable(os.path.abspath(output), SAVED_MODEL_MARKERS, args.overwrite, "SavedModel",
-                          "pass --overwrite to replace it")  # before loading anything
+        check_output(os.path.abspath(output), [args.model], args.overwrite, "SavedModel")  # before loading anything
     model = load_task(args.model, task=None if args.model_class == "auto" else args.model_class)
     if options and type(model).__name__ != "BertQuestionAnswerer":
         raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "

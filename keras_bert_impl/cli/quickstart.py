@@ -138,7 +138,8 @@ def export_models(paths):
     for name in ("classifier", "question_answerer"):
         model_directory = os.path.join(paths[name], "last")
         saved[name] = export_saved_model(load_task(model_directory), os.path.join(paths["saved_models"], name),
-                                         checkpoint_tokenizer(model_directory, required=True))
+                                         checkpoint_tokenizer(model_directory, required=True),
+                                         overwrite=True)  # a rerun's: replaces the exports of this run's folder
         print(f"    {name}: {saved[name]}")
     return saved
 
@@ -237,11 +238,11 @@ def run(args):
 
     from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings, write_docstring_corpus
     from keras_bert_impl.tokenization import BertTokenizer, train_wordpiece_vocabulary
-    from keras_bert_impl.utils.atomic_io import atomic_write_json
+    from keras_bert_impl.utils.atomic_io import atomic_write_json, claim_output_directory
 
     init_checkpoint = finetuning_checkpoint()  # before any work: without it, steps 3-6 cannot run
     report = _Report(total_steps=6)
-    out = os.path.abspath(args.output_dir)
+    out = claim_output_directory(args.output_dir, [init_checkpoint], "quickstart output directory")
     paths = {name: os.path.join(out, name) for name in
              ("corpus", "data", "pretrain", "classifier", "question_answerer", "saved_models")}
     print(f"keras-bert quickstart: Keras {keras.__version__} on {keras.backend.backend()}; outputs in {out}")

@@ -7,14 +7,13 @@ TensorFlow subprocess (`export.tensorflow_subprocess`). Writes are atomic (`util
 import json
 import logging
 import os
-import tempfile
 
 import keras
 
 from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
                                                           exported_class_name)
 from keras_bert_impl.models.registry import TASK_KINDS
-from keras_bert_impl.utils.atomic_io import atomic_directory, check_replaceable
+from keras_bert_impl.utils.atomic_io import atomic_directory, check_output, scratch_directory
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +30,6 @@ QA_DEFAULTS = dict(
 )
 # Token classifier option: tokens between the starts of a long text's windows (default: the model's run's).
 TOKEN_CLASSIFIER_OPTIONS = ("stride",)
-SAVED_MODEL_MARKERS = ("saved_model.pb",)  # a previous export, which a new one may replace
 
 
 def _export_settings(model, kind, tokenizer, sequence_length, options):
@@ -101,14 +99,15 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
 
     Args:
         model: a task model of `models.registry.TASK_CLASSES` but `BertMultipleChoice`.
-        path: str or None. Output directory, replaced atomically if empty or a previous SavedModel (else
-            `OutputExistsError`, unless `overwrite`). Defaults to None: `saved_models/<model.name>`.
+        path: str or None. Output directory, written atomically; an existing one only if empty, or a previous
+            output of this package with `overwrite` (else `OutputExistsError`). Defaults to None:
+            `saved_models/<model.name>`.
         tokenizer: `BertTokenizer` or None. Adds the text signatures (not for `BertPretrainer`) and the
             vocabulary asset. Defaults to None.
         sequence_length: int or None. Longest packed text sequence (longer texts are truncated, or windowed).
             None: the attached preprocessor's, else the model's `max_sequence_length`, for QA `min(384, that)`.
             Defaults to None.
-        overwrite: bool. Replace `path` whatever it holds. Defaults to False.
+        overwrite: bool. Replace a previous output of this package at `path`. Defaults to False.
         **options: QA: `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`,
             `version_2_with_negative`, `null_score_diff_threshold` (defaults: the attached preprocessor's, else
             `QA_DEFAULTS`); token classifier: `stride` (the preprocessor's, else half a window).
@@ -137,7 +136,7 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
     kind = TASK_KINDS[class_name]
     settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
-    check_replaceable(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel", "pass --overwrite to replace it")
+    check_output(path, overwrite=overwrite, what="SavedModel")
     if keras.backend.backend() == "tensorflow":
         _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite)
     else:
@@ -152,7 +151,7 @@ def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, 
 
     from keras_bert_impl.export.serving_signatures import build_serving_module
 
-    with tempfile.TemporaryDirectory(prefix="bert_export_assets_") as staging:
+    with scratch_directory(path) as staging:  # beside the output: a killed export leaves nothing elsewhere
         assets = {}
         if tokenizer is not None:
             tokenizer.save_pretrained(staging)  # vocab.txt + tokenizer_config.json
@@ -172,5 +171,5 @@ def _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, 
         assets["export_config_file"] = tf.saved_model.Asset(config_path)
         for name, asset in assets.items():
             setattr(module, name, asset)
-        with atomic_directory(path, SAVED_MODEL_MARKERS, overwrite, "SavedModel") as tmp:
+        with atomic_directory(path, overwrite, "SavedModel") as tmp:
             tf.saved_model.save(module, tmp, signatures=signatures)

@@ -1,7 +1,7 @@
 """Exports from JAX and torch, done by a subprocess under the TensorFlow backend: the parent's side; and
 `ExportError`, the one error every export raises.
 
-The model is saved with `save_pretrained` into a temporary directory; the worker
+The model is saved with `save_pretrained` into a scratch directory beside the output (`utils.atomic_io`); the worker
 (`export.tensorflow_export_worker`) loads it with `from_pretrained` and exports it under TensorFlow.
 """
 
@@ -9,9 +9,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 from keras_bert_impl.models.registry import TASK_CLASSES
+from keras_bert_impl.utils.atomic_io import scratch_directory
 
 WORKER_MODULE = "keras_bert_impl.export.tensorflow_export_worker"
 # `export_format` -> how messages name it.
@@ -55,7 +55,7 @@ def export_in_tensorflow_subprocess(model, class_name, export_format, path, opti
     import keras
 
     backend, name = keras.backend.backend(), FORMATS[export_format]
-    with tempfile.TemporaryDirectory(prefix="bert_export_checkpoint_") as staging:
+    with scratch_directory(path) as staging:  # beside the output: a killed export leaves nothing elsewhere
         model_dir = os.path.join(staging, "model")
         try:
             model.save_pretrained(model_dir)

@@ -180,7 +180,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         """Remove the temp folders of checkpoint writes a kill interrupted (`.step_*.tmp-*`): no later write needs
         them. Also run at the train end."""
         if self.write and os.path.isdir(self.backup_dir):
-            for path in remove_stale_temporaries(self.backup_dir, "step_"):
+            for path in remove_stale_temporaries(self.backup_dir, "step_", prefix=True):
                 logger.info("Removed %s, left by an interrupted checkpoint write", path)
 
     on_train_end = on_train_begin
@@ -225,7 +225,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         keep = f"the last checkpoint {found[0]} is kept" if found else "no checkpoint was written yet"
         require_free_space(self.backup_dir, self._checkpoint_bytes(),
                            then=f"{keep}; free some space and run the same command again to resume")
-        with atomic_directory(path, markers=(WEIGHTS_FILE, STATE_FILE), what="training checkpoint") as tmp:
+        with atomic_directory(path, what="training checkpoint") as tmp:
             self.model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
             np.savez(os.path.join(tmp, RNG_STATE_FILE), *[
                 keras.ops.convert_to_numpy(v.value) for v in _seed_states(self.model)])

@@ -99,6 +99,7 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
 
+    finetuning.claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     regression = files.is_regression
     tokenizer = source.tokenizer()
@@ -151,6 +152,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
     from keras_bert_impl.models.multiple_choice import BertMultipleChoice
     from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
 
+    finetuning.claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     preprocessor = BertMultipleChoicePreprocessor(tokenizer, sequence_length=sequence_length)
@@ -203,6 +205,7 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
     from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
     from keras_bert_impl.utils.atomic_io import atomic_write_text
 
+    finetuning.claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     train = read_conll_sentences(files.train_file) if settings.epochs else []

@@ -36,6 +36,7 @@ __all__ = [
     "FinetuningSettings",
     "ModelSource",
     "check_model_inputs",
+    "claim_output_dir",
     "classification_monitor",
     "classification_scores",
     "evaluate_squad_predictions",
@@ -273,6 +274,21 @@ class FinetuningSettings:
     seed: int = 12345
     verbose: int = 1
     keep_training_state: bool = False
+
+
+def claim_output_dir(settings, source):
+    """Check `settings.output_dir` before anything is read or built, then create it with this package's marker
+    (`utils.atomic_io.claim_output_directory`): one line if it is, is inside or holds `source.init_checkpoint`
+    (its results would land in the input), is someone else's non-empty folder, or is not writable. A previous
+    run's folder is used as is: the run resumes there.
+
+    Args:
+        settings: `FinetuningSettings`.
+        source: `ModelSource`.
+    """
+    from keras_bert_impl.utils.atomic_io import claim_output_directory
+
+    claim_output_directory(settings.output_dir, [source.init_checkpoint], "fine-tuning output directory")
 
 
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,

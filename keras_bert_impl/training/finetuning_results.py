@@ -10,7 +10,6 @@ import numpy as np
 from keras_bert_impl.utils.atomic_io import atomic_directory, atomic_write_json, atomic_write_text
 
 EVAL_RESULTS_FILENAME = "eval_results.json"
-MODEL_CONFIG_FILE = "config.json"  # what marks a model directory that may be replaced (best/, last/, final/)
 
 
 def json_ready(results):
@@ -36,7 +35,7 @@ def save_finetuned(model, directory, tokenizer=None, results=None):
             Defaults to None.
         results: dict or None. Evaluation results to store. Defaults to None.
     """
-    with atomic_directory(directory, markers=(MODEL_CONFIG_FILE,), what="model directory") as tmp:
+    with atomic_directory(directory, what="model directory") as tmp:
         model.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)

@@ -327,13 +327,15 @@ class _Run:
 
         from keras_bert_impl.training.distribution import make_distribution, process_directory
         from keras_bert_impl.training.finetuning import load_tokenizer
-        from keras_bert_impl.utils.atomic_io import ensure_directory
+        from keras_bert_impl.utils.atomic_io import claim_output_directory, ensure_directory
 
         self.settings = settings
         # The strategy first: MultiWorkerMirroredStrategy configures collective ops, and logical devices must be
         # set, before anything (the tokenizer's tf.data / tf.lookup, the seed) initialises TensorFlow's runtime.
         self.scope, self.strategy, self.is_chief = make_distribution(settings.distribution, tpu=settings.tpu)
         keras.utils.set_random_seed(settings.seed)
+        # Checked and claimed before anything is read or built; every process claims the run's folder first.
+        claim_output_directory(settings.output_dir, [settings.init_checkpoint], "pretraining output directory")
         self.out = ensure_directory(process_directory(settings.output_dir, settings.distribution))
         self.tokenizer = load_tokenizer(settings.vocab_file, settings.init_checkpoint, lowercase=not settings.cased)
         self.phases = training_phases(settings, self.tokenizer)

@@ -200,7 +200,9 @@ def finetune_squad(files, squad, source, settings):
     from keras_bert_impl.squad.squad_reader import load_squad_json
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
     from keras_bert_impl.models.task import saved_preprocessor
+    from keras_bert_impl.training.finetuning import claim_output_dir
 
+    claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     threshold = squad.null_score_diff_threshold

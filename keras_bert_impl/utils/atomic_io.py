@@ -1,12 +1,16 @@
 """Crash-safe file and directory writes: content is written under a temporary name in the destination's
 folder, flushed to disk and renamed over the destination in one step, so a crash leaves the previous file
-(and at worst a `*.tmp-*` leftover)."""
+(and at worst a `.<name>.tmp-<pid>-*` leftover, which the next write of `<name>` removes).
+
+Every directory this package writes holds `MARKER_FILE`: only such a folder is ever replaced (`check_output`),
+never one of someone else's files, and never a folder an input is read from."""
 
 import contextlib
 import errno
 import glob
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -88,7 +92,7 @@ def atomic_path(path):
     ...         _ = f.write(b"data")
     """
     parent = _ensure_parent(path)
-    fd, tmp_path = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    fd, tmp_path = tempfile.mkstemp(dir=parent, prefix=_temporary_prefix(path))
     os.close(fd)
     os.chmod(tmp_path, _umask_mode(0o666))
     try:
@@ -150,46 +154,147 @@ def require_free_space(path, needed, then="free some space or write elsewhere, t
         raise disk_full_error(path, needed, then)
 
 
-def remove_stale_temporaries(directory, prefix):
-    """Delete the leftovers of interrupted `atomic_*` writes of entries named `prefix*` in `directory`
-    (`.<prefix>*.tmp-*` and `.<prefix>*.old-*`); nothing else. Returns the removed paths."""
-    pattern = os.path.join(glob.escape(os.fspath(directory)), f".{glob.escape(prefix)}*")
-    stale = [path for path in glob.glob(pattern) if ".tmp-" in os.path.basename(path)
-             or ".old-" in os.path.basename(path)]
-    for path in stale:
-        _remove(path)
+# `.<name>.tmp-<pid>-<random>` (`.old-` for a replaced directory on its way out); older writers left no pid.
+_TEMPORARY = r"\.(?:tmp|old)-(?:(\d+)-)?[a-z0-9_]+\Z"
+
+
+def _temporary_prefix(path, kind="tmp"):
+    """The name prefix of `path`'s temporaries: `.<name>.tmp-<pid>-`, after removing those of killed writers."""
+    remove_stale_temporaries(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+    return f".{os.path.basename(path)}.{kind}-{os.getpid()}-"
+
+
+def _running(pid):
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's live process
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory, name, prefix=False):
+    """Delete the leftovers of interrupted `atomic_*` writes of the entry `name` in `directory` (with `prefix`:
+    of every entry whose name starts with `name`): `.<name>.tmp-*` and `.<name>.old-*` whose writer process is
+    no longer running; nothing else. Returns the removed paths."""
+    pattern = re.compile(re.escape(f".{name}") + (".*?" if prefix else "") + _TEMPORARY)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    stale = []
+    for entry in names:
+        match = pattern.match(entry)
+        if match and not (match.group(1) and _running(int(match.group(1)))):
+            stale.append(os.path.join(directory, entry))
+            _remove(stale[-1])
     return stale
 
 
+@contextlib.contextmanager
+def scratch_directory(path):
+    """A scratch folder beside `path` (`.<name>.tmp-<pid>-*`, in the output's own filesystem, not the system temp
+    directory), removed when the block ends; if the process is killed, the next write of `path` removes it."""
+    tmp_dir = tempfile.mkdtemp(dir=_ensure_parent(path), prefix=_temporary_prefix(path))
+    try:
+        yield tmp_dir
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
 class OutputExistsError(FileExistsError):
-    """An output path holds something that is not a previous output of the same kind; nothing was written."""
+    """An output path holds something this package may not replace; nothing was written."""
 
 
-def check_replaceable(path, markers=(), overwrite=False, what="output directory", force_hint=None):
-    """Raise `OutputExistsError` unless `path` is absent, an empty directory, or holds one of `markers` (a
-    previous output of the same kind), or `overwrite` is set.
+MARKER_FILE = ".keras_bert_impl"  # in every directory this package writes: only such a folder is replaced
+_MARKER_TEXT = "Written by keras_bert_impl; its commands replace this folder only when told to (--overwrite).\n"
+# The lock a run holds inside its folder while it writes (`utils.output_lock.LOCK_NAME`, which imports this module):
+# it may be taken before the folder is checked, so it does not make a new folder non-empty.
+RUN_LOCK_FILE = ".keras_bert.lock"
+
+
+def is_ours(path):
+    """Whether directory `path` holds `MARKER_FILE`: this package wrote it."""
+    return os.path.isfile(os.path.join(path, MARKER_FILE)) and not os.path.islink(path)
+
+
+def _within(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_not_input(path, inputs, what="output"):
+    """Raise one `ValueError` line if output `path` is, is inside, or holds one of `inputs` (paths a command reads,
+    original-TF prefixes included; None entries, and names that are no local path such as a Hub id, are skipped):
+    writing there would replace or mix into what is read."""
+    real = os.path.realpath(path)
+    for source in filter(None, inputs):
+        source = os.fspath(source)
+        if not (os.path.lexists(source) or glob.glob(glob.escape(source) + ".*")):
+            continue
+        source_real = os.path.realpath(source)
+        if _within(real, source_real) or _within(source_real, real):
+            relation = "is" if real == source_real else "is inside" if _within(real, source_real) else "holds"
+            raise ValueError(f"The {what} {path} {relation} the input {source}; writing there would replace or mix "
+                             f"into what is read: choose an output path outside it.")
+
+
+def check_output(path, inputs=(), overwrite=False, what="output directory", keep=False):
+    """Raise one line unless directory `path` may be written, before anything is loaded or built: it is not, is
+    not inside and does not hold any of `inputs`; it is absent, an empty folder, or a folder this package wrote
+    (`MARKER_FILE`, not merely a `config.json`), which is replaced only with `overwrite`; its nearest existing
+    parent is a writable folder. Someone else's folder or file is never replaced, `overwrite` or not.
 
     Args:
-        path: str. The destination directory.
-        markers: tuple of str. File names that identify a previous output of this kind.
-        overwrite: bool. Replace whatever is there (the user asked for it). Defaults to False.
-        what: str. What is written, for the message. Defaults to "output directory".
-        force_hint: str or None. How to force it (e.g. "pass --overwrite to replace it"). Defaults to None.
+        path: str. The output directory.
+        inputs: iterable of str or None. Paths the command reads (checkpoints); None entries are skipped.
+            Defaults to ().
+        overwrite: bool. Replace a previous output of this package. Defaults to False.
+        what: str. What is written, for the messages. Defaults to "output directory".
+        keep: bool. A run's folder that the writer adds to and resumes in (fine-tuning, pretraining): a folder
+            of ours is used without `overwrite`. Defaults to False.
+
+    Raises:
+        ValueError: `path` overlaps an input (`check_not_input`).
+        OutputExistsError: `path` is a file, someone else's folder, or (without `overwrite`) a previous output.
+        OSError: no writable folder to create `path` in.
     """
-    if overwrite or not os.path.lexists(path):
-        return
-    way_out = f"choose another output path, or {force_hint or 'move or delete it yourself if it is no longer needed'}."
-    if not os.path.isdir(path) or os.path.islink(path):
-        raise OutputExistsError(f"{path} is an existing file, not a {what}; refusing to replace it: {way_out}")
-    entries = sorted(os.listdir(path))
-    if not entries or any(name in entries for name in markers):
-        return
-    shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
-    expected = f" (it has none of {', '.join(markers)})" if markers else ""
-    raise OutputExistsError(
-        f"{path} is a non-empty folder that is not a previous {what}{expected}; replacing it would delete "
-        f"{shown}: {way_out}"
-    )
+    check_not_input(path, inputs, what)
+    if os.path.lexists(path):
+        if not os.path.isdir(path) or os.path.islink(path):
+            raise OutputExistsError(f"{path} is an existing file, not a {what}; refusing to replace it: choose "
+                                    f"another output path, or move or delete it yourself.")
+        entries = sorted(set(os.listdir(path)) - {RUN_LOCK_FILE})
+        if entries and not is_ours(path):
+            shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+            raise OutputExistsError(
+                f"{path} is a non-empty folder that keras_bert_impl did not write (no {MARKER_FILE}; it holds "
+                f"{shown}); refusing to write into it: choose another output path, or move or delete it yourself.")
+        if entries and not (overwrite or keep):
+            raise OutputExistsError(f"{path} holds a previous {what}; refusing to replace it: choose another output "
+                                    f"path, or pass --overwrite (overwrite=True) to replace it.")
+    # Where the writes go: a kept folder itself; else the nearest existing parent (the folder is swapped there).
+    folder = os.path.abspath(path) if keep and os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(f"Cannot create the {what} {path}: {folder} is a file, not a directory; choose "
+                                 f"another output path.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"The {what} {path} cannot be written: {folder} is not writable; choose another path "
+                              f"or fix its permissions.")
+
+
+def claim_output_directory(path, inputs=(), what="output directory"):
+    """`check_output(keep=True)`, then create `path` and (re)write `MARKER_FILE` into it, which also proves the
+    folder writable before any work: the folder of a run that writes into it and resumes there (fine-tuning,
+    pretraining). Returns its absolute path."""
+    check_output(path, inputs, what=what, keep=True)
+    path = ensure_directory(path)
+    atomic_write_text(os.path.join(path, MARKER_FILE), _MARKER_TEXT)
+    return path
 
 
 def _remove(path):
@@ -212,23 +317,27 @@ def _set_umask_modes(directory):
 
 
 @contextlib.contextmanager
-def atomic_directory(path, markers=(), overwrite=False, what="output directory", force_hint=None):
-    """Yield a temporary directory that replaces directory `path` (if `check_replaceable` allows) only when the
-    block succeeds; files get the umask permissions, and a full disk becomes one `disk_full_error` line.
+def atomic_directory(path, overwrite=True, what="output directory"):
+    """Yield a temporary directory that replaces directory `path` (if `check_output(path, overwrite=overwrite)`
+    allows) only when the block succeeds, with `MARKER_FILE` added; files get the umask permissions, and a full
+    disk becomes one `disk_full_error` line. `overwrite` defaults to True: writers that rewrite their own folder
+    (`save_pretrained`, a run's `last/` and `best/`) replace a previous output of this package.
 
     Example:
     >>> import os
-    >>> with atomic_directory("/tmp/example_dir", markers=("a.txt",)) as tmp:
+    >>> with atomic_directory("/tmp/example_dir") as tmp:
     ...     with open(os.path.join(tmp, "a.txt"), "w") as f:
     ...         _ = f.write("a")
     """
     path = os.path.abspath(path)
-    check_replaceable(path, markers, overwrite, what, force_hint)
+    check_output(path, overwrite=overwrite, what=what)
     parent = _ensure_parent(path)
-    tmp_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.tmp-")
+    tmp_dir = tempfile.mkdtemp(dir=parent, prefix=_temporary_prefix(path))
     os.chmod(tmp_dir, _umask_mode(0o777))
     try:
         yield tmp_dir
+        with open(os.path.join(tmp_dir, MARKER_FILE), "w", encoding="utf-8") as handle:
+            handle.write(_MARKER_TEXT)
         _set_umask_modes(tmp_dir)
     except BaseException as error:
         shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -237,7 +346,7 @@ def atomic_directory(path, markers=(), overwrite=False, what="output directory",
         raise
     backup = None
     if os.path.lexists(path):
-        backup = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}.old-")
+        backup = tempfile.mkdtemp(dir=parent, prefix=_temporary_prefix(path, "old"))
         os.rmdir(backup)
         os.replace(path, backup)
     try:

@@ -55,15 +55,15 @@ def test_failure_while_writing_the_tokenizer_leaves_the_previous_output(capsys, 
     from keras_bert_impl.tokenization import BertTokenizer
 
     output = tmp_path / "out"
-    output.mkdir()
-    (output / "config.json").write_text("{}")  # a previous output, which convert may replace
-    (output / "previous.txt").write_text("kept")
+    assert run_cli(capsys, "convert", "--input", tiny_classifier_dir, "--output", output)[0] == 0
+    (output / "previous.txt").write_text("kept")  # a previous output, which convert --overwrite may replace
+    before = sorted(p.name for p in output.iterdir())
 
     def full_disk(self, directory):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(BertTokenizer, "save_pretrained", full_disk)
-    status, _, err = run_cli(capsys, "convert", "--input", tiny_classifier_dir, "--output", output)
+    status, _, err = run_cli(capsys, "convert", "--input", tiny_classifier_dir, "--output", output, "--overwrite")
     assert status != 0 and "No space left on device" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["classifier", "out"]  # no staging leftovers
-    assert sorted(p.name for p in output.iterdir()) == ["config.json", "previous.txt"]
+    assert sorted(p.name for p in output.iterdir()) == before

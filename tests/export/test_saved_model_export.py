@@ -385,7 +385,7 @@ def test_failed_export_leaves_previous_export_and_no_leftovers(exports, tmp_path
     monkeypatch.setattr(tf.saved_model, "save", save_then_fail)
     model = exports["models"]["pretrainer"]
     with pytest.raises(OSError, match="disk full"):
-        export_saved_model(model, target)
+        export_saved_model(model, target, overwrite=True)
     with pytest.raises(OSError, match="disk full"):
         export_saved_model(model, tmp_path / "fresh")
     assert _snapshot(target) == before
@@ -402,7 +402,9 @@ def test_default_path_and_reexport_replaces_the_directory(exports, tmp_path, mon
     assert path == str(tmp_path / "saved_models" / model.name)
     with open(os.path.join(path, "stale_file.txt"), "w", encoding="utf-8") as handle:
         handle.write("from an older export")
-    assert export_saved_model(model) == path
+    with pytest.raises(FileExistsError, match="holds a previous SavedModel; refusing to replace it"):
+        export_saved_model(model)
+    assert export_saved_model(model, overwrite=True) == path
     assert "stale_file.txt" not in os.listdir(path)
     assert {"saved_model.pb", "variables", "assets"} <= set(os.listdir(path))
     assert sorted(os.listdir(tmp_path / "saved_models")) == [model.name]
