@@ -9,6 +9,7 @@ written beside the output, which is replaced only when complete.
 """
 
 from keras_bert_impl.cli.arguments import add_model_class_argument
+from keras_bert_impl.utils.output_lock import locks_output
 
 
 def add_arguments(parser):
@@ -22,6 +23,7 @@ def add_arguments(parser):
                         help="replace --output even if it is a file or a folder that is not a model directory")
 
 
+@locks_output(lambda arguments: arguments["args"].output, replaced=True)
 def run(args):
     """Load, write in the requested format, copy the tokenizer; print a one-line report."""
     from keras_bert_impl.checkpoints import save_huggingface

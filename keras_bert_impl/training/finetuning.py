@@ -26,6 +26,7 @@ from keras_bert_impl.training.finetuning_results import (
     write_classification_predictions,
 )
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
+from keras_bert_impl.utils.output_lock import locks_output
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +247,7 @@ class FinetuningSettings:
     keep_training_state: bool = False
 
 
+@locks_output(lambda arguments: arguments["settings"].output_dir)
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
     """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` (`BertTask.compile`'s

@@ -14,6 +14,8 @@ moved is the stale record, so two runs that find the same stale lock cannot both
 """
 
 import contextlib
+import functools
+import inspect
 import json
 import logging
 import os
@@ -204,3 +206,32 @@ def output_lock(path, replaced=False):
         if created:
             with contextlib.suppress(OSError):
                 os.rmdir(folder)  # only if empty: a run that wrote nothing leaves no folder behind
+
+
+def locks_output(output_of, replaced=False):
+    """Decorate a writer so that each call runs holding `output_lock(output_of(arguments), replaced)`, taken
+    before its body builds or reads anything; `arguments` maps the call's parameter names to their values
+    (defaults included).
+
+    Args:
+        output_of: callable. `output_of(arguments) -> str`: the output the call writes.
+        replaced: bool. As `output_lock`'s. Defaults to False.
+
+    Example:
+    >>> @locks_output(lambda arguments: arguments["settings"].output_dir)
+    ... def finetune_something(files, settings):
+    ...     pass  # writes into settings.output_dir
+    """
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def locked(*args, **kwargs):
+            arguments = signature.bind(*args, **kwargs)
+            arguments.apply_defaults()
+            with output_lock(output_of(arguments.arguments), replaced):
+                return function(*args, **kwargs)
+
+        return locked
+
+    return decorate
