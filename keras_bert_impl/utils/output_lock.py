@@ -4,8 +4,9 @@ of both writing a mix of results.
 
 The lock file is created with `O_CREAT | O_EXCL` (atomic on local filesystems) and holds a JSON record of its
 holder. A lock whose holder is gone (same host, the pid no longer running: a killed run) is stale and taken
-over by the next run, which then resumes: the takeover renames the stale file away and checks that what it
-moved is the stale record, so two runs that find the same stale lock cannot both win. Where it lives:
+over by the next run, which then resumes: takers go one at a time (a guard file, also `O_EXCL`) and remove the
+lock only if it still holds the stale record, so two runs that find the same stale lock cannot both win.
+Where it lives:
 
 - a folder a run writes into (training, fine-tuning): `<folder>/.keras_bert.lock`, a hidden file no loader
   reads;
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 LOCK_NAME = ".keras_bert.lock"
 _UNREADABLE_RETRIES = 20  # a lock just created is empty until its holder writes the record: wait up to ~1 s
+_GUARD_TIMEOUT = 10.0  # seconds after which a takeover guard is the leftover of a killed taker
 _held = {}  # lock path -> the id of the thread of this process that holds it
 _held_guard = threading.Lock()
 
@@ -97,7 +99,8 @@ def _is_stale(holder, path):
 
 
 def _in_use_error(output, path, holder):
-    command = holder.get("command", "?")
+    program, _, arguments = holder.get("command", "?").partition(" ")
+    command = f"{os.path.basename(program)} {arguments}".strip()  # the script's name, not its whole path
     command = command if len(command) <= 120 else command[:117] + "..."
     return OutputInUseError(
         f"{output} is being written by another run: pid {holder['pid']} on host {holder.get('host', '?')}, "
@@ -106,21 +109,25 @@ def _in_use_error(output, path, holder):
 
 
 def _take_over(path, stale_record, holder):
-    """Remove the stale lock at `path` if it still holds `stale_record`: rename it away, then check what moved;
-    another run's fresh lock moved by mistake goes back (`os.link` refuses to replace a newer one)."""
-    moved = f"{path}.stale-{os.getpid()}-{secrets.token_hex(4)}"
+    """Remove the stale lock at `path` if it still holds `stale_record`. Takers go one at a time (a guard file
+    created with `O_EXCL`), so only the first finds the record and removes it; a later one finds the path empty
+    or holding the new holder's lock, which it leaves. The caller then creates its lock with `O_EXCL`."""
+    guard = path + ".takeover"
     try:
-        os.rename(path, moved)
-    except FileNotFoundError:
-        return  # another run took it over first
-    if _read(moved) == stale_record:
-        logger.warning("Taking over the stale lock %s of pid %s on %s (started %s), which is no longer running.",
-                       path, holder["pid"], holder.get("host"), holder.get("started"))
-    else:
+        os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    except FileExistsError:  # another taker is at it: try again shortly (a guard is held for microseconds)
         with contextlib.suppress(OSError):
-            os.link(moved, path)
-    with contextlib.suppress(OSError):
-        os.remove(moved)
+            if time.time() - os.path.getmtime(guard) > _GUARD_TIMEOUT:  # its taker was killed holding it
+                os.remove(guard)
+        time.sleep(0.01)
+        return
+    try:
+        if _read(path) == stale_record:
+            os.remove(path)
+            logger.warning("Taking over the stale lock %s of pid %s on %s (started %s), which is no longer "
+                           "running.", path, holder["pid"], holder.get("host"), holder.get("started"))
+    finally:
+        os.remove(guard)
 
 
 def _acquire(output, path):
