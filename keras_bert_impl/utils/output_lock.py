@@ -84,9 +84,9 @@ def _is_running(pid):
         return False
     except PermissionError:
         return True
-    with contextlib.suppress(OSError, IndexError):
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    with contextlib.suppress(OSError, IndexError), open(f"/proc/{pid}/stat", encoding="ascii",
+                                                         errors="replace") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     return True
 
 

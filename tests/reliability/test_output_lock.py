@@ -68,16 +68,15 @@ def test_a_replaced_output_is_locked_beside_it_never_inside(tmp_path):
 
 def test_a_live_holder_is_refused_in_one_line_naming_it(tmp_path):
     out = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys\nfrom keras_bert_impl.utils.output_lock import "
-                               f"output_lock\nwith output_lock({str(out)!r}):\n    print('held', flush=True)\n"
-                               "    sys.stdin.read()"], env=ENVIRONMENT, stdin=subprocess.PIPE,
+    hold = (f"import sys\nfrom keras_bert_impl.utils.output_lock import output_lock\n"
+            f"with output_lock({str(out)!r}):\n    print('held', flush=True)\n    sys.stdin.read()")
+    holder = subprocess.Popen([sys.executable, "-c", hold], env=ENVIRONMENT, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         started = json.loads((out / LOCK_NAME).read_text())["started"]
-        with pytest.raises(OutputInUseError) as refused:
-            with output_lock(out):
-                pass
+        with pytest.raises(OutputInUseError) as refused, output_lock(out):
+            pass
         message = str(refused.value)
         assert "\n" not in message
         assert f"{out} is being written by another run: pid {holder.pid} on host {socket.gethostname()}, " \
@@ -103,9 +102,8 @@ def test_another_thread_of_the_same_process_is_refused(tmp_path):
     thread.start()
     try:
         assert entered.wait(10)
-        with pytest.raises(OutputInUseError, match=f"pid {os.getpid()} "):
-            with output_lock(tmp_path):
-                errors.append("entered")
+        with pytest.raises(OutputInUseError, match=f"pid {os.getpid()} "), output_lock(tmp_path):
+            errors.append("entered")
     finally:
         release.set()
         thread.join()
@@ -122,34 +120,31 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path, caplog):
 
 @pytest.mark.parametrize("case", ["other host", "alive", "unreadable"])
 def test_locks_that_may_be_live_are_not_taken_over(tmp_path, monkeypatch, case):
-    path = str(tmp_path / LOCK_NAME)
+    path = tmp_path / LOCK_NAME
     if case == "unreadable":
         monkeypatch.setattr(locking, "_UNREADABLE_RETRIES", 2)
-        with open(path, "w") as handle:
-            handle.write("{not json")
+        path.write_text("{not json")
     else:  # a pid of another host cannot be checked from here; our parent process is alive
         write_lock(path, dead_pid() if case == "other host" else os.getppid(),
                    host="elsewhere" if case == "other host" else None)
-    before = open(path).read()
-    with pytest.raises(OutputInUseError) as refused:
-        with output_lock(tmp_path):
-            pass
-    assert "\n" not in str(refused.value) and f"delete {'it' if case == 'unreadable' else 'its lock file'}" in str(
-        refused.value)
-    assert open(path).read() == before
+    before = path.read_text()
+    with pytest.raises(OutputInUseError) as refused, output_lock(tmp_path):
+        pass
+    assert "\n" not in str(refused.value)
+    assert f"delete {'it' if case == 'unreadable' else 'its lock file'}" in str(refused.value)
+    assert path.read_text() == before
 
 
 def test_a_taker_removes_only_the_stale_record_and_only_holding_the_takeover_guard(tmp_path):
-    path = str(tmp_path / LOCK_NAME)
+    lock, path = tmp_path / LOCK_NAME, str(tmp_path / LOCK_NAME)
     stale = json.dumps(write_lock(path, dead_pid())).encode()
     fresh = write_lock(path, os.getppid(), started="now")  # another run took over first: left alone
     locking._take_over(path, stale, json.loads(stale))
-    assert json.loads(open(path).read()) == fresh and os.listdir(tmp_path) == [LOCK_NAME]
-    with open(path, "wb") as handle:
-        handle.write(stale)
-    open(path + ".takeover", "w").close()  # another taker is at it: wait
+    assert json.loads(lock.read_text()) == fresh and os.listdir(tmp_path) == [LOCK_NAME]
+    lock.write_bytes(stale)
+    (tmp_path / f"{LOCK_NAME}.takeover").touch()  # another taker is at it: wait
     locking._take_over(path, stale, json.loads(stale))
-    assert open(path, "rb").read() == stale
+    assert lock.read_bytes() == stale
     os.utime(path + ".takeover", (0, 0))  # a guard left by a taker killed while holding it is cleared
     locking._take_over(path, stale, json.loads(stale))
     locking._take_over(path, stale, json.loads(stale))
