@@ -209,7 +209,7 @@ class FinetuningSettings:
 
     Args:
         output_dir: str. Where `last/`, `best/`, `training_state/` (while the run is unfinished) and the results
-            go.
+            go; the run holds its `utils.output_lock`, so a second run into it meanwhile is refused.
         epochs: int. Passes over the training data (0: train nothing). Defaults to 3.
         batch_size: int. Training rows per update. Defaults to 32.
         eval_batch_size: int. Rows per prediction batch. Defaults to 64.

@@ -94,7 +94,7 @@ class PretrainingSettings:
         jit_compile: `"auto"`, True or False. XLA for the step.
         distribution: str. `"none"`, `"mirrored"`, `"multi_worker"`, `"tpu"` or `"jax_data_parallel"`.
         tpu: str. TPU name or address for `distribution="tpu"`.
-        output_dir: str. Checkpoints, logs and `final/`.
+        output_dir: str. Checkpoints, logs and `final/`; the run holds its `utils.output_lock`.
         checkpoint_every: int. Updates between checkpoints; `steps`, `phase2_steps` and
             `max_steps_this_run` are multiples of it.
         keep_checkpoints: int. Newest checkpoints kept per phase.
