@@ -90,7 +90,7 @@ def _is_running(pid):
     return True
 
 
-def _is_stale(holder, path):
+def _is_stale(holder):
     if holder.get("host") != socket.gethostname():
         return False  # another machine's process cannot be checked from here
     if holder["pid"] == os.getpid():
@@ -155,7 +155,7 @@ def _acquire(output, path):
                         f"run is writing there, delete it and run again.") from None
                 time.sleep(0.05)
                 continue
-            if not _is_stale(holder, path):
+            if not _is_stale(holder):
                 raise _in_use_error(output, path, holder) from None
             _take_over(path, found, holder)
             continue
