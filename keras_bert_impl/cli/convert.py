@@ -10,6 +10,7 @@ this package wrote it and `--overwrite` is given; an output that is, is inside o
 """
 
 from keras_bert_impl.cli.arguments import add_model_class_argument
+from keras_bert_impl.utils.output_lock import locks_output
 
 
 def add_arguments(parser):
@@ -23,6 +24,7 @@ def add_arguments(parser):
                         help="replace --output if it is a previous output of keras-bert (never anyone else's folder)")
 
 
+@locks_output(lambda arguments: arguments["args"].output, replaced=True)
 def run(args):
     """Load, write in the requested format, copy the tokenizer; print a one-line report."""
     from keras_bert_impl.checkpoints import save_huggingface

@@ -24,6 +24,7 @@ import keras
 from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
                                                           exported_class_name)
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
+from keras_bert_impl.utils.output_lock import output_lock
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +88,9 @@ def export_onnx(model, path=None, *, overwrite=False, opset=None):
             f"ONNX export needs the packages {', '.join(EXPORT_PACKAGES)} ({', '.join(missing)} not installed): "
             "pip install \"keras-bert-impl[onnx]\"."
         )
-    if keras.backend.backend() == "tensorflow":
-        _export_with_tensorflow(model, class_name, path, opset)
+    if keras.backend.backend() == "tensorflow":  # the writer holds the lock (a subprocess: its own call)
+        with output_lock(path, replaced=True):
+            _export_with_tensorflow(model, class_name, path, opset)
     else:
         options = {} if opset is None else {"opset": opset}
         export_in_tensorflow_subprocess(model, class_name, "onnx", path, options, overwrite=overwrite)

@@ -14,6 +14,7 @@ from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in
                                                           exported_class_name)
 from keras_bert_impl.models.registry import TASK_KINDS
 from keras_bert_impl.utils.atomic_io import atomic_directory, check_output, scratch_directory
+from keras_bert_impl.utils.output_lock import output_lock
 
 logger = logging.getLogger(__name__)
 
@@ -137,8 +138,9 @@ def export_saved_model(model, path=None, tokenizer=None, *, sequence_length=None
     settings = _export_settings(model, kind, tokenizer, sequence_length, options)
     path = os.path.abspath(os.fspath(path) if path is not None else os.path.join(DEFAULT_EXPORT_ROOT, model.name))
     check_output(path, overwrite=overwrite, what="SavedModel")
-    if keras.backend.backend() == "tensorflow":
-        _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite)
+    if keras.backend.backend() == "tensorflow":  # the writer holds the lock (a subprocess: its own call)
+        with output_lock(path, replaced=True):
+            _export_with_tensorflow(model, class_name, kind, tokenizer, settings, path, overwrite)
     else:
         export_in_tensorflow_subprocess(model, class_name, "saved_model", path, settings, tokenizer, overwrite)
     logger.info("Exported %s to %s", class_name, path)

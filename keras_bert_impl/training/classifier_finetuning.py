@@ -11,6 +11,7 @@ import os
 import keras
 
 from keras_bert_impl.training import finetuning
+from keras_bert_impl.utils.output_lock import locks_output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +77,7 @@ def _label_vocabulary(files, train):
     return LabelVocabulary.from_examples(train) if train else None
 
 
+@locks_output(lambda arguments: arguments["settings"].output_dir)
 def finetune_classifier(files, source, settings, classifier_dropout=None, monitor=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertClassifier` as `run_classifier.py`.
 
@@ -127,6 +129,7 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
         details=f"; labels: {labels.labels if labels else 'regression'}")
 
 
+@locks_output(lambda arguments: arguments["settings"].output_dir)
 def finetune_multiple_choice(files, source, settings, sequence_length=128, dropout=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertMultipleChoice` on SWAG files.
 
@@ -176,6 +179,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
         counts=lambda rows, x, y: f"{len(rows)} training examples of {x['token_ids'].shape[1]} choices")
 
 
+@locks_output(lambda arguments: arguments["settings"].output_dir)
 def finetune_token_classifier(files, source, settings, sequence_length=128, stride=None, classifier_dropout=None,
                               monitor="f1"):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertTokenClassifier` on CoNLL files.

@@ -26,6 +26,7 @@ from keras_bert_impl.training.finetuning_results import (
     write_classification_predictions,
 )
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
+from keras_bert_impl.utils.output_lock import locks_output
 
 logger = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ class FinetuningSettings:
 
     Args:
         output_dir: str. Where `last/`, `best/`, `training_state/` (while the run is unfinished) and the results
-            go.
+            go; the run holds its `utils.output_lock`, so a second run into it meanwhile is refused.
         epochs: int. Passes over the training data (0: train nothing). Defaults to 3.
         batch_size: int. Training rows per update. Defaults to 32.
         eval_batch_size: int. Rows per prediction batch. Defaults to 64.
@@ -291,6 +292,7 @@ def claim_output_dir(settings, source):
     claim_output_directory(settings.output_dir, [source.init_checkpoint], "fine-tuning output directory")
 
 
+@locks_output(lambda arguments: arguments["settings"].output_dir)
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
     """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` (`BertTask.compile`'s

@@ -16,6 +16,7 @@ run skips the batches already consumed (`dataset.skip(step)`). Phase 2 starts a 
 the phase-1 weights, as the original re-run with `--init_checkpoint`.
 """
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -93,7 +94,7 @@ class PretrainingSettings:
         jit_compile: `"auto"`, True or False. XLA for the step.
         distribution: str. `"none"`, `"mirrored"`, `"multi_worker"`, `"tpu"` or `"jax_data_parallel"`.
         tpu: str. TPU name or address for `distribution="tpu"`.
-        output_dir: str. Checkpoints, logs and `final/`.
+        output_dir: str. Checkpoints, logs and `final/`; the run holds its `utils.output_lock`.
         checkpoint_every: int. Updates between checkpoints; `steps`, `phase2_steps` and
             `max_steps_this_run` are multiples of it.
         keep_checkpoints: int. Newest checkpoints kept per phase.
@@ -320,14 +321,16 @@ def _build_model(settings, tokenizer, longest):
 
 
 class _Run:
-    """One call of `pretrain`: the distribution, the output directory and the phases' checkpoints."""
+    """One call of `pretrain`: the distribution, the output directory (its `output_lock` entered on `held`, an
+    `ExitStack`, by the chief) and the phases' checkpoints."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, held):
         import keras
 
         from keras_bert_impl.training.distribution import make_distribution, process_directory
         from keras_bert_impl.training.finetuning import load_tokenizer
         from keras_bert_impl.utils.atomic_io import claim_output_directory, ensure_directory
+        from keras_bert_impl.utils.output_lock import output_lock
 
         self.settings = settings
         # The strategy first: MultiWorkerMirroredStrategy configures collective ops, and logical devices must be
@@ -337,6 +340,8 @@ class _Run:
         # Checked and claimed before anything is read or built; every process claims the run's folder first.
         claim_output_directory(settings.output_dir, [settings.init_checkpoint], "pretraining output directory")
         self.out = ensure_directory(process_directory(settings.output_dir, settings.distribution))
+        if self.is_chief:  # before anything reads the folder; `held` (an ExitStack) releases it
+            held.enter_context(output_lock(self.out))
         self.tokenizer = load_tokenizer(settings.vocab_file, settings.init_checkpoint, lowercase=not settings.cased)
         self.phases = training_phases(settings, self.tokenizer)
         self.longest = max(phase.preprocessor.sequence_length for phase in self.phases)
@@ -493,24 +498,25 @@ def pretrain(settings):
     >>> pretrain(settings).final_step  # doctest: +SKIP
     4
     """
-    run = _Run(settings)
-    with run.scope:
-        model = _build_model(settings, run.tokenizer, run.longest)
-    steps_before = 0  # batches of earlier phases, for one x axis across phases
-    budget = None if settings.max_steps_this_run is None else (
-        settings.max_steps_this_run * settings.gradient_accumulation_steps)
-    for phase in run.phases:
-        batches = phase.steps * settings.gradient_accumulation_steps
-        if phase.index >= run.resume_phase:  # an earlier phase is done: the later checkpoint holds its weights
-            start, end = run.train_phase(model, phase, steps_before, budget)
-            if budget is not None:
-                budget -= end - start
-            if end < batches:
-                logger.info("Stopped at step %d of phase %d (--max-steps-this-run); run again to resume.",
-                            end, phase.index)
-                return PretrainingResult(model, steps_before + end, False, {}, None)
-        steps_before += batches
-    results = run.evaluate(model)
-    final = run.write_final(model, results, steps_before) if run.is_chief else None
-    run.finish()
-    return PretrainingResult(model, steps_before, True, results, final)
+    with contextlib.ExitStack() as held:
+        run = _Run(settings, held)
+        with run.scope:
+            model = _build_model(settings, run.tokenizer, run.longest)
+        steps_before = 0  # batches of earlier phases, for one x axis across phases
+        budget = None if settings.max_steps_this_run is None else (
+            settings.max_steps_this_run * settings.gradient_accumulation_steps)
+        for phase in run.phases:
+            batches = phase.steps * settings.gradient_accumulation_steps
+            if phase.index >= run.resume_phase:  # an earlier phase is done: the later checkpoint holds its weights
+                start, end = run.train_phase(model, phase, steps_before, budget)
+                if budget is not None:
+                    budget -= end - start
+                if end < batches:
+                    logger.info("Stopped at step %d of phase %d (--max-steps-this-run); run again to resume.",
+                                end, phase.index)
+                    return PretrainingResult(model, steps_before + end, False, {}, None)
+            steps_before += batches
+        results = run.evaluate(model)
+        final = run.write_final(model, results, steps_before) if run.is_chief else None
+        run.finish()
+        return PretrainingResult(model, steps_before, True, results, final)

@@ -17,6 +17,7 @@ import json
 import os
 
 from keras_bert_impl.training.finetuning import FinetuningFiles
+from keras_bert_impl.utils.output_lock import locks_output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +176,7 @@ class _SquadRun:
         print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
 
 
+@locks_output(lambda arguments: arguments["settings"].output_dir)
 def finetune_squad(files, squad, source, settings):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
 

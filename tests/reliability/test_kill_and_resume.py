@@ -111,8 +111,11 @@ def test_finetuning_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_pa
     assert not (tmp_path / "resumed" / "final.weights.npz").exists()
     state = json.loads((state_dir / (state_dir / "latest").read_text().strip() / "training_state.json").read_text())
     assert state["epoch"] == 1 and state["selection"]["best_epoch"] == 0
+    lock = tmp_path / "resumed" / ".keras_bert.lock"  # the killed run's output lock (`utils.output_lock`) is left
+    assert json.loads(lock.read_text())["pid"] == killed.pid
 
     resumed_out, log = finish(start([*worker, str(tmp_path / "resumed")]))
+    assert f"Taking over the stale lock {lock} of pid {killed.pid}" in log and not lock.exists()
     straight_out, _ = finish(straight)
     assert "started at epoch 1" in resumed_out and "started at epoch 0" in straight_out
     assert f"Resuming fine-tuning after epoch 1 of 3 (step {state['step']}) from {state_dir}" in log
