@@ -17,7 +17,7 @@ from keras_bert_impl.checkpoints.conversion import (
     check_fits_in_memory,
     export_tensors,
 )
-from keras_bert_impl.checkpoints.huggingface import read_json
+from keras_bert_impl.utils.file_patterns import read_json
 from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
 

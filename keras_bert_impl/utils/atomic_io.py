@@ -164,15 +164,19 @@ def _temporary_prefix(path, kind="tmp"):
     return f".{os.path.basename(path)}.{kind}-{os.getpid()}-"
 
 
-def _running(pid):
-    if pid == os.getpid():
+def process_running(pid):
+    """Whether process `pid` of this host is running (a zombie is not; one we may not signal is)."""
+    if pid == os.getpid() or os.name == "nt":  # on Windows os.kill would terminate it: assume it runs
         return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # PermissionError: another user's live process
+    except PermissionError:
         return True
+    with contextlib.suppress(OSError, IndexError), open(f"/proc/{pid}/stat", encoding="ascii",
+                                                         errors="replace") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     return True
 
 
@@ -188,7 +192,7 @@ def remove_stale_temporaries(directory, name, prefix=False):
     stale = []
     for entry in names:
         match = pattern.match(entry)
-        if match and not (match.group(1) and _running(int(match.group(1)))):
+        if match and not (match.group(1) and process_running(int(match.group(1)))):
             stale.append(os.path.join(directory, entry))
             _remove(stale[-1])
     return stale

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from keras_bert_impl.utils.atomic_io import ensure_directory
+from keras_bert_impl.utils.atomic_io import check_output, ensure_directory, process_running
 
 logger = logging.getLogger(__name__)
 
@@ -74,28 +74,12 @@ def _parse(record):
         return None
 
 
-def _is_running(pid):
-    """Whether process `pid` of this host is running (a zombie is not; no permission to signal it is)."""
-    if os.name == "nt":  # os.kill would terminate it; assume the holder runs
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError, IndexError), open(f"/proc/{pid}/stat", encoding="ascii",
-                                                         errors="replace") as handle:
-        return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    return True
-
-
 def _is_stale(holder):
     if holder.get("host") != socket.gethostname():
         return False  # another machine's process cannot be checked from here
     if holder["pid"] == os.getpid():
         return True  # this process's other threads are refused before they create the file: a leftover
-    return not _is_running(holder["pid"])
+    return not process_running(holder["pid"])
 
 
 def _in_use_error(output, path, holder):
@@ -195,6 +179,8 @@ def output_lock(path, replaced=False):
     if holder_thread is not None:
         raise _in_use_error(path_name, lock, _parse(_read(lock) or b"") or {"pid": os.getpid()})
     try:
+        if not replaced:  # someone else's folder is refused before the lock is written into it
+            check_output(folder, keep=True)
         created = not os.path.isdir(folder)
         ensure_directory(folder)
         record = _acquire(path_name, lock)
