@@ -17,9 +17,9 @@ from keras_bert_impl.checkpoints.conversion import (
     check_fits_in_memory,
     export_tensors,
 )
-from keras_bert_impl.utils.file_patterns import read_json
 from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
+from keras_bert_impl.utils.file_patterns import read_json
 
 KERAS_HUB_INSTALL_HINT = "pip install keras-hub"
 # What keras-hub's `BertBackbone` computes and does not store in its config.
