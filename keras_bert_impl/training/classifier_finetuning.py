@@ -11,7 +11,6 @@ import os
 import keras
 
 from keras_bert_impl.training import finetuning
-from keras_bert_impl.utils.output_lock import locks_output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +76,7 @@ def _label_vocabulary(files, train):
     return LabelVocabulary.from_examples(train) if train else None
 
 
-@locks_output(lambda arguments: arguments["settings"].output_dir)
+@finetuning.claims_output_dir
 def finetune_classifier(files, source, settings, classifier_dropout=None, monitor=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertClassifier` as `run_classifier.py`.
 
@@ -101,7 +100,6 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
 
-    finetuning.claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     regression = files.is_regression
     tokenizer = source.tokenizer()
@@ -129,7 +127,7 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
         details=f"; labels: {labels.labels if labels else 'regression'}")
 
 
-@locks_output(lambda arguments: arguments["settings"].output_dir)
+@finetuning.claims_output_dir
 def finetune_multiple_choice(files, source, settings, sequence_length=128, dropout=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertMultipleChoice` on SWAG files.
 
@@ -155,7 +153,6 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
     from keras_bert_impl.models.multiple_choice import BertMultipleChoice
     from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor
 
-    finetuning.claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     preprocessor = BertMultipleChoicePreprocessor(tokenizer, sequence_length=sequence_length)
@@ -179,7 +176,7 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
         counts=lambda rows, x, y: f"{len(rows)} training examples of {x['token_ids'].shape[1]} choices")
 
 
-@locks_output(lambda arguments: arguments["settings"].output_dir)
+@finetuning.claims_output_dir
 def finetune_token_classifier(files, source, settings, sequence_length=128, stride=None, classifier_dropout=None,
                               monitor="f1"):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertTokenClassifier` on CoNLL files.
@@ -209,7 +206,6 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
     from keras_bert_impl.preprocessing import BertTokenClassificationPreprocessor
     from keras_bert_impl.utils.atomic_io import atomic_write_text
 
-    finetuning.claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     train = read_conll_sentences(files.train_file) if settings.epochs else []

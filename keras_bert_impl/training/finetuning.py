@@ -6,6 +6,7 @@ The metrics and output files (`finetuning_results`) are importable from here too
 """
 
 import dataclasses
+import functools
 import glob
 import inspect
 import json
@@ -26,7 +27,7 @@ from keras_bert_impl.training.finetuning_results import (
     write_classification_predictions,
 )
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
-from keras_bert_impl.utils.output_lock import locks_output
+from keras_bert_impl.utils.output_lock import locks_output, output_lock
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ __all__ = [
     "FinetuningSettings",
     "ModelSource",
     "check_model_inputs",
-    "claim_output_dir",
+    "claims_output_dir",
     "classification_monitor",
     "classification_scores",
     "evaluate_squad_predictions",
@@ -277,19 +278,27 @@ class FinetuningSettings:
     keep_training_state: bool = False
 
 
-def claim_output_dir(settings, source):
-    """Check `settings.output_dir` before anything is read or built, then create it with this package's marker
-    (`utils.atomic_io.claim_output_directory`): one line if it is, is inside or holds `source.init_checkpoint`
-    (its results would land in the input), is someone else's non-empty folder, or is not writable. A previous
-    run's folder is used as is: the run resumes there.
-
-    Args:
-        settings: `FinetuningSettings`.
-        source: `ModelSource`.
+def claims_output_dir(recipe):
+    """Decorate a fine-tuning recipe `recipe(..., source, settings, ...)`: before it reads or builds anything,
+    check `settings.output_dir` and create it with this package's marker (`utils.atomic_io.claimed_output_directory`):
+    one line if it is, is inside or holds `source.init_checkpoint` (its results would land in the input), is
+    someone else's non-empty folder, or is not writable. A previous run's folder is used as is (the run resumes
+    there); a failed run removes a folder it created and left empty. The run then holds the folder's lock
+    (`utils.output_lock`): a second run into it refuses in one line naming this one.
     """
-    from keras_bert_impl.utils.atomic_io import claim_output_directory
+    from keras_bert_impl.utils.atomic_io import claimed_output_directory
 
-    claim_output_directory(settings.output_dir, [source.init_checkpoint], "fine-tuning output directory")
+    signature = inspect.signature(recipe)
+
+    @functools.wraps(recipe)
+    def claimed(*args, **kwargs):
+        arguments = signature.bind(*args, **kwargs).arguments
+        output_dir = arguments["settings"].output_dir
+        with (claimed_output_directory(output_dir, [arguments["source"].init_checkpoint],
+                                       "fine-tuning output directory"), output_lock(output_dir)):
+            return recipe(*args, **kwargs)
+
+    return claimed
 
 
 @locks_output(lambda arguments: arguments["settings"].output_dir)

@@ -16,8 +16,7 @@ import dataclasses
 import json
 import os
 
-from keras_bert_impl.training.finetuning import FinetuningFiles
-from keras_bert_impl.utils.output_lock import locks_output
+from keras_bert_impl.training.finetuning import FinetuningFiles, claims_output_dir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +175,7 @@ class _SquadRun:
         print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
 
 
-@locks_output(lambda arguments: arguments["settings"].output_dir)
+@claims_output_dir
 def finetune_squad(files, squad, source, settings):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
 
@@ -202,9 +201,6 @@ def finetune_squad(files, squad, source, settings):
     from keras_bert_impl.squad.squad_reader import load_squad_json
     from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
     from keras_bert_impl.models.task import saved_preprocessor
-    from keras_bert_impl.training.finetuning import claim_output_dir
-
-    claim_output_dir(settings, source)
     keras.utils.set_random_seed(settings.seed)
     tokenizer = source.tokenizer()
     threshold = squad.null_score_diff_threshold

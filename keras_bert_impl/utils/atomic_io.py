@@ -41,16 +41,18 @@ def _ensure_parent(path):
         while blocker and not os.path.lexists(blocker):
             blocker = os.path.dirname(blocker)
         if os.path.lexists(blocker) and not os.path.isdir(blocker):
-            raise NotADirectoryError(
-                f"Cannot create output directory {parent!r}: {blocker!r} is a file, not a directory; choose "
-                f"another output path."
-            ) from error
+            raise _not_a_directory(parent, blocker) from error
         raise OSError(f"Cannot create output directory {parent!r}: {error.strerror}.") from error
     if not os.access(parent, os.W_OK):
         raise PermissionError(
             f"Output directory {parent!r} is not writable; choose another path or fix its permissions."
         )
     return parent
+
+
+def _not_a_directory(directory, blocker):
+    return NotADirectoryError(f"Cannot create output directory {directory!r}: {blocker!r} is a file, not a directory; "
+                              f"choose another output path.")
 
 
 def ensure_directory(path):
@@ -215,8 +217,7 @@ class OutputExistsError(FileExistsError):
 
 MARKER_FILE = ".keras_bert_impl"  # in every directory this package writes: only such a folder is replaced
 _MARKER_TEXT = "Written by keras_bert_impl; its commands replace this folder only when told to (--overwrite).\n"
-# The lock a run holds inside its folder while it writes (`utils.output_lock.LOCK_NAME`, which imports this module):
-# it may be taken before the folder is checked, so it does not make a new folder non-empty.
+# The lock a run holds inside its folder while it writes (`utils.output_lock`): it does not make a folder non-empty.
 RUN_LOCK_FILE = ".keras_bert.lock"
 
 
@@ -267,6 +268,8 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
     """
     check_not_input(path, inputs, what)
     if os.path.lexists(path):
+        if keep and not os.path.isdir(path):
+            raise _not_a_directory(path, path)
         if not os.path.isdir(path) or os.path.islink(path):
             raise OutputExistsError(f"{path} is an existing file, not a {what}; refusing to replace it: choose "
                                     f"another output path, or move or delete it yourself.")
@@ -284,8 +287,7 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
     while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
         folder = os.path.dirname(folder)
     if not os.path.isdir(folder):
-        raise NotADirectoryError(f"Cannot create the {what} {path}: {folder} is a file, not a directory; choose "
-                                 f"another output path.")
+        raise _not_a_directory(path, folder)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(f"The {what} {path} cannot be written: {folder} is not writable; choose another path "
                               f"or fix its permissions.")
@@ -299,6 +301,22 @@ def claim_output_directory(path, inputs=(), what="output directory"):
     path = ensure_directory(path)
     atomic_write_text(os.path.join(path, MARKER_FILE), _MARKER_TEXT)
     return path
+
+
+@contextlib.contextmanager
+def claimed_output_directory(path, inputs=(), what="output directory"):
+    """`claim_output_directory` for the length of a `with` block: if the block fails, a folder the claim created
+    (absent, or holding only the run's lock, before) is removed again, so a refused run leaves nothing."""
+    new = not os.path.lexists(path) or (os.path.isdir(path) and set(os.listdir(path)) <= {RUN_LOCK_FILE})
+    path = claim_output_directory(path, inputs, what)
+    try:
+        yield path
+    except BaseException:
+        if new and set(os.listdir(path)) <= {MARKER_FILE, RUN_LOCK_FILE}:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(path, MARKER_FILE))
+                os.rmdir(path)  # unless the run's lock is still there
+        raise
 
 
 def _remove(path):

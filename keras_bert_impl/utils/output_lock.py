@@ -27,11 +27,11 @@ import sys
 import threading
 import time
 
-from keras_bert_impl.utils.atomic_io import check_output, ensure_directory, process_running
+from keras_bert_impl.utils.atomic_io import RUN_LOCK_FILE, check_output, ensure_directory, process_running
 
 logger = logging.getLogger(__name__)
 
-LOCK_NAME = ".keras_bert.lock"
+LOCK_NAME = RUN_LOCK_FILE  # defined beside the folder checks, which ignore it
 _UNREADABLE_RETRIES = 20  # a lock just created is empty until its holder writes the record: wait up to ~1 s
 _GUARD_TIMEOUT = 10.0  # seconds after which a takeover guard is the leftover of a killed taker
 _held = {}  # lock path -> the id of the thread of this process that holds it

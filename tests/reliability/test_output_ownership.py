@@ -115,6 +115,7 @@ def test_finetune_results_never_go_into_the_init_checkpoint(tmp_path, capsys, mo
 def test_finetune_refuses_a_foreign_folder_before_building_and_resumes_in_its_own(tmp_path, capsys, monkeypatch):
     from keras_bert_impl.utils.atomic_io import (
         OutputExistsError,
+        check_output,
         claim_output_directory,
     )
 
@@ -135,10 +136,25 @@ def test_finetune_refuses_a_foreign_folder_before_building_and_resumes_in_its_ow
     assert claim_output_directory(str(run)) == str(run)  # ours: a rerun resumes there
     assert sorted(os.listdir(run)) == [".keras_bert.lock", MARKER_FILE, "last"]
     (tmp_path / "file").write_text("x")
-    with pytest.raises(OutputExistsError, match="is an existing file"):
-        claim_output_directory(str(tmp_path / "file"))
-    with pytest.raises(NotADirectoryError, match="is a file, not a directory"):
-        claim_output_directory(str(tmp_path / "file" / "run"))
+    for blocked in (tmp_path / "file", tmp_path / "file" / "run"):
+        with pytest.raises(NotADirectoryError, match="file'? is a file, not a directory; choose another output"):
+            claim_output_directory(str(blocked))
+    with pytest.raises(OutputExistsError, match="is an existing file"):  # a folder to replace
+        check_output(str(tmp_path / "file"))
+
+
+def test_a_failed_run_removes_the_folder_it_created_and_keeps_its_own_earlier_one(tmp_path):
+    from keras_bert_impl.utils.atomic_io import claimed_output_directory
+
+    for folder in (tmp_path / "new", tmp_path / "earlier"):
+        with pytest.raises(RuntimeError), claimed_output_directory(str(folder)):
+            assert os.listdir(folder) == [MARKER_FILE]
+            if folder.name == "new":
+                raise RuntimeError("refused input")
+            (folder / "last").mkdir()
+            raise RuntimeError("a later failure")
+    assert sorted(os.listdir(tmp_path)) == ["earlier"] and sorted(os.listdir(tmp_path / "earlier")) == [
+        MARKER_FILE, "last"]
 
 
 def test_pretraining_into_its_init_checkpoint_is_refused(tmp_path, capsys):
