@@ -102,8 +102,8 @@ def check_fits_in_memory(config, source):
 
 def check_config_fits(config, shapes, source, config_path, weights_path, field_names):
     """Before any model is built or weight read: raise `CheckpointError` when the config's sizes differ from
-    those the weights' shapes hold (more or fewer layers, other widths or table sizes), then `ValueError` when
-    they exceed the available memory (`check_fits_in_memory`).
+    those the weights' shapes hold (more or fewer layers, other widths or table sizes) or its head count does
+    not divide its width, then `ValueError` when they exceed the available memory (`check_fits_in_memory`).
 
     Args:
         config: dict. The `BertBackbone` arguments the config file gives.
@@ -133,6 +133,11 @@ def check_config_fits(config, shapes, source, config_path, weights_path, field_n
             f"{config_path} does not match the weights in {weights_path}: {'; '.join(mismatches)}. Use the config "
             f"saved with these weights."
         )
+    heads, hidden = config.get("num_heads"), config.get("hidden_dim")
+    if isinstance(heads, int) and isinstance(hidden, int) and heads > 0 and hidden % heads:  # no shape holds it
+        raise CheckpointError(f"{config_path}: {field_names['num_heads']} is {heads}, which does not divide "
+                              f"{field_names['hidden_dim']} {hidden} into attention heads; use the config saved "
+                              f"with these weights.")
     check_fits_in_memory(config, config_path)
 
 

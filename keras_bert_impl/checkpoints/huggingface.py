@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from keras_bert_impl.checkpoints.conversion import CheckpointError, check_finite
+from keras_bert_impl.utils.file_patterns import POSITIVE, check_json, read_json
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"

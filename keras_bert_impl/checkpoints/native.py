@@ -70,7 +70,7 @@ def read_native(path):
                         else (extra.get("backbone_config"), "extra.backbone_config."))
     if isinstance(backbone, dict):
         check_config_fits(backbone, shapes, NATIVE, config_path, weights_path,
-                          {name: prefix + name for name in ("num_layers", *SIZE_SOURCES)})
+                          {name: prefix + name for name in ("num_layers", "num_heads", *SIZE_SOURCES)})
     return document["class_name"], document["config"], extra, load_safetensors(weights_path)
 
 
