@@ -342,6 +342,11 @@ class BertTask(keras.Model):
             settings = {"sequence_length": cls._default_length(max_sequence_length)}
         if sequence_length is not None:
             settings["sequence_length"] = sequence_length
+        elif max_sequence_length and settings.get("sequence_length", 0) > max_sequence_length:  # before any call
+            raise ValueError(f"{os.path.join(path, PREPROCESSOR_FILENAME)}: config.sequence_length is "
+                             f"{settings['sequence_length']}, longer than the model's position table "
+                             f"({max_sequence_length}); restore the file from what wrote it, or pass a "
+                             f"sequence_length of at most {max_sequence_length}.")
         return preprocessor_class.from_pretrained(path, **settings)
 
     @classmethod
