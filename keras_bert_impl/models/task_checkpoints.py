@@ -54,9 +54,11 @@ def stored_head(task_class, checkpoint):
         source = checkpoint.extra.get("source_config", {})
         id2label = source.get("id2label") or {}
         labels = tuple(id2label[key] for key in sorted(id2label, key=int)) if id2label else None
-        _check_label_count(checkpoint, "id2label", labels, int(tensors["classifier.weight"].shape[0]))
-        # LABEL_0, LABEL_1, ...: the names `transformers` makes up for a model without any.
+        # LABEL_0, LABEL_1, ...: the names `transformers` makes up for a model without any (2 by default, also
+        # for a multiple-choice head of 1 unit), so their count says nothing.
         made_up = labels is not None and all(label == f"LABEL_{index}" for index, label in enumerate(labels))
+        if not made_up:
+            _check_label_count(checkpoint, "id2label", labels, int(tensors["classifier.weight"].shape[0]))
         dropout = source.get("classifier_dropout")
         return {"num_classes": int(tensors["classifier.weight"].shape[0]),
                 "labels": None if labels is None or made_up else labels,

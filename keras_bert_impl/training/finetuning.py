@@ -27,7 +27,7 @@ from keras_bert_impl.training.finetuning_results import (
     write_classification_predictions,
 )
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
-from keras_bert_impl.utils.output_lock import locks_output, output_lock
+from keras_bert_impl.utils.output_lock import output_lock
 
 logger = logging.getLogger(__name__)
 
@@ -279,9 +279,10 @@ class FinetuningSettings:
 
 
 def claims_output_dir(recipe):
-    """Decorate a fine-tuning recipe `recipe(..., source, settings, ...)`: before it reads or builds anything,
-    check `settings.output_dir` and create it with this package's marker (`utils.atomic_io.claimed_output_directory`):
-    one line if it is, is inside or holds `source.init_checkpoint` (its results would land in the input), is
+    """Decorate a fine-tuning recipe `recipe(..., settings, ...)` (and `source`, if it takes one): before it reads or
+    builds anything, check `settings.output_dir` and create it with this package's marker
+    (`utils.atomic_io.claimed_output_directory`): one line if it is, is inside or holds `source.init_checkpoint`
+    (its results would land in the input), is
     someone else's non-empty folder, or is not writable. A previous run's folder is used as is (the run resumes
     there); a failed run removes a folder it created and left empty. The run then holds the folder's lock
     (`utils.output_lock`): a second run into it refuses in one line naming this one.
@@ -293,15 +294,15 @@ def claims_output_dir(recipe):
     @functools.wraps(recipe)
     def claimed(*args, **kwargs):
         arguments = signature.bind(*args, **kwargs).arguments
-        output_dir = arguments["settings"].output_dir
-        with (claimed_output_directory(output_dir, [arguments["source"].init_checkpoint],
-                                       "fine-tuning output directory"), output_lock(output_dir)):
+        output_dir, source = arguments["settings"].output_dir, arguments.get("source")
+        inputs = [source.init_checkpoint] if source is not None else []
+        with claimed_output_directory(output_dir, inputs, "fine-tuning output directory"), output_lock(output_dir):
             return recipe(*args, **kwargs)
 
     return claimed
 
 
-@locks_output(lambda arguments: arguments["settings"].output_dir)
+@claims_output_dir
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
     """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` (`BertTask.compile`'s

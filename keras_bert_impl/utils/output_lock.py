@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from keras_bert_impl.utils.atomic_io import RUN_LOCK_FILE, check_output, ensure_directory, process_running
+from keras_bert_impl.utils.atomic_io import RUN_LOCK_FILE, ensure_directory, process_running
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +179,6 @@ def output_lock(path, replaced=False):
     if holder_thread is not None:
         raise _in_use_error(path_name, lock, _parse(_read(lock) or b"") or {"pid": os.getpid()})
     try:
-        if not replaced:  # someone else's folder is refused before the lock is written into it
-            check_output(folder, keep=True)
         created = not os.path.isdir(folder)
         ensure_directory(folder)
         record = _acquire(path_name, lock)

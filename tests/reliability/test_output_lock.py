@@ -296,6 +296,6 @@ def test_a_second_concurrent_finetune_into_the_same_folder_refuses_and_the_first
     lines = [line for line in second_err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("keras-bert finetune-classifier: error: "), second_err[-3000:]
     assert f"is being written by another run: pid {first.pid} on host {socket.gethostname()}" in lines[0]
-    assert sorted(os.listdir(tmp_path / "out")) == ["best", "dev_predictions.tsv", "eval_results.json", "last",
-                                                     "training_state"]
+    assert sorted(os.listdir(tmp_path / "out")) == [".keras_bert_impl", "best", "dev_predictions.tsv",
+                                                     "eval_results.json", "last", "training_state"]
     assert "dev:" in first_out
