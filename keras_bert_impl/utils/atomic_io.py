@@ -221,6 +221,12 @@ _MARKER_TEXT = "Written by keras_bert_impl; its commands replace this folder onl
 RUN_LOCK_FILE = ".keras_bert.lock"
 
 
+def _run_bookkeeping(name):
+    """Whether entry `name` is another process's claim or lock in progress (its lock file, a lock takeover guard, a
+    marker being written: processes of one distributed run claim the folder at once), not content."""
+    return name.startswith((RUN_LOCK_FILE, f".{MARKER_FILE}.tmp-"))
+
+
 def is_ours(path):
     """Whether directory `path` holds `MARKER_FILE`: this package wrote it."""
     return os.path.isfile(os.path.join(path, MARKER_FILE)) and not os.path.islink(path)
@@ -273,7 +279,7 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
         if not os.path.isdir(path) or os.path.islink(path):
             raise OutputExistsError(f"{path} is an existing file, not a {what}; refusing to replace it: choose "
                                     f"another output path, or move or delete it yourself.")
-        entries = sorted(set(os.listdir(path)) - {RUN_LOCK_FILE})
+        entries = sorted(name for name in os.listdir(path) if not _run_bookkeeping(name))
         if entries and not is_ours(path):
             shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
             raise OutputExistsError(

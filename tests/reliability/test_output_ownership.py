@@ -248,3 +248,21 @@ def test_an_original_tf_prefix_counts_as_an_input_and_a_hub_id_does_not(tmp_path
     check_not_input(str(tmp_path / "ckpt" / "ours"), [prefix])  # a new folder beside the checkpoint's files
     monkeypatch.chdir(tmp_path)
     check_not_input(".", ["google-bert/bert-base-uncased", None])  # a Hub id is no local path
+
+
+def test_a_folder_another_process_is_claiming_is_not_taken_for_someone_elses(tmp_path):
+    """Processes of one distributed run claim the run folder at once: the marker another one is writing (its
+    temporary) or its lock does not make the folder foreign; anything else still does."""
+    from keras_bert_impl.utils.atomic_io import RUN_LOCK_FILE, OutputExistsError, claim_output_directory
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / f".{MARKER_FILE}.tmp-12345-abcd1234").write_text("being written")
+    (run / RUN_LOCK_FILE).write_text("{}")
+    (run / f"{RUN_LOCK_FILE}.takeover").write_text("")
+    assert claim_output_directory(str(run)) == str(run)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / ".keras_bert_impl.tmp.txt").write_text("a user's file")
+    with pytest.raises(OutputExistsError, match="did not write"):
+        claim_output_directory(str(foreign))
