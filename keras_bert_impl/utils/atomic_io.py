@@ -311,9 +311,11 @@ def claim_output_directory(path, inputs=(), what="output directory"):
 
 @contextlib.contextmanager
 def claimed_output_directory(path, inputs=(), what="output directory"):
-    """`claim_output_directory` for the length of a `with` block: if the block fails, a folder the claim created
-    (absent, or holding only the run's lock, before) is removed again, so a refused run leaves nothing."""
-    new = not os.path.lexists(path) or (os.path.isdir(path) and set(os.listdir(path)) <= {RUN_LOCK_FILE})
+    """`claim_output_directory` for the length of a `with` block: if the block fails, what the claim added to a
+    folder that held nothing (its marker; the folder itself if the claim created it) is removed again, so a
+    refused run leaves things as they were."""
+    absent = not os.path.lexists(path)
+    new = absent or (os.path.isdir(path) and set(os.listdir(path)) <= {RUN_LOCK_FILE})
     path = claim_output_directory(path, inputs, what)
     try:
         yield path
@@ -321,7 +323,8 @@ def claimed_output_directory(path, inputs=(), what="output directory"):
         if new and set(os.listdir(path)) <= {MARKER_FILE, RUN_LOCK_FILE}:
             with contextlib.suppress(OSError):
                 os.remove(os.path.join(path, MARKER_FILE))
-                os.rmdir(path)  # unless the run's lock is still there
+                if absent:
+                    os.rmdir(path)  # unless the run's lock is still there
         raise
 
 
