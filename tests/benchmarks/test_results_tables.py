@@ -1,10 +1,11 @@
-"""benchmarks/RESULTS.md against the result files it reports.
+"""benchmarks/RESULTS.md against the result files it reports, and the benchmarks' README against the scripts.
 
 - The generated tables of RESULTS.md equal what `benchmarks/results_tables.py` renders from benchmarks/results/
   (a figure edited by hand, or a result file changed without `--write`, fails here).
 - The renderer reads the files: a figure changed in a copy of the results changes its table.
-- RESULTS.md stays within issue 30's 25,000 characters; links into benchmarks/ (from RESULTS.md and the top-level
-  README) reach an existing file and heading.
+- RESULTS.md stays within issue 30's 25,000 characters; links into benchmarks/ (from RESULTS.md, its README and the
+  top-level README) reach an existing file and heading.
+- benchmarks/README.md names every script in benchmarks/.
 
 Plain file reading, no backend involved: it runs once, in the TensorFlow pass.
 """
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.backend_independent
 
 BENCHMARKS = os.path.join(REPO_ROOT, "benchmarks")
 RESULTS_MD = os.path.join(BENCHMARKS, "RESULTS.md")
+README_MD = os.path.join(BENCHMARKS, "README.md")
 
 
 def read(path):
@@ -96,7 +98,7 @@ def local_links(path):
     return links
 
 
-@pytest.mark.parametrize("path", [RESULTS_MD, os.path.join(REPO_ROOT, "README.md")], ids=os.path.relpath)
+@pytest.mark.parametrize("path", [RESULTS_MD, README_MD, os.path.join(REPO_ROOT, "README.md")], ids=os.path.relpath)
 def test_links_into_the_benchmarks_resolve(path):
     links = [(target, anchor) for target, anchor in local_links(path) if target.startswith(BENCHMARKS)]
     if path != os.path.join(REPO_ROOT, "README.md"):
@@ -111,3 +113,10 @@ def test_github_anchor():
     assert github_anchor(" 8. Distribution scaling: `benchmarks/distribution_scaling.py`") == (
         "8-distribution-scaling-benchmarksdistribution_scalingpy")
     assert github_anchor("9. Serving (ours vs Hugging Face + ONNX)") == "9-serving-ours-vs-hugging-face--onnx"
+
+
+def test_readme_names_every_benchmark_script():
+    readme = read(README_MD)
+    scripts = [name for name in os.listdir(BENCHMARKS) if name.endswith((".py", ".sh"))]
+    missing = [name for name in scripts if f"`{name}`" not in readme and f"benchmarks/{name}" not in readme]
+    assert not missing, f"benchmarks/README.md does not name {missing}"
