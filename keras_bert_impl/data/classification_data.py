@@ -100,9 +100,7 @@ def _class_label(value, location, column):
         return value.strip()
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise ClassificationDataError(
-        f"{location}: label {value!r} in column {column!r} must be a string or an integer."
-    )
+    raise ClassificationDataError(f"{location}: label {value!r} in column {column!r} must be a string or an integer.")
 
 
 def table_rows(path, delimiter, quoting, has_header):
@@ -194,12 +192,7 @@ def _read_jsonl(path, text_columns, label_column):
 
 
 def read_classification_examples(
-    path,
-    text_columns,
-    label_column=None,
-    file_format=None,
-    has_header=True,
-    regression=False,
+    path, text_columns, label_column=None, file_format=None, has_header=True, regression=False
 ):
     """Reads a TSV, CSV or JSONL file of texts and labels.
 

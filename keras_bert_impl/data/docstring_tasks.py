@@ -147,8 +147,7 @@ def _statements(fact):
     """Each fact as `(before, answer, after, questions)`: the sentence is `before + answer + after` and every
     question in `questions` is answered by `answer`."""
     name = fact.name
-    statements = [(f"{name} is defined in the ", fact.module, " module.",
-                   [f"Which module defines {name}?"])]
+    statements = [(f"{name} is defined in the ", fact.module, " module.", [f"Which module defines {name}?"])]
     if fact.returns is not None:
         statements.append((f"{name} returns ", fact.returns, ".",
                            [f"What does {name} return?", f"What is returned by {name}?"]))

@@ -225,9 +225,7 @@ class MaskedLMMasker(keras.layers.Layer):
                 masked = tf.RaggedTensor.from_tensor(masked, lengths=row_lengths)
             if unbatched:
                 masked, positions, mask_ids, weights = masked[0], positions[0], mask_ids[0], weights[0]
-            features.update(
-                token_ids=masked, mask_positions=positions, mask_ids=mask_ids, mask_weights=weights
-            )
+            features.update(token_ids=masked, mask_positions=positions, mask_ids=mask_ids, mask_weights=weights)
             return features
 
     def _mask_dense(self, token_ids, valid, seed):

@@ -223,11 +223,7 @@ class SegmentPacker(keras.layers.Layer):
             segment_ids = tf.zeros(tf.shape(padding_mask), tf.int32)
         token_ids = tf.gather(values, index)
         token_ids = tf.where(is_sep, self.sep_token_id, tf.where(j == 0, self.cls_token_id, token_ids))
-        packed = {
-            "token_ids": tf.cast(token_ids, tf.int32),
-            "segment_ids": segment_ids,
-            "padding_mask": padding_mask,
-        }
+        packed = {"token_ids": tf.cast(token_ids, tf.int32), "segment_ids": segment_ids, "padding_mask": padding_mask}
         return {key: value[0] for key, value in packed.items()} if unbatched else packed
 
     def _front_removals_tf(self, first, second, removed_a, removed_b):

@@ -214,9 +214,7 @@ def decode_squad_predictions(
                 f"{expected_shape}."
             )
     if n_best_size < 1 or max_answer_length < 1:
-        raise ValueError(
-            f"n_best_size ({n_best_size}) and max_answer_length ({max_answer_length}) must be at least 1."
-        )
+        raise ValueError(f"n_best_size ({n_best_size}) and max_answer_length ({max_answer_length}) must be at least 1.")
     examples = list(examples)
     if len(features) and int(features.example_index.max()) >= len(examples):
         raise ValueError(

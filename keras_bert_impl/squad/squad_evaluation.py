@@ -232,9 +232,7 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
         na_probs = {qas_id: 0.0 for qas_id in predictions}
     missing = [qas_id for qas_id in exact_raw if qas_id not in na_probs]
     if missing:
-        raise ValueError(
-            f"{len(missing)} predicted questions have no no-answer probability, e.g. {missing[0]!r}."
-        )
+        raise ValueError(f"{len(missing)} predicted questions have no no-answer probability, e.g. {missing[0]!r}.")
     exact = _apply_no_answer_threshold(exact_raw, na_probs, has_answer, na_prob_thresh)
     f1 = _apply_no_answer_threshold(f1_raw, na_probs, has_answer, na_prob_thresh)
     result = _summary(exact, f1, list(exact))

@@ -107,9 +107,7 @@ class SquadExamples(list):
 
 def _field(container, key, expected_type, source, location, default=dataclasses.MISSING):
     if not isinstance(container, dict):
-        raise SquadFormatError(
-            f"{source}: {location} must be a JSON object, got {type(container).__name__}."
-        )
+        raise SquadFormatError(f"{source}: {location} must be a JSON object, got {type(container).__name__}.")
     if key not in container:
         if default is not dataclasses.MISSING:
             return default
