@@ -60,8 +60,9 @@ def _serialized_records(instances, preprocessor, static, seed):
             yield tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 
-def write_pretraining_tfrecords(input_files, output_prefix, preprocessor, num_shards=1, masking="static", dupe_factor=10,
-                                short_seq_prob=0.1, input_format="sentence_per_line", errors="strict", seed=12345):
+def write_pretraining_tfrecords(input_files, output_prefix, preprocessor, num_shards=1, masking="static",
+                                dupe_factor=10, short_seq_prob=0.1, input_format="sentence_per_line", errors="strict",
+                                seed=12345):
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
     Instances are shuffled and dealt round-robin over the shards as the original does;
