@@ -6,8 +6,9 @@ WordPiece tokens. Bad input raises `SquadFormatError` naming the file and the JS
 """
 
 import dataclasses
-import json
 import logging
+
+from keras_bert_impl.utils.file_patterns import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -284,17 +285,8 @@ def scorable_squad_json(squad_json, source="<squad json>", skip_unscorable=False
 
 
 def load_squad_json(path):
-    """The parsed JSON file at `path`; `SquadFormatError` with the line and column of malformed JSON."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except UnicodeDecodeError as error:
-        raise SquadFormatError(f"{path}: not UTF-8 text (byte offset {error.start}): {error.reason}.") from error
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        message = f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
-        raise SquadFormatError(message) from error
+    """The parsed JSON file at `path`; `SquadFormatError` naming the line of malformed JSON or UTF-8."""
+    return read_json(path, SquadFormatError)
 
 
 def read_squad_examples(path, is_training=False):
