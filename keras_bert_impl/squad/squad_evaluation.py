@@ -37,16 +37,11 @@ def exact_match_score(prediction, ground_truth):
 
 
 def f1_score(prediction, ground_truth, empty_answers_match=True):
-    """Token-overlap F1 between normalized answers.
+    """Token-overlap F1 in [0, 1] between the normalized `prediction` and `ground_truth` strings.
 
     Args:
-        prediction: str.
-        ground_truth: str.
         empty_answers_match: bool. v2.0 (True): two empty answers score 1; v1.1 (False): they score 0.
             Defaults to True.
-
-    Returns:
-        float in [0, 1].
 
     Example:
     >>> round(f1_score("the cat sat", "a cat sat down"), 4)
@@ -60,8 +55,7 @@ def f1_score(prediction, ground_truth, empty_answers_match=True):
     num_same = sum(common.values())
     if num_same == 0:
         return 0.0
-    precision = num_same / len(prediction_tokens)
-    recall = num_same / len(gold_tokens)
+    precision, recall = num_same / len(prediction_tokens), num_same / len(gold_tokens)
     return 2 * precision * recall / (precision + recall)
 
 
@@ -105,15 +99,8 @@ def evaluate_v1(dataset, predictions):
 
 
 def raw_scores_v2(dataset, predictions):
-    """Per-question exact and F1 (0/1 and [0, 1]) before any no-answer threshold, v2.0 semantics.
-
-    Args:
-        dataset: dict or list. The SQuAD JSON object or its `data` list.
-        predictions: dict qas_id -> predicted text ("" = no answer).
-
-    Returns:
-        (exact, f1): dicts qas_id -> score, for the questions that have a prediction.
-    """
+    """`(exact, f1)`: dicts qas_id -> v2.0 score before any no-answer threshold, of the questions of `dataset` that
+    `predictions` (qas_id -> text, "" = no answer) answers."""
     exact, f1 = {}, {}
     for qas_id, gold_texts in _questions(dataset):
         gold_texts = [gold for gold in gold_texts if normalize_answer(gold)] or [""]
@@ -127,19 +114,14 @@ def raw_scores_v2(dataset, predictions):
 
 
 def _apply_no_answer_threshold(scores, na_probs, has_answer, na_prob_thresh):
-    return {
-        qas_id: float(not has_answer[qas_id]) if na_probs[qas_id] > na_prob_thresh else score
-        for qas_id, score in scores.items()
-    }
+    return {qas_id: float(not has_answer[qas_id]) if na_probs[qas_id] > na_prob_thresh else score
+            for qas_id, score in scores.items()}
 
 
 def _summary(exact, f1, qas_ids):
     total = len(qas_ids)
-    return {
-        "exact": 100.0 * sum(exact[qas_id] for qas_id in qas_ids) / total,
-        "f1": 100.0 * sum(f1[qas_id] for qas_id in qas_ids) / total,
-        "total": total,
-    }
+    return {"exact": 100.0 * sum(exact[qas_id] for qas_id in qas_ids) / total,
+            "f1": 100.0 * sum(f1[qas_id] for qas_id in qas_ids) / total, "total": total}
 
 
 def find_best_threshold(predictions, scores, na_probs, has_answer):
@@ -149,13 +131,13 @@ def find_best_threshold(predictions, scores, na_probs, has_answer):
         predictions: dict qas_id -> predicted text.
         scores: dict qas_id -> raw exact or F1 score (from `raw_scores_v2`).
         na_probs: dict qas_id -> null odds / no-answer probability.
-        has_answer: dict qas_id -> bool. Whether the question has a gold answer (the v2.0 HasAns split).
+        has_answer: dict qas_id -> bool. Whether the question has a gold answer.
 
     Returns:
         (best score in percent, threshold).
     """
     score = best_score = sum(1 for answerable in has_answer.values() if not answerable)
-    best_threshold = 0.0
+    best_threshold = 0.0  # the official starting value
     for qas_id in sorted(na_probs, key=lambda key: na_probs[key]):
         if qas_id not in scores:
             continue
@@ -164,8 +146,7 @@ def find_best_threshold(predictions, scores, na_probs, has_answer):
         elif predictions[qas_id]:
             score -= 1
         if score > best_score:
-            best_score = score
-            best_threshold = na_probs[qas_id]
+            best_score, best_threshold = score, na_probs[qas_id]
     return 100.0 * best_score / len(scores), best_threshold
 
 
