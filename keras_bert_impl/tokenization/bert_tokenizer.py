@@ -336,11 +336,7 @@ class BertTokenizer(tf.Module):
             raise FileNotFoundError(f"No {VOCABULARY_FILENAME} in {directory!r}; give the vocabulary file itself or a "
                                     "folder holding one.")
         config_path = os.path.join(directory, CONFIG_FILENAME)
-        config = {}
-        if os.path.isfile(config_path):
-            config = read_json(config_path)
-            if not isinstance(config, dict):
-                raise ValueError(f"{config_path!r} must hold a JSON object, got {type(config).__name__}.")
+        config = read_json(config_path, schema=dict) if os.path.isfile(config_path) else {}
         settings = {argument: config[key] for key, argument in _CONFIG_ARGUMENTS.items() if key in config}
         return cls(vocabulary_path, **{**settings, **kwargs})
 
