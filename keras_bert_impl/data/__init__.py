@@ -1,7 +1,6 @@
 """Data pipelines for BERT: pair packing, pretraining instances and TFRecords, masked-LM masking.
 
-The names below load lazily: most of these modules build `tf.data` pipelines, but some are TensorFlow-free
-(`label_vocabulary`, which the models import), and importing one of those must not import TensorFlow.
+The names load lazily, so that the TensorFlow-free modules (`label_vocabulary`) do not import TensorFlow.
 """
 
 from keras_bert_impl.utils.lazy_exports import lazy_exports

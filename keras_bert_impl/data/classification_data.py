@@ -1,10 +1,7 @@
 """Sentence and sentence-pair classification data: TSV/CSV/JSONL readers and the arrays a classifier fits on.
 
-Files are tables with named (or, without a header, numbered) text and label columns. TSV is read with
-`csv.QUOTE_NONE`, as GLUE's files need (MRPC has unbalanced quotes and a byte order mark, which is ignored);
-CSV uses standard quoting; JSONL holds one JSON object per line, columns being keys. A bad label or row raises
-`ClassificationDataError` naming the file, the line and the value; so does a row with more cells than the header
-(a stray delimiter that would shift the label into a new class).
+TSV is read with `csv.QUOTE_NONE`, as GLUE's files need (MRPC has unbalanced quotes); CSV uses standard quoting;
+JSONL columns are keys. A bad label or row raises `ClassificationDataError` naming the file, line and value.
 """
 
 import csv
@@ -26,10 +23,10 @@ class ClassificationExample:
     """One example: its text(s), its raw label and where it came from.
 
     Args:
-        texts: tuple of str. One text (single sentence) or two (sentence pair).
+        texts: tuple of str. One text or a pair.
         label: str, float or None. The label as read (a float in regression mode); None for unlabeled data.
         source: str. The file it was read from. Defaults to "".
-        line: int. Line number (1-based, header included) where the row starts. Defaults to 0.
+        line: int. 1-based line where the row starts. Defaults to 0.
     """
 
     texts: tuple
@@ -100,19 +97,15 @@ def _class_label(value, location, column):
         return value.strip()
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise ClassificationDataError(
-        f"{location}: label {value!r} in column {column!r} must be a string or an integer."
-    )
+    raise ClassificationDataError(f"{location}: label {value!r} in column {column!r} must be a string or an integer.")
 
 
 def table_rows(path, delimiter, quoting, has_header):
-    """Yields `(line, cells, header)` for each non-blank row of a TSV/CSV file: `line` is the 1-based line the
-    row starts on, `header` the header's cells (None without one); the header row itself comes first, as
-    `(line, None, header)`."""
+    """Yields `(line, cells, header)` for each non-blank row of a TSV/CSV file (1-based `line`; `header` None without
+    one), the header row itself first as `(line, None, header)`."""
     lines = text_lines(path, newline="", error=ClassificationDataError)
     reader = csv.reader(lines, delimiter=delimiter, quoting=quoting)
-    header = None
-    previous_line = 0
+    header, previous_line = None, 0
     for cells in reader:
         line = previous_line + 1
         previous_line = reader.line_num
@@ -135,15 +128,13 @@ def _read_table(path, text_columns, label_column, has_header, delimiter, quoting
             if cells is None:
                 continue
         if header is not None and len(cells) > len(header):
-            raise ClassificationDataError(
-                f"{path}, line {line}: {len(cells)} cells but the header has {len(header)} columns (a stray "
-                f"delimiter in a text shifts the label); fix or remove the row."
-            )
+            raise ClassificationDataError(f"{path}, line {line}: {len(cells)} cells but the header has {len(header)} "
+                                          f"columns (a stray delimiter in a text shifts the label); fix or remove the "
+                                          "row.")
         needed = max(indices) + 1
         if len(cells) < needed:
-            raise ClassificationDataError(
-                f"{path}, line {line}: expected at least {needed} columns, found {len(cells)}."
-            )
+            raise ClassificationDataError(f"{path}, line {line}: expected at least {needed} columns, found "
+                                          f"{len(cells)}.")
         texts = tuple(cells[index] for index in indices[: len(text_columns)])
         label = cells[indices[-1]] if label_column is not None else None
         yield line, texts, label
@@ -157,9 +148,8 @@ def _column_indices(path, columns, header):
         elif header is None:
             raise ClassificationDataError(f"{path}: without a header, columns are 0-based indices; got {column!r}.")
         elif isinstance(column, int):
-            raise ClassificationDataError(
-                f"{path}: column index {column} is outside the header ({len(header)} columns)."
-            )
+            raise ClassificationDataError(f"{path}: column index {column} is outside the header ({len(header)} "
+                                          "columns).")
         elif column in header:
             indices.append(header.index(column))
         else:
@@ -174,9 +164,8 @@ def _read_jsonl(path, text_columns, label_column):
         try:
             record = json.loads(text)
         except json.JSONDecodeError as error:
-            raise ClassificationDataError(
-                f"{path}, line {line}: malformed JSON at column {error.colno}: {error.msg}."
-            ) from error
+            message = f"{path}, line {line}: malformed JSON at column {error.colno}: {error.msg}."
+            raise ClassificationDataError(message) from error
         if not isinstance(record, dict):
             raise ClassificationDataError(f"{path}, line {line}: expected a JSON object, got {type(record).__name__}.")
         texts = []
@@ -184,9 +173,8 @@ def _read_jsonl(path, text_columns, label_column):
             if column not in record:
                 raise ClassificationDataError(f"{path}, line {line}: missing the text field {column!r}.")
             if not isinstance(record[column], str):
-                raise ClassificationDataError(
-                    f"{path}, line {line}: text field {column!r} must be a string, got {record[column]!r:.60}."
-                )
+                raise ClassificationDataError(f"{path}, line {line}: text field {column!r} must be a string, got "
+                                              f"{record[column]!r:.60}.")
             texts.append(record[column])
         if label_column is not None and label_column not in record:
             raise ClassificationDataError(f"{path}, line {line}: missing the label field {label_column!r}.")
@@ -194,19 +182,13 @@ def _read_jsonl(path, text_columns, label_column):
 
 
 def read_classification_examples(
-    path,
-    text_columns,
-    label_column=None,
-    file_format=None,
-    has_header=True,
-    regression=False,
+    path, text_columns, label_column=None, file_format=None, has_header=True, regression=False
 ):
     """Reads a TSV, CSV or JSONL file of texts and labels.
 
     Args:
         path: str. The file.
-        text_columns: str, int, or a sequence of one or two of them. Text column names (header names or JSONL
-            keys) or 0-based indices (files without a header).
+        text_columns: str, int, or a sequence of one or two. Column names (JSONL keys) or 0-based indices.
         label_column: str, int or None. Label column; None for unlabeled data. Defaults to None.
         file_format: str or None. "tsv", "csv" or "jsonl"; None takes the file extension. Defaults to None.
         has_header: bool. TSV/CSV: the first non-blank row names the columns. Defaults to True.
@@ -239,47 +221,22 @@ def read_classification_examples(
         examples.append(ClassificationExample(texts, label, path, line))
     if not examples:
         header = " or has only its header row" if has_header and file_format != "jsonl" else ""
-        raise ClassificationDataError(
-            f"{path} has no examples (it is empty{header}); give a file with at least one row."
-        )
+        raise ClassificationDataError(f"{path} has no examples (it is empty{header}); give a file with at least one "
+                                      "row.")
     return examples
 
 
 def read_glue_examples(task, path, labeled=True):
-    """Reads a GLUE train or dev file with the task's layout (`GLUE_LAYOUTS`).
-
-    Args:
-        task: str. "cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte" or "wnli" (case and "-"
-            ignored).
-        path: str. The task's train.tsv or dev.tsv.
-        labeled: bool. Read the label column. Defaults to True.
-
-    Returns:
-        list of `ClassificationExample`.
-    """
+    """The `ClassificationExample`s of a GLUE task's ("cola", "sst2", ..., "wnli") train.tsv or dev.tsv `path`, with
+    the label column if `labeled`."""
     layout = glue_layout(task)
-    return read_classification_examples(
-        path,
-        layout.text_columns,
-        layout.label_column if labeled else None,
-        file_format="tsv",
-        has_header=layout.has_header,
-        regression=layout.regression,
-    )
+    return read_classification_examples(path, layout.text_columns, layout.label_column if labeled else None, "tsv",
+                                        layout.has_header, layout.regression)
 
 
 def has_label_column(path, label_column, file_format=None):
-    """Whether a file holds the label column, read from its first non-blank line: a named column in the header
-    (JSONL: the first record's keys). A column given by index (files without a header) is taken to be there.
-
-    Args:
-        path: str. A TSV, CSV or JSONL file.
-        label_column: str or int. The column's name, or its 0-based index (also as a string of digits).
-        file_format: str or None. "tsv", "csv" or "jsonl"; None: the file extension. Defaults to None.
-
-    Returns:
-        bool.
-    """
+    """Whether a TSV, CSV or JSONL file's header (or first record) names `label_column`; an index (also as a
+    string of digits) is taken to be there. `file_format` as `read_classification_examples` takes it."""
     if isinstance(label_column, int) or label_column.isdigit():
         return True
     file_format = _file_format(path, file_format)
@@ -309,8 +266,8 @@ def classification_arrays(examples, label_vocabulary=None, regression=False):
         regression: bool. Float labels. Defaults to False.
 
     Returns:
-        `(x, y)`: x a list of N texts, or a tuple of two such lists for pairs; y int32 `(N,)` class ids,
-        float32 `(N,)` scores for regression, or None when the examples have no labels.
+        `(x, y)`: x a list of N texts (a tuple of two for pairs); y int32 `(N,)` class ids, float32 `(N,)` scores
+        for regression, or None when unlabeled.
 
     Example:
     >>> examples = [ClassificationExample(("good", "fine"), "yes"), ClassificationExample(("bad", "ok"), "no")]
@@ -331,8 +288,6 @@ def classification_arrays(examples, label_vocabulary=None, regression=False):
     if regression:
         return x, np.asarray([example.label for example in examples], dtype=np.float32)
     if label_vocabulary is None:
-        raise ValueError(
-            "Labeled classification data needs a label_vocabulary (LabelVocabulary.from_examples(train) for "
-            "the training set, the same vocabulary for dev and test)."
-        )
+        raise ValueError("Labeled classification data needs a label_vocabulary (LabelVocabulary.from_examples(train) "
+                         "for the training set, the same vocabulary for dev and test).")
     return x, label_vocabulary.encode(examples)

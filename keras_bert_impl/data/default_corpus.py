@@ -1,8 +1,6 @@
 """The default corpus: English prose from the docstrings of Python's standard library (no download needed).
 
-Each importable top-level module is one document: the docstrings of the module and its public classes,
-functions and methods, code and markup dropped, split into sentences. `collect_stdlib_docstrings` is the one
-walk over the modules; the corpus and the fine-tuning tasks (`docstring_tasks`) are both made from its result.
+Each importable top-level module is one document: the prose of its and its public members' docstrings.
 
 Example:
 >>> documented = collect_stdlib_docstrings(["json"])
@@ -41,12 +39,11 @@ class DocumentedObject:
 
     Args:
         module: str. The top-level module name, e.g. "math".
-        qualified_name: str. "math" for the module itself, "sqrt" for a function, "Random.randint" for a
-            method.
+        qualified_name: str. "math" for the module, "sqrt" for a function, "Random.randint" for a method.
         kind: str. "module", "class", "function" or "method".
         docstring: str. The cleaned-up docstring (`inspect.getdoc`).
-        parameters: tuple of str or None. A routine's parameter names (`self` / `cls` of methods left out);
-            None for modules, classes and routines whose signature Python cannot tell. Defaults to None.
+        parameters: tuple of str or None. A routine's parameter names (no `self` / `cls`); None for modules,
+            classes and unknown signatures. Defaults to None.
     """
 
     module: str
@@ -57,13 +54,7 @@ class DocumentedObject:
 
 
 def clean_paragraphs(docstring):
-    """Docstring -> prose paragraphs: doctest, shell and indented code lines and markup removed.
-
-    Args:
-        docstring: str.
-
-    Returns:
-        list of str: paragraphs of at least four words that are mostly letters, whitespace collapsed.
+    """Docstring -> prose paragraphs (four words or more, mostly letters), code lines and markup removed.
 
     Example:
     >>> clean_paragraphs("Return the ``square root`` of x.\\n\\n>>> sqrt(4)\\n2.0\\n")
@@ -106,15 +97,7 @@ def _parameter_names(routine, kind):
 
 
 def documented_objects(module):
-    """The module's own documented objects (not imported names): itself, its public classes and routines, their
-    public methods.
-
-    Args:
-        module: a module object.
-
-    Returns:
-        list of `DocumentedObject`, the module first, then by name; objects without a docstring are omitted.
-    """
+    """The `DocumentedObject`s a module defines: itself, then its public classes, routines and methods by name."""
     name = module.__name__
     entries = [(name, "module", module)]
     for member_name, member in sorted(vars(module).items()):
@@ -146,8 +129,7 @@ def collect_stdlib_docstrings(module_names=None):
         module_names: list of str or None. Modules to read. Defaults to None (`stdlib_module_names()`).
 
     Returns:
-        dict module name -> list of `DocumentedObject`, in sorted module order; modules that fail to import
-        or have no docstrings are left out.
+        dict module name -> list of `DocumentedObject`, sorted; modules that fail to import are left out.
     """
     collected = {}
     for name in sorted(stdlib_module_names() if module_names is None else module_names):
@@ -166,15 +148,8 @@ def collect_stdlib_docstrings(module_names=None):
 
 
 def module_sentences(documented):
-    """Each module's prose as sentences.
-
-    Args:
-        documented: dict module -> list of `DocumentedObject` (`collect_stdlib_docstrings`).
-
-    Returns:
-        dict module -> list of str sentences (modules with fewer than two sentences left out: a document
-        needs two for next-sentence prediction).
-    """
+    """Module -> its prose as sentences, from `collect_stdlib_docstrings` output; modules with fewer than two
+    sentences (too few for next-sentence prediction) left out."""
     sentences = {}
     for module, objects in documented.items():
         found = [sentence for entry in objects for paragraph in clean_paragraphs(entry.docstring)
@@ -185,8 +160,7 @@ def module_sentences(documented):
 
 
 def write_docstring_corpus(output_dir, documented=None, eval_every=10):
-    """Write the corpus as `train.txt` and `eval.txt` in the original BERT input format (one sentence per line,
-    a blank line between documents).
+    """Write the corpus as `train.txt` and `eval.txt`, one sentence per line, a blank line between documents.
 
     Args:
         output_dir: str. Created if missing; the files are written atomically.
@@ -194,8 +168,7 @@ def write_docstring_corpus(output_dir, documented=None, eval_every=10):
         eval_every: int. Every `eval_every`-th module (sorted order) goes to `eval.txt`. Defaults to 10.
 
     Returns:
-        dict: `train` and `eval` (file paths), and per split `<split>_documents`, `<split>_sentences`,
-        `<split>_words` counts.
+        dict: `train` and `eval` paths, and `<split>_documents`, `<split>_sentences`, `<split>_words` counts.
     """
     if int(eval_every) < 2:
         raise ValueError(f"eval_every must be >= 2 (a training split is needed), got {eval_every}.")

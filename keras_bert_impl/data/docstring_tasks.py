@@ -1,12 +1,7 @@
 """Small fine-tuning tasks generated, deterministically, from the standard-library docstrings (`default_corpus`).
 
-Sized for a few minutes of CPU training (`keras-bert quickstart`):
-- Topic classification (`topic_classification_examples`): which area of the standard library (`TOPIC_MODULES`)
-  a docstring sentence comes from. Sentences found under two topics are dropped.
-- Question answering (`routine_squad`): SQuAD v1.1 questions about functions and methods, from introspection
-  and the docstrings ("sqrt returns the square root of x. sqrt is defined in the math module." -> "What does
-  sqrt return?", "Which module defines sqrt?", ...). Every `dev_every`-th module goes to dev, so dev asks
-  about functions never seen in training.
+Sized for a few minutes of CPU training (`keras-bert quickstart`): topic classification (which area of the
+standard library a sentence comes from) and SQuAD v1.1 questions about functions ("What does sqrt return?").
 
 Example:
 >>> from keras_bert_impl.data.default_corpus import collect_stdlib_docstrings
@@ -51,7 +46,7 @@ class RoutineFacts:
         module: str. The module that defines it.
         owner_class: str or None. The class of a method; None for a function.
         parameters: tuple of str or None. Parameter names (`self` left out); None when unknown.
-        returns: str or None. The phrase after "Return(s)" in the docstring's first sentence, if it has one.
+        returns: str or None. The phrase after "Return(s)" in the docstring's first sentence.
     """
 
     name: str
@@ -91,17 +86,7 @@ def topic_classification_examples(documented, dev_fraction=0.15, seed=0):
 
 
 def write_topic_tsv(path, examples, columns=("sentence", "topic")):
-    """Write `(sentence, topic)` pairs as a TSV file with a header row, atomically, whitespace runs as one space
-    (`read_classification_examples(path, "sentence", "topic")` reads it back).
-
-    Args:
-        path: str. The TSV file (its folder is created when missing).
-        examples: sequence of `(sentence, topic)` pairs (`topic_classification_examples`).
-        columns: pair of str. The header. Defaults to `("sentence", "topic")`.
-
-    Returns:
-        str. `path`.
-    """
+    """Write `(sentence, topic)` `examples` atomically as a TSV file under a `columns` header row; returns `path`."""
     lines = ["\t".join(columns)] + [f"{' '.join(sentence.split())}\t{topic}" for sentence, topic in examples]
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
@@ -112,11 +97,11 @@ def routine_facts(documented, max_words=16, max_parameters=5):
 
     Args:
         documented: dict module -> list of `DocumentedObject`.
-        max_words: int. Longer return phrases are left out (answers stay short). Defaults to 16.
+        max_words: int. Longer return phrases are left out. Defaults to 16.
         max_parameters: int. Longer parameter lists are left out. Defaults to 5.
 
     Returns:
-        dict module -> list of `RoutineFacts` with a return phrase or at least one parameter; names unique.
+        dict module -> list of `RoutineFacts` with a return phrase or a parameter.
     """
     facts = {}
     for module, objects in documented.items():
@@ -147,8 +132,7 @@ def _statements(fact):
     """Each fact as `(before, answer, after, questions)`: the sentence is `before + answer + after` and every
     question in `questions` is answered by `answer`."""
     name = fact.name
-    statements = [(f"{name} is defined in the ", fact.module, " module.",
-                   [f"Which module defines {name}?"])]
+    statements = [(f"{name} is defined in the ", fact.module, " module.", [f"Which module defines {name}?"])]
     if fact.returns is not None:
         statements.append((f"{name} returns ", fact.returns, ".",
                            [f"What does {name} return?", f"What is returned by {name}?"]))
@@ -181,11 +165,11 @@ def _paragraph(fact, question_prefix, rng):
 
 
 def routine_squad(documented, dev_every=5, seed=0):
-    """SQuAD v1.1 train and dev dicts of questions about functions (see the module docstring).
+    """SQuAD v1.1 train and dev dicts of questions about functions; dev asks about modules never seen in training.
 
     Args:
         documented: dict module -> list of `DocumentedObject`.
-        dev_every: int. Every `dev_every`-th module with facts (sorted order) goes to dev. Defaults to 5.
+        dev_every: int. Every `dev_every`-th module with facts goes to dev. Defaults to 5.
         seed: int. Seed of the sentence order in the contexts. Defaults to 0.
 
     Returns:
@@ -205,17 +189,8 @@ def routine_squad(documented, dev_every=5, seed=0):
 
 
 def subsample_squad(squad, max_questions, seed=0):
-    """Whole paragraphs of a SQuAD v1.1 / v2.0 dict, drawn at random, until they hold at least `max_questions`
-    questions (the last one taken may pass it); articles keep their titles.
-
-    Args:
-        squad: dict. `{"version": ..., "data": [{"title", "paragraphs"}, ...]}`.
-        max_questions: int or None. None returns `squad` unchanged.
-        seed: int. Seed of the paragraph draw. Defaults to 0.
-
-    Returns:
-        dict in the same format.
-    """
+    """Whole paragraphs of a SQuAD dict, drawn at random (under `seed`) until they hold at least `max_questions`
+    questions (None: `squad` unchanged), as a SQuAD dict."""
     if max_questions is None:
         return squad
     if int(max_questions) < 1:
@@ -257,9 +232,7 @@ def first_of_each_topic(topic_examples):
 
 
 def first_of_each_question_kind(squad):
-    """The first `(question, context, gold answer)` of each kind of question ("Which module ...", "What does
-    ...": its first two words), in the SQuAD dict's order (held-out questions to show, chosen before any
-    answer is seen)."""
+    """The first `(question, context, gold answer)` of each kind of question (its first two words), in order."""
     first = {}
     for article in squad["data"]:
         for paragraph in article["paragraphs"]:
@@ -270,8 +243,7 @@ def first_of_each_question_kind(squad):
 
 
 def most_frequent_token_share(tokenizer, path):
-    """`(the most frequent token of path's text, its share of the tokens)`: the masked-LM accuracy of always
-    guessing it (masked positions are a uniform sample of the non-special tokens)."""
+    """`(the most frequent token of path's text, its share of the tokens)`: the masked-LM accuracy of guessing it."""
     sentences = [line.strip() for line in text_lines(path) if line.strip()]
     counts = collections.Counter(token for ids in tokenizer.tokenize(sentences) for token in ids)
     token_id, count = counts.most_common(1)[0]

@@ -20,9 +20,8 @@ _ABBREVIATIONS = frozenset(
 
 
 def text_lines(path, errors="strict", newline=None, error=ValueError):
-    """The lines of a UTF-8 text file (a byte order mark ignored): the one way the data readers open one. With
-    `errors="strict"` a line that is not UTF-8 raises `error` naming the line and its bytes; `"replace"` turns
-    them into U+FFFD. `newline` as `open` takes it."""
+    """The lines of a UTF-8 text file (a byte order mark ignored); with `errors="strict"` bytes that are not UTF-8
+    raise `error` naming the line, `"replace"` makes them U+FFFD. `newline` as `open` takes it."""
     try:
         with open(path, encoding="utf-8-sig", errors=errors, newline=newline) as handle:
             yield from handle
@@ -37,8 +36,7 @@ def read_documents(files, input_format="sentence_per_line", errors="strict"):
         files: str or list of str. Paths (glob patterns allowed) of UTF-8 text files, read in order.
         input_format: str. `"sentence_per_line"` (blank lines between documents) or `"document_per_line"`.
             Defaults to `"sentence_per_line"`.
-        errors: str. `"strict"` raises on bytes that are not UTF-8, naming file and line; `"replace"` turns
-            them into U+FFFD. Defaults to `"strict"`.
+        errors: str. `"strict"` or `"replace"` (see `text_lines`). Defaults to `"strict"`.
 
     Returns:
         list of documents (list of list of str), empty documents removed.
@@ -84,15 +82,8 @@ def as_sentence_documents(documents):
 
 
 def tokenize_documents(documents, tokenizer):
-    """Tokenize sentence documents into id documents, dropping sentences with no tokens and empty documents.
-
-    Args:
-        documents: list of list of str. Sentences per document.
-        tokenizer: BertTokenizer. Anything with `tokenize(list[str]) -> list[list[int]]`.
-
-    Returns:
-        list of documents, each a list of sentences as lists of int ids.
-    """
+    """Sentence documents (list of list of str) -> id documents, dropping sentences without tokens and empty
+    documents; `tokenizer` is anything with `tokenize(list[str]) -> list[list[int]]`."""
     sentences = [sentence for document in documents for sentence in document]
     ids = tokenizer.tokenize(sentences) if sentences else []
     tokenized, cursor = [], 0
@@ -108,23 +99,15 @@ def tokenize_documents(documents, tokenizer):
 def split_sentences(text):
     """Split a document into sentences with a small rule-based splitter.
 
-    A sentence ends at `.`, `!` or `?` (with any closing quotes or brackets) followed by whitespace and a
-    digit or a letter that is not lowercase (perhaps behind an opening quote), unless the `.` ends a common
-    abbreviation ("Mr.", "e.g.", month names, ...) or an initial ("J. Smith"); `。！？` always end one. Good
-    enough for BERT's sentence pairs; use a trained splitter and `"sentence_per_line"` for precision.
-
-    Args:
-        text: str. One document.
-
-    Returns:
-        list of str, the stripped non-empty sentences.
+    A sentence ends at `.!?` (and closing quotes) before whitespace and a digit or a non-lowercase letter, unless
+    the `.` ends an abbreviation or an initial; `。！？` always end one. For precision, use a trained splitter and
+    `"sentence_per_line"`.
 
     Example:
     >>> split_sentences("Dr. Smith arrived. He sat down! Was it 5 p.m.? 2 more came.")
     ['Dr. Smith arrived.', 'He sat down!', 'Was it 5 p.m.?', '2 more came.']
     """
-    sentences = []
-    start = 0
+    sentences, start = [], 0
     for match in _SENTENCE_BOUNDARY.finditer(text):
         if not any(mark in match.group() for mark in _CJK_SENTENCE_MARKS):
             following = text[match.end() :]

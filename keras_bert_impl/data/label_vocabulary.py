@@ -1,8 +1,4 @@
-"""Class names <-> class ids for classification models, saved as JSON next to a model.
-
-Pure Python, so that classifiers keep their class names without TensorFlow; the data readers raise
-`ClassificationDataError` on a file they cannot use.
-"""
+"""Class names <-> class ids for classification models, saved as JSON next to a model (pure Python, no TensorFlow)."""
 
 import numpy as np
 

@@ -1,11 +1,7 @@
 """The batches of packed BERT inputs: fixed padding or length bucketing, in a reproducible `(seed, epoch)` order.
 
-Fine-tuning data is packed to one length `T` (128 for GLUE, 384 for SQuAD), but most sequences are much
-shorter: with fixed padding most of the attention and feed-forward work is spent on `[PAD]`. With length
-bucketing each row is cut to its real length (`padding_mask.sum()`), rows of similar length are grouped into
-buckets of width `bucket_width`, and a batch is padded to its bucket's upper length (at most
-`T / bucket_width` distinct shapes, so XLA compiles a handful of programs). The model's outputs on the real
-tokens do not depend on the padding (attention masks it).
+Length bucketing cuts each row to its real length and pads a batch only to its bucket's upper length (a
+multiple of `bucket_width`), so little work is spent on `[PAD]` and XLA compiles a handful of shapes.
 
 Shape legend: N rows, T `max_length` (the packed length), C choices (multiple choice rows are `(C, T)`).
 """
@@ -27,11 +23,8 @@ def bucket_lengths(max_length, bucket_width=32):
     """The padded lengths of the buckets: `bucket_width, 2 * bucket_width, ...`, the last one `max_length`.
 
     Args:
-        max_length: int. `T`, the packed length (the longest a sequence can be).
+        max_length: int. `T`, the packed length.
         bucket_width: int. Step between bucket lengths. Defaults to 32.
-
-    Returns:
-        list of int, increasing, ending with `max_length`.
 
     Example:
     >>> bucket_lengths(100, 32)
@@ -45,15 +38,7 @@ def bucket_lengths(max_length, bucket_width=32):
 
 
 def bucket_padded_lengths(lengths, max_length, bucket_width=32):
-    """The length each row is padded to: the smallest bucket length that holds it.
-
-    Args:
-        lengths: int array `(N,)`. Real lengths (`sequence_lengths(padding_mask)`).
-        max_length: int. `T`.
-        bucket_width: int. Defaults to 32.
-
-    Returns:
-        int64 array `(N,)`.
+    """The length each row of real length `lengths` `(N,)` is padded to (int64 `(N,)`): its bucket's length.
 
     Example:
     >>> bucket_padded_lengths([5, 32, 33, 50], max_length=50, bucket_width=32).tolist()
@@ -67,15 +52,12 @@ def bucket_padded_lengths(lengths, max_length, bucket_width=32):
 
 
 def batch_count(padding_mask, batch_size, bucket_width=None):
-    """Batches per epoch of `packed_batches`: each bucket ends an epoch with its own partial batch.
+    """Batches per epoch of `packed_batches` (each bucket ends an epoch with its own partial batch).
 
     Args:
         padding_mask: bool array `(N, T)` (or `(N, C, T)`).
         batch_size: int. Rows per batch.
         bucket_width: int or None. None: fixed padding, `ceil(N / batch_size)`. Defaults to None.
-
-    Returns:
-        int.
 
     Example:
     >>> import numpy as np
@@ -90,9 +72,7 @@ def batch_count(padding_mask, batch_size, bucket_width=None):
 
 
 def epoch_order(num_rows, seed, epoch):
-    """The row order of epoch `epoch`: a permutation of `range(num_rows)` fixed by `(seed, epoch)` alone
-    (NumPy's PCG64 seeded with both), so it does not depend on TensorFlow's global seed or on how many epochs
-    ran before in this process.
+    """The row order of epoch `epoch`: a permutation of `range(num_rows)` fixed by `(seed, epoch)` alone.
 
     Example:
     >>> epoch_order(5, seed=0, epoch=1).tolist() == epoch_order(5, seed=0, epoch=1).tolist()
@@ -126,8 +106,7 @@ def packed_batches(inputs, labels=None, sample_weight=None, *, batch_size=32, bu
     Args:
         inputs: dict of NumPy arrays: `token_ids`, `segment_ids`, `padding_mask` `(N, T)` or `(N, C, T)`,
             padding after the real tokens.
-        labels: array, dict of arrays, or None. Per-row targets (`(N,)` class ids, SQuAD's
-            `{"start_positions", "end_positions"}`, or `(N, T)` token labels, which are not cut). Defaults to
+        labels: array, dict of arrays, or None. Per-row targets (`(N, T)` token labels are not cut). Defaults to
             None.
         sample_weight: array `(N,)` or None. Defaults to None.
         batch_size: int. Rows per batch (in every bucket). Defaults to 32.
@@ -135,15 +114,13 @@ def packed_batches(inputs, labels=None, sample_weight=None, *, batch_size=32, bu
             it and predict on fixed padding. None: every batch `(B, T)`. Defaults to None.
         shuffle: bool. Shuffle the rows every epoch. Defaults to False.
         seed: int or None. Shuffle seed. Defaults to None.
-        epochs: int or None. The batches of epochs `0 .. epochs - 1` one after another, epoch `e`'s rows in
-            the order `epoch_order(N, seed, e)` (with `shuffle`): a run resumed at epoch `i` trains on
-            `dataset.skip(i * batch_count(...))`, the batches an uninterrupted run sees from there. None: one
+        epochs: int or None. The batches of epochs `0 .. epochs - 1`, epoch `e` in `epoch_order(N, seed, e)`
+            (with `shuffle`), so a run resumes at epoch `i` with `dataset.skip(i * batch_count(...))`. None: one
             epoch, reshuffled by tf.data on every iteration. Defaults to None.
         pad_token_id: int. `token_ids` padding of bucketed batches. Defaults to 0 (BERT's `[PAD]`).
 
     Returns:
-        `tf.data.Dataset` of `x`, `(x, y)` or `(x, y, sample_weight)`; its `cardinality()` is its number of
-        batches (`batch_count` per epoch).
+        `tf.data.Dataset` of `x`, `(x, y)` or `(x, y, sample_weight)`, with a known `cardinality()`.
 
     Example:
     >>> import numpy as np

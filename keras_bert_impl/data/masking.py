@@ -5,25 +5,12 @@ TensorFlow tensors (Keras' input conversion is off, as in keras-hub's preprocess
 
 Shape legend: `B` batch, `T` tokens per sequence, `P` max predictions per sequence, `W` = T + 1 word slots.
 
-Algorithm (the original `create_masked_lm_predictions`, vectorised over the batch):
-1. Candidates are the real tokens (not padding) whose id is not in `unselectable_token_ids`. With whole-word
-   masking a "##" piece joins the word of the candidate right before it; every other candidate starts a word.
-   (The original joins a "##" piece to the last candidate word even across a [SEP], e.g. when truncation
-   cut B's first word in half; here such a piece starts a word of its own.)
-2. The number to predict per sequence depends on `counting`:
-   `"original"`: `min(P, max(1, round(n * mask_rate)))`, `n` the sequence length including [CLS]/[SEP]
-   (Python 3 / TensorFlow round half to even, computed in float64 as the original's Python floats);
-   `"ceil"`: `min(P, ceil(n_candidates * mask_rate))` as tensorflow-text's `RandomItemSelector`;
-   `"bernoulli"`: every candidate word is kept with probability `mask_rate` (as Hugging Face's
-   `DataCollatorForLanguageModeling`), then capped at `P`.
-3. Words are visited in a random order and taken while they fit (`_take_words_that_fit`, the original's rule).
-4. Each chosen word (or token, with `replacement_unit="token"`) becomes [MASK] with probability
-   `mask_token_rate`, a uniformly random id from the whole vocabulary with probability `random_token_rate`,
-   and stays unchanged otherwise (80/10/10 by default, also under whole-word masking, unlike Hugging Face's
-   whole-word collator which drops the random replacement).
-
-Randomness is stateless, keyed by a seed of shape `(2,)`: the same seed gives the same masks on every run and
-backend.
+The original `create_masked_lm_predictions`, vectorised over the batch, except that a "##" piece right after a
+[SEP] starts a word of its own. Counting rules: `"original"` predicts `min(P, max(1, round(n * mask_rate)))` of
+`n` tokens ([CLS]/[SEP] included, float64, half to even); `"ceil"` `min(P, ceil(n_candidates * mask_rate))` as
+tensorflow-text's `RandomItemSelector`; `"bernoulli"` keeps each candidate word with probability `mask_rate` (as
+Hugging Face's collator), capped at `P`. Randomness is stateless: the same `(2,)` seed gives the same masks on
+every run and backend.
 """
 
 import keras
@@ -34,8 +21,7 @@ from keras_bert_impl.utils.constructor_config import constructor_config
 
 COUNTING_RULES = ("original", "ceil", "bernoulli")
 REPLACEMENT_UNITS = ("word", "token")
-# When pretraining data is masked: "static" once, kept across epochs (the original's TFRecords); "dynamic"
-# anew every epoch (`mask_dataset(..., new_masks_each_epoch=True)`).
+# "static": masked once, kept across epochs (the original's TFRecords); "dynamic": masked anew every epoch.
 MASKING_MODES = ("static", "dynamic")
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]")
 
@@ -45,41 +31,37 @@ class MaskedLMMasker(keras.layers.Layer):
     """Choose and replace tokens for the masked-LM objective; runs in `tf.data` under any Keras backend.
 
     Args:
-        vocabulary_size: int. Size of the vocabulary; random replacements are drawn uniformly from
-            `[0, vocabulary_size)` as in the original. Defaults to `len(vocabulary)` when `vocabulary` is given.
+        vocabulary_size: int. Random replacements are drawn from `[0, vocabulary_size)`. Defaults to
+            `len(vocabulary)`.
         mask_token_id: int. Id of `[MASK]`. Defaults to the id of `"[MASK]"` in `vocabulary`.
-        max_predictions_per_seq: int. `P`, the width of the prediction outputs. Defaults to 20 (the original's
-            value at sequence length 128; it uses 80 at 512).
+        max_predictions_per_seq: int. `P`, the width of the prediction outputs. Defaults to 20.
         mask_rate: float. Fraction of tokens to predict. Defaults to 0.15.
         mask_token_rate: float. Probability that a chosen token becomes `[MASK]`. Defaults to 0.8.
         random_token_rate: float. Probability that a chosen token becomes a random id; the rest stay
             unchanged. Defaults to 0.1.
-        counting: str. `"original"`, `"ceil"` or `"bernoulli"` (see the module docstring). Defaults to
-            `"original"`.
+        counting: str. `"original"`, `"ceil"` or `"bernoulli"` (module docstring). Defaults to `"original"`.
         whole_word_masking: bool. Mask "##" pieces together with the word they continue. Needs
             `vocabulary`. Defaults to False.
-        replacement_unit: str. `"word"`: one 80/10/10 draw per chosen word, so a whole word is masked, kept or
-            randomised together; `"token"`: one draw per token, as the original script does even under
-            whole-word masking. Only matters with `whole_word_masking`. Defaults to `"word"`.
+        replacement_unit: str. With `whole_word_masking`: one 80/10/10 draw per chosen `"word"`, or per `"token"`
+            as the original script. Defaults to `"word"`.
         unselectable_token_ids: list of int. Ids never chosen. Defaults to the ids of `[CLS]`, `[SEP]`,
             `[PAD]` in `vocabulary`; required when `vocabulary` is not given.
-        pad_token_id: int. Id used to pad ragged input and, for dense input without a `padding_mask`, the id
-            that marks padding. Defaults to the id of `"[PAD]"` in `vocabulary`, else 0.
-        vocabulary: list of str or str. The vocabulary (or a `vocab.txt` path); needed for whole-word masking
-            and for the defaults above. Defaults to None.
+        pad_token_id: int. Pads ragged input and marks padding in dense input without a `padding_mask`.
+            Defaults to the id of `"[PAD]"` in `vocabulary`, else 0.
+        vocabulary: list of str or str. The tokens (or a `vocab.txt` path), for whole-word masking and the
+            defaults above. Defaults to None.
         seed: int. Seed of the stateless randomness when `call` gets no `seed`. Defaults to 0.
 
     Call arguments:
         inputs: a dict with `"token_ids"` (int, `(B, T)` dense or ragged, or `(T,)`), optionally
             `"padding_mask"` (bool, same shape as dense `token_ids`); other keys are passed through.
             A bare `token_ids` tensor is accepted too.
-        seed: optional int tensor of shape `(2,)` (a stateless seed) or a scalar (combined with the layer's
-            `seed`). Defaults to a seed drawn from the layer's `seed`.
+        seed: optional int tensor `(2,)` (a stateless seed) or a scalar (combined with the layer's `seed`).
 
     Returns:
-        The input dict with `"token_ids"` replaced by the masked ids (same shape, dtype and raggedness) and
+        The input dict with masked `"token_ids"` (same shape, dtype and raggedness) and, padded with 0,
         `"mask_positions"` int32 `(B, P)` (ascending), `"mask_ids"` int32 `(B, P)` (the original ids) and
-        `"mask_weights"` float32 `(B, P)` added, padded with 0. TensorFlow tensors under every backend.
+        `"mask_weights"` float32 `(B, P)`; TensorFlow tensors under every backend.
 
     Example:
     >>> masker = MaskedLMMasker(vocabulary_size=10, mask_token_id=3, max_predictions_per_seq=3,
@@ -90,23 +72,10 @@ class MaskedLMMasker(keras.layers.Layer):
     ([[1, 3, 3, 2, 0]], [[1, 2, 0]])
     """
 
-    def __init__(
-        self,
-        vocabulary_size=None,
-        mask_token_id=None,
-        max_predictions_per_seq=20,
-        mask_rate=0.15,
-        mask_token_rate=0.8,
-        random_token_rate=0.1,
-        counting="original",
-        whole_word_masking=False,
-        replacement_unit="word",
-        unselectable_token_ids=None,
-        pad_token_id=None,
-        vocabulary=None,
-        seed=0,
-        **kwargs,
-    ):
+    def __init__(self, vocabulary_size=None, mask_token_id=None, max_predictions_per_seq=20, mask_rate=0.15,
+                 mask_token_rate=0.8, random_token_rate=0.1, counting="original", whole_word_masking=False,
+                 replacement_unit="word", unselectable_token_ids=None, pad_token_id=None, vocabulary=None, seed=0,
+                 **kwargs):
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
@@ -152,9 +121,8 @@ class MaskedLMMasker(keras.layers.Layer):
             self._unselectable_ids = [look_up(token, "unselectable_token_ids") for token in SPECIAL_TOKENS]
         self._pad_token_id = self.pad_token_id if self.pad_token_id is not None else ids.get("[PAD]", 0)
         if not 0 <= self._mask_token_id < self._vocabulary_size:
-            raise ValueError(
-                f"mask_token_id={self._mask_token_id} is outside the vocabulary [0, {self._vocabulary_size})."
-            )
+            raise ValueError(f"mask_token_id={self._mask_token_id} is outside the vocabulary "
+                             f"[0, {self._vocabulary_size}).")
         if self.counting not in COUNTING_RULES:
             raise ValueError(f"counting must be one of {COUNTING_RULES}, got {self.counting!r}.")
         if self.replacement_unit not in REPLACEMENT_UNITS:
@@ -175,21 +143,16 @@ class MaskedLMMasker(keras.layers.Layer):
 
     @classmethod
     def from_tokenizer(cls, tokenizer, **kwargs):
-        """Build a masker whose ids come from a `BertTokenizer` (`[MASK]`; never `[CLS]`, `[SEP]`, `[PAD]`).
-
-        Args:
-            tokenizer: BertTokenizer. Gives the vocabulary and the special token ids.
-            **kwargs: other `MaskedLMMasker` arguments.
-        """
+        """A masker whose ids come from a `BertTokenizer` (`[MASK]`; never `[CLS]`, `[SEP]`, `[PAD]`); `**kwargs`
+        are other `MaskedLMMasker` arguments."""
         kwargs.setdefault("vocabulary_size", tokenizer.vocabulary_size())
         if kwargs.get("whole_word_masking"):
             # Only whole-word masking needs the tokens themselves (to find the "##" pieces).
             kwargs.setdefault("vocabulary", [tokenizer.id_to_token(i) for i in range(tokenizer.vocabulary_size())])
         kwargs.setdefault("mask_token_id", tokenizer.mask_token_id)
         kwargs.setdefault("pad_token_id", tokenizer.pad_token_id)
-        kwargs.setdefault(
-            "unselectable_token_ids", [tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id]
-        )
+        kwargs.setdefault("unselectable_token_ids", [tokenizer.cls_token_id, tokenizer.sep_token_id,
+                                                     tokenizer.pad_token_id])
         return cls(**kwargs)
 
     def _stateless_seed(self, seed):
@@ -225,9 +188,7 @@ class MaskedLMMasker(keras.layers.Layer):
                 masked = tf.RaggedTensor.from_tensor(masked, lengths=row_lengths)
             if unbatched:
                 masked, positions, mask_ids, weights = masked[0], positions[0], mask_ids[0], weights[0]
-            features.update(
-                token_ids=masked, mask_positions=positions, mask_ids=mask_ids, mask_weights=weights
-            )
+            features.update(token_ids=masked, mask_positions=positions, mask_ids=mask_ids, mask_weights=weights)
             return features
 
     def _mask_dense(self, token_ids, valid, seed):
@@ -268,30 +229,24 @@ class MaskedLMMasker(keras.layers.Layer):
         priority = tf.where(eligible, tf.random.stateless_uniform([B, W], word_seed), 2.0)  # (B, W)
         if self.whole_word_masking:
             row_offsets = tf.range(B)[:, tf.newaxis] * W
-            word_length = tf.reshape(
-                tf.math.unsorted_segment_sum(
-                    tf.reshape(tf.cast(candidate, tf.int32), [-1]), tf.reshape(word_of_token + row_offsets, [-1]), B * W
-                ),
-                [B, W],
-            )  # (B, W), 0 for unused slots
+            word_length = tf.reshape(tf.math.unsorted_segment_sum(
+                tf.reshape(tf.cast(candidate, tf.int32), [-1]), tf.reshape(word_of_token + row_offsets, [-1]), B * W
+            ), [B, W])  # (B, W), 0 for unused slots
             order = tf.argsort(priority, axis=1, stable=True)  # (B, W)
             length_in_order = tf.gather(word_length, order, batch_dims=1)
             eligible_in_order = tf.gather(eligible, order, batch_dims=1)
             taken_in_order = self._take_words_that_fit(length_in_order, eligible_in_order, wanted)
             taken_word = tf.gather(taken_in_order, tf.argsort(order, axis=1), batch_dims=1)  # (B, W)
         else:
-            # Every word is one token, so the first `wanted` eligible ones in the order (priority, then slot:
-            # top-k puts the lower index first on a tie) are taken. They are among the P lowest priorities,
-            # which top-k finds without sorting the whole row; a slot is taken if it is eligible and sorts no
-            # later than the `wanted`-th lowest.
+            # Every word is one token: take the eligible slots sorting no later than the `wanted`-th lowest
+            # (priority, then slot), found by top-k over the P lowest without sorting the whole row.
             padded_priority = tf.concat([priority, tf.fill([B, P], 3.0)], axis=1)  # (B, W + P)
             lowest_negated, lowest = tf.math.top_k(-padded_priority, k=P)  # (B, P), lowest priority first
             last = tf.maximum(wanted, 1)[:, tf.newaxis] - 1  # (B, 1)
             last_priority = -tf.gather(lowest_negated, last, batch_dims=1)  # (B, 1)
             last_slot = tf.gather(lowest, last, batch_dims=1)
-            sorts_before = (priority < last_priority) | (
-                (priority == last_priority) & (tf.range(W)[tf.newaxis] <= last_slot)
-            )
+            at_or_before = tf.range(W)[tf.newaxis] <= last_slot
+            sorts_before = (priority < last_priority) | ((priority == last_priority) & at_or_before)
             taken_word = eligible & sorts_before & (wanted > 0)[:, tf.newaxis]  # (B, W)
         selected = candidate & tf.gather(taken_word, word_of_token, batch_dims=1)  # (B, T)
 
@@ -304,10 +259,8 @@ class MaskedLMMasker(keras.layers.Layer):
         random_ids = tf.random.stateless_uniform([B, T], random_id_seed, maxval=self._vocabulary_size, dtype=tf.int32)
         masked = tf.where(to_mask, self._mask_token_id, tf.where(to_random, random_ids, ids))
 
-        # Each row's selected positions in ascending order, then padding. Every counting rule caps a row at
-        # `wanted` <= P selected tokens, so they fill the first columns; `tf.where` lists them row by row in
-        # ascending order, and each one's column is its rank within its row (clipped to a spare column P,
-        # dropped afterwards, so that the scatter could never go out of bounds).
+        # Each row's (at most P) selected positions in ascending order, then padding: each one's column is its rank
+        # in its row, clipped to a spare column P that is dropped, so the scatter never goes out of bounds.
         coordinates = tf.cast(tf.where(selected), tf.int32)  # (N, 2)
         row = coordinates[:, 0]
         num_selected = tf.reduce_sum(tf.cast(selected, tf.int32), axis=1)  # (B,)
@@ -343,9 +296,8 @@ class MaskedLMMasker(keras.layers.Layer):
 
 
 def epoch_seed(seed, epoch, stream=0):
-    """An int64 scalar seed that depends only on `(seed, epoch, stream)`: the seed of one epoch's shuffle
-    (`stream` 1 or 2) or masks (`stream` 0) in an epoch-keyed input stream. `epoch` may be a tensor (inside
-    `tf.data.Dataset.flat_map`)."""
+    """An int64 scalar seed that depends only on `(seed, epoch, stream)`: one epoch's shuffle (`stream` 1 or 2) or
+    masks (`stream` 0); `epoch` may be a tensor."""
     if stream not in (0, 1, 2, 3):
         raise ValueError(f"stream must be 0, 1, 2 or 3, got {stream!r}.")
     key = tf.stack([tf.cast(seed, tf.int64), tf.cast(epoch, tf.int64) * 4 + stream])
@@ -356,9 +308,8 @@ def mask_dataset(dataset, masker, seed=None, new_masks_each_epoch=True, num_para
                  epoch=None):
     """Apply `masker` to every element of `dataset` with its own reproducible stateless seed.
 
-    With `epoch` the masks are keyed by `(seed, epoch, element index)`: the same on every pass, and dynamic
-    masks (Liu et al., 2019) differ between epochs. Without `epoch`, dynamic masks are redrawn on every pass.
-    Static masks are the same on every pass.
+    With `epoch`, dynamic masks (Liu et al., 2019) are keyed by `(seed, epoch, element index)`; without it they
+    are redrawn on every pass. Static masks are the same on every pass.
 
     Args:
         dataset: tf.data.Dataset. Elements are dicts with `"token_ids"` (see `MaskedLMMasker`), batched or not.

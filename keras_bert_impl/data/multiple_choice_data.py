@@ -1,9 +1,7 @@
 """Multiple-choice data (SWAG): the CSV reader and the `(contexts, endings)` a multiple-choice model packs.
 
-SWAG CSV (Zellers et al., 2018): a header naming at least `sent1`, `sent2`, `ending0`, `ending1`, ... and, in
-labelled files, `label` (the index of the right ending); other columns are ignored. Choice N is packed as
-`[CLS] sent1 [SEP] sent2 endingN [SEP]`, as Hugging Face's `run_swag.py`. A bad header, row (an empty ending
-among them) or label raises `ClassificationDataError` naming the file, the line and the value.
+SWAG CSV (Zellers et al., 2018): columns `sent1`, `sent2`, `ending0`, `ending1`, ... and `label` (the right
+ending's index); others are ignored. Choice N is packed as `[CLS] sent1 [SEP] sent2 endingN [SEP]` (`run_swag.py`).
 """
 
 import csv
@@ -23,7 +21,7 @@ _ENDING_COLUMN = re.compile(r"ending(\d+)")
 
 @dataclasses.dataclass(frozen=True)
 class MultipleChoiceExample:
-    """One example: a context, the shared start of its endings, the candidate endings and the right one.
+    """One SWAG example.
 
     Args:
         context: str. The first sentence (`sent1`).
@@ -31,7 +29,7 @@ class MultipleChoiceExample:
         endings: tuple of str. The candidate endings (`ending0`, `ending1`, ...).
         label: int or None. The index of the right ending; None for unlabelled data.
         source: str. The file it was read from. Defaults to "".
-        line: int. Line number (1-based, header included) where the row starts. Defaults to 0.
+        line: int. 1-based line where the row starts. Defaults to 0.
     """
 
     context: str
@@ -50,33 +48,27 @@ class MultipleChoiceExample:
 def _ending_columns(path, header):
     """The names of the ending columns, `ending0`, `ending1`, ... in order."""
     numbered = {int(match.group(1)): name for name in header if (match := _ENDING_COLUMN.fullmatch(name))}
-    count = len(numbered)
-    if count < 2 or sorted(numbered) != list(range(count)):
-        raise ClassificationDataError(
-            f"{path}: the header needs ending columns numbered from 0 (ending0, ending1, ...; at least two), found "
-            f"{sorted(numbered.values()) or 'none'} in {header}."
-        )
-    return [numbered[index] for index in range(count)]
+    if len(numbered) < 2 or sorted(numbered) != list(range(len(numbered))):
+        raise ClassificationDataError(f"{path}: the header needs ending columns numbered from 0 (ending0, ending1, "
+                                      f"...; at least two), found {sorted(numbered.values()) or 'none'} in {header}.")
+    return [numbered[index] for index in range(len(numbered))]
 
 
 def _label(value, location, num_endings):
     value = value.strip()
     if not value.lstrip("-").isdigit() or not 0 <= int(value) < num_endings:
-        raise ClassificationDataError(
-            f"{location}: label {value!r} in column {LABEL_COLUMN!r} is not the index of an ending (0 to "
-            f"{num_endings - 1}); fix the row or remove it."
-        )
+        raise ClassificationDataError(f"{location}: label {value!r} in column {LABEL_COLUMN!r} is not the index of an "
+                                      f"ending (0 to {num_endings - 1}); fix the row or remove it.")
     return int(value)
 
 
 def read_swag_examples(path, require_labels=True):
-    """Reads a SWAG CSV file (see the module docstring).
+    """Reads a SWAG CSV file; a bad header, row, empty ending or label raises `ClassificationDataError`.
 
     Args:
         path: str. The file.
-        require_labels: bool. The file must have a `label` column with a label on every row (training and
-            evaluation data). False: labels are read where the column has them, rows with an empty label
-            (a test file) get None. Defaults to True.
+        require_labels: bool. Every row needs a `label`; False: an empty or missing label reads as None.
+            Defaults to True.
 
     Returns:
         list of `MultipleChoiceExample`.
@@ -97,33 +89,26 @@ def read_swag_examples(path, require_labels=True):
             if require_labels and LABEL_COLUMN not in header:
                 missing.append(LABEL_COLUMN)
             if missing:
-                raise ClassificationDataError(
-                    f"{path}: no column {missing} in the header {header}; a SWAG file names sent1, sent2, "
-                    f"ending0, ending1, ...{' and label' if require_labels else ''}."
-                )
+                labelled = " and label" if require_labels else ""
+                raise ClassificationDataError(f"{path}: no column {missing} in the header {header}; a SWAG file "
+                                              f"names sent1, sent2, ending0, ending1, ...{labelled}.")
             endings = _ending_columns(path, header)
             columns = {name: header.index(name) for name in (CONTEXT_COLUMN, ENDING_START_COLUMN, *endings)}
             label_index = header.index(LABEL_COLUMN) if LABEL_COLUMN in header else None
             continue
         location = f"{path}, line {line}"
         if len(cells) != len(header):
-            raise ClassificationDataError(
-                f"{location}: {len(cells)} cells but the header has {len(header)} columns; quote fields that "
-                f"contain commas."
-            )
+            raise ClassificationDataError(f"{location}: {len(cells)} cells but the header has {len(header)} columns; "
+                                          f"quote fields that contain commas.")
         empty = [name for name in endings if not cells[columns[name]].strip()]
         if empty:
-            raise ClassificationDataError(
-                f"{location}: empty ending{'s' if len(empty) > 1 else ''} {empty}; every choice needs a text to "
-                f"score, so fill them in or remove the row."
-            )
+            raise ClassificationDataError(f"{location}: empty ending{'s' if len(empty) > 1 else ''} {empty}; every "
+                                          f"choice needs a text to score, so fill them in or remove the row.")
         label = None
         if label_index is not None and (require_labels or cells[label_index].strip()):
             label = _label(cells[label_index], location, len(endings))
-        examples.append(MultipleChoiceExample(
-            context=cells[columns[CONTEXT_COLUMN]], ending_start=cells[columns[ENDING_START_COLUMN]],
-            endings=tuple(cells[columns[name]] for name in endings), label=label, source=path, line=line,
-        ))
+        examples.append(MultipleChoiceExample(cells[columns[CONTEXT_COLUMN]], cells[columns[ENDING_START_COLUMN]],
+                                              tuple(cells[columns[name]] for name in endings), label, path, line))
     if not examples:
         raise ClassificationDataError(f"{path} has no examples (it is empty or has only its header row); give a "
                                       f"file with at least one row.")
@@ -131,24 +116,16 @@ def read_swag_examples(path, require_labels=True):
 
 
 def multiple_choice_inputs(examples):
-    """What `BertMultipleChoicePreprocessor` and `BertMultipleChoice.fit` take, from examples.
-
-    Args:
-        examples: sequence of `MultipleChoiceExample`, all with the same number of endings.
-
-    Returns:
-        `((contexts, choices), labels)`: contexts a list of `N` str, choices `N` lists of `C` str
-        (`MultipleChoiceExample.choices`), labels int32 `(N,)`, or None when no example has a label.
-    """
+    """`((contexts, choices), labels)` for `BertMultipleChoice.fit` from examples with equally many endings: `N`
+    contexts, `N` lists of `C` choices, labels int32 `(N,)` (None when unlabelled)."""
     examples = list(examples)
     if not examples:
         raise ValueError("No examples.")
     odd = next((example for example in examples if len(example.endings) != len(examples[0].endings)), None)
     if odd is not None:
-        raise ClassificationDataError(
-            f"{odd.source}, line {odd.line}: {len(odd.endings)} endings, but the first example has "
-            f"{len(examples[0].endings)}; every example of a batch needs the same number."
-        )
+        raise ClassificationDataError(f"{odd.source}, line {odd.line}: {len(odd.endings)} endings, but the first "
+                                      f"example has {len(examples[0].endings)}; every example of a batch needs the "
+                                      "same number.")
     contexts = [example.context for example in examples]
     choices = [list(example.choices) for example in examples]
     if not all_labelled(examples):

@@ -1,16 +1,11 @@
 """Pack one or two token id segments into BERT inputs: `[CLS] A [SEP] B [SEP]`.
 
 TensorFlow at the data edge: `SegmentPacker` runs inside `tf.data.Dataset.map` under every Keras backend.
+`[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1 (Devlin et al., 2018, section 3).
 
-Layout (Devlin et al., 2018, section 3): `[CLS] A [SEP]` has segment id 0, `B [SEP]` segment id 1, padding
-(id `pad_token_id`, segment 0) has `padding_mask` False.
-
-Truncation when `len(A) + len(B)` exceeds the room (`sequence_length - 3` for pairs, `- 2` alone):
-- `"longest_first"` (`run_classifier.py`): repeatedly drop the last token of the longer segment (B on a tie).
-- `"random_front_back"` (`create_pretraining_data.py`): the same choice of segment, but each removed token
-  comes from the front or the back with probability 0.5. `truncate_pair` draws the coins from a
-  `random.Random` (the original's order); `SegmentPacker` from a counter-based hash of its `seed` and the
-  segments' content, so a pair gets the same coins in any batch, eagerly or in `tf.data`.
+Truncation: `"longest_first"` (`run_classifier.py`) drops the last token of the longer segment (B on a tie);
+`"random_front_back"` (`create_pretraining_data.py`) drops it from the front or the back by a coin, drawn by
+`SegmentPacker` from a hash of its `seed` and the segments' content, so a pair gets the same coins in any batch.
 """
 
 import keras
@@ -33,10 +28,9 @@ def truncate_pair(first, second, max_tokens, truncation="longest_first", rng=Non
         first: list. Segment A (any items). Not modified.
         second: list or None. Segment B. Not modified.
         max_tokens: int. Room for both segments together.
-        truncation: str. `"longest_first"` or `"random_front_back"` (see the module docstring). Defaults to
-            `"longest_first"`.
-        rng: random.Random. Coin source for `"random_front_back"`: one `rng.random()` per removed token, as
-            `truncate_seq_pair` in the original. Defaults to None.
+        truncation: str. `"longest_first"` or `"random_front_back"`. Defaults to `"longest_first"`.
+        rng: random.Random. Coin source for `"random_front_back"`, one draw per removed token as the original.
+            Defaults to None.
 
     Returns:
         `(first, second)` as new lists (`second` is `[]` when None was given).
@@ -50,10 +44,8 @@ def truncate_pair(first, second, max_tokens, truncation="longest_first", rng=Non
     if truncation == "random_front_back" and rng is None:
         raise ValueError("truncation='random_front_back' needs `rng` (a random.Random).")
     second = second or []
-    # The original deletes one token at a time (quadratic on a long segment); counting the front and back
-    # removals with the same coins and slicing once gives the same result.
-    kept = [len(first), len(second)]
-    front = [0, 0]
+    # The original's coins, counted instead of deleting one token at a time (quadratic on a long segment).
+    kept, front = [len(first), len(second)], [0, 0]
     random_front_back = truncation == "random_front_back"
     while kept[0] + kept[1] > max_tokens:
         longer = 0 if kept[0] > kept[1] else 1
@@ -96,10 +88,9 @@ class SegmentPacker(keras.layers.Layer):
         cls_token_id: int. Id of `[CLS]`.
         sep_token_id: int. Id of `[SEP]`.
         pad_token_id: int. Id used for padding. Defaults to 0.
-        truncation: str. `"longest_first"` or `"random_front_back"` (see the module docstring). Defaults to
-            `"longest_first"`.
-        padding: str. `"fixed"` pads every row to `sequence_length`; `"dynamic"` pads to the longest packed row of
-            the call (the batch). Defaults to `"fixed"`.
+        truncation: str. `"longest_first"` or `"random_front_back"`. Defaults to `"longest_first"`.
+        padding: str. `"fixed"` pads to `sequence_length`; `"dynamic"` to the longest row of the call. Defaults to
+            `"fixed"`.
         seed: int. Key of the `"random_front_back"` coins. Defaults to 0.
 
     Call arguments (calling the layer, or `pack` for NumPy results):
@@ -107,9 +98,8 @@ class SegmentPacker(keras.layers.Layer):
         second: ids of segment B, same batch structure, or None for single segments.
 
     Returns:
-        A dict of `"token_ids"` int32 `(B, T)`, `"segment_ids"` int32 `(B, T)`, `"padding_mask"` bool
-        `(B, T)` (no batch axis for one example): TensorFlow tensors from calling the layer, NumPy arrays from
-        `pack`.
+        A dict of `"token_ids"` int32 `(B, T)`, `"segment_ids"` int32 `(B, T)`, `"padding_mask"` bool `(B, T)`
+        (no batch axis for one example); TensorFlow tensors, NumPy arrays from `pack`.
 
     Example:
     >>> packer = SegmentPacker(sequence_length=8, cls_token_id=1, sep_token_id=2)
@@ -119,17 +109,8 @@ class SegmentPacker(keras.layers.Layer):
     [[1, 5, 6, 7, 2, 8, 9, 2]]
     """
 
-    def __init__(
-        self,
-        sequence_length=None,
-        cls_token_id=None,
-        sep_token_id=None,
-        pad_token_id=0,
-        truncation="longest_first",
-        padding="fixed",
-        seed=0,
-        **kwargs,
-    ):
+    def __init__(self, sequence_length=None, cls_token_id=None, sep_token_id=None, pad_token_id=0,
+                 truncation="longest_first", padding="fixed", seed=0, **kwargs):
         super().__init__(**kwargs)
         if sequence_length is None or cls_token_id is None or sep_token_id is None:
             raise TypeError("SegmentPacker needs sequence_length, cls_token_id and sep_token_id.")
@@ -185,8 +166,7 @@ class SegmentPacker(keras.layers.Layer):
                 raise ValueError(f"first has {int(first.nrows())} rows but second has {int(second.nrows())}.")
             kept_a, kept_b = _kept_lengths(length_a, second.row_lengths(), room)
         else:
-            # `_kept_lengths` with an empty B, in one op (this layer runs once per batch in tf.data, where
-            # every graph node costs about a microsecond).
+            # `_kept_lengths` with an empty B, in one op (every tf.data graph node costs about a microsecond).
             kept_a, kept_b = tf.minimum(length_a, room), None
         front_a = front_b = None
         if self.truncation == "random_front_back":
@@ -223,11 +203,7 @@ class SegmentPacker(keras.layers.Layer):
             segment_ids = tf.zeros(tf.shape(padding_mask), tf.int32)
         token_ids = tf.gather(values, index)
         token_ids = tf.where(is_sep, self.sep_token_id, tf.where(j == 0, self.cls_token_id, token_ids))
-        packed = {
-            "token_ids": tf.cast(token_ids, tf.int32),
-            "segment_ids": segment_ids,
-            "padding_mask": padding_mask,
-        }
+        packed = {"token_ids": tf.cast(token_ids, tf.int32), "segment_ids": segment_ids, "padding_mask": padding_mask}
         return {key: value[0] for key, value in packed.items()} if unbatched else packed
 
     def _front_removals_tf(self, first, second, removed_a, removed_b):

@@ -15,11 +15,8 @@ from keras_bert_impl.data.pretraining_instances import check_instance_settings, 
 def pretraining_instances_dataset(
     documents, cls_token_id, sep_token_id, sequence_length=128, short_seq_prob=0.1, dupe_factor=1, seed=12345
 ):
-    """A streaming `tf.data.Dataset` of unmasked NSP instances: the segment pairs of
-    `iterate_pretraining_instances` (which takes the other arguments), packed unpadded by `SegmentPacker`.
-
-    The id documents stay in memory (random-next segments are drawn from any document); the instances are
-    made lazily, the same ones on every pass over the dataset.
+    """A streaming `tf.data.Dataset` of unmasked NSP instances of `iterate_pretraining_instances` (which takes the
+    other arguments), packed unpadded by `SegmentPacker`; the same instances on every pass.
 
     Returns:
         tf.data.Dataset of dicts: `"token_ids"` int32 `(None,)` (`[CLS] A [SEP] B [SEP]`), `"segment_ids"` int32
@@ -83,36 +80,17 @@ def check_pretraining_preprocessor(preprocessor, caller):
         )
 
 
-def pretraining_dataset(
-    preprocessor,
-    files=None,
-    documents=None,
-    batch_size=32,
-    masking="dynamic",
-    seed=12345,
-    short_seq_prob=0.1,
-    dupe_factor=1,
-    padding="fixed",
-    input_format="sentence_per_line",
-    errors="strict",
-    shuffle_buffer_size=10000,
-    drop_remainder=False,
-    epochs=1,
-    initial_epoch=0,
-):
+def pretraining_dataset(preprocessor, files=None, documents=None, batch_size=32, masking="dynamic", seed=12345,
+                        short_seq_prob=0.1, dupe_factor=1, padding="fixed", input_format="sentence_per_line",
+                        errors="strict", shuffle_buffer_size=10000, drop_remainder=False, epochs=1, initial_epoch=0):
     """Text to batched, prefetched `(x, y)` pretraining batches, ready for `BertPretrainer.fit`.
 
-    The stream is a function of `(seed, epoch)` only: epoch `e` (of `epochs`, numbered from `initial_epoch`)
-    is shuffled and masked under seeds derived from `(seed, e)` and no batch spans two epochs, so iterating
-    again (a `tf.distribute` run, a resumed run) gives the same batches. For new masks every epoch, build the
-    epochs into the stream (`epochs=n` or None) and give `fit` a `steps_per_epoch`, as `keras-bert pretrain`
-    does.
+    The stream is a function of `(seed, epoch)` only, so iterating again (a resumed run) gives the same batches;
+    for new masks every epoch, build the epochs into the stream and give `fit` a `steps_per_epoch`.
 
     Args:
-        preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer, the instance length
-            (`sequence_length`) and every masking setting.
-        files: str or list of str. Text files, in a format of `documents.read_documents`. Give this or
-            `documents`.
+        preprocessor: `BertPretrainingPreprocessor`, the source of the tokenizer and every length and masking setting.
+        files: str or list of str. Text files (`documents.read_documents`). Give this or `documents`.
         documents: list. In-memory documents, each a str (split with `split_sentences`) or a list of
             sentence strings.
         batch_size: int. `B`. Defaults to 32.
@@ -151,24 +129,15 @@ def pretraining_dataset(
         raise ValueError(f"masking must be one of {MASKING_MODES}, got {masking!r}.")
     if padding not in ("fixed", "dynamic"):
         raise ValueError(f"padding must be 'fixed' or 'dynamic', got {padding!r}.")
-    sentence_documents = (
-        read_documents(files, input_format, errors) if files is not None else as_sentence_documents(documents)
-    )
+    sentence_documents = (read_documents(files, input_format, errors) if files is not None
+                          else as_sentence_documents(documents))
     id_documents = tokenize_documents(sentence_documents, tokenizer)
-    dataset = pretraining_instances_dataset(
-        id_documents,
-        tokenizer.cls_token_id,
-        tokenizer.sep_token_id,
-        sequence_length,
-        short_seq_prob,
-        dupe_factor,
-        seed,
-    )
+    dataset = pretraining_instances_dataset(id_documents, tokenizer.cls_token_id, tokenizer.sep_token_id,
+                                            sequence_length, short_seq_prob, dupe_factor, seed)
     if masking == "static":
         # Masked one instance at a time, before shuffling: instance i always gets the same seed.
         dataset = preprocessor.mask_dataset(dataset, seed=seed, new_masks_each_epoch=False)
-    # The rows padded to `sequence_length` (or the longest of the batch) with [PAD], segment 0 and False; static
-    # masks have their length `P` already.
+    # Rows padded to `sequence_length` (or the batch's longest) with [PAD], segment 0 and False.
     width = sequence_length if padding == "fixed" else None
     padded_shapes = {key: [width] if key in ("token_ids", "segment_ids", "padding_mask") else spec.shape
                      for key, spec in dataset.element_spec.items()}
@@ -180,9 +149,7 @@ def pretraining_dataset(
         if shuffle_buffer_size:
             batches = batches.shuffle(shuffle_buffer_size, seed=epoch_seed(seed, epoch, stream=1),
                                       reshuffle_each_iteration=False)
-        batches = batches.padded_batch(
-            batch_size, padded_shapes=padded_shapes, padding_values=padding_values, drop_remainder=drop_remainder
-        )
+        batches = batches.padded_batch(batch_size, padded_shapes, padding_values, drop_remainder=drop_remainder)
         if masking == "dynamic":
             batches = preprocessor.mask_dataset(batches, seed=seed, new_masks_each_epoch=True, epoch=epoch)
         return batches

@@ -1,11 +1,7 @@
 """NSP sentence pairs from documents of token ids: the original `create_pretraining_data.py` instances.
 
-The algorithm is the original's (Devlin et al., 2018, section 3.1 and appendix A.2), draw for draw with one
-`random.Random(seed)`: `instances_from_document` is its `create_instances_from_document` (a one-document corpus
-draws "random next" segments from itself, as the original does), pairs are truncated by
-`truncate_pair(..., "random_front_back", rng)` whatever a preprocessor's `truncation`, and the TFRecord writer
-shuffles all instances at the end. One deviation: the original draws its masks from the same `rng`; here
-masking has its own stateless randomness, so the instances do not depend on the masking settings.
+The algorithm is the original's (Devlin et al., 2018, appendix A.2), draw for draw with one `random.Random(seed)`,
+except that masking has its own stateless randomness, so the instances do not depend on the masking settings.
 """
 
 import random
@@ -27,31 +23,26 @@ def instances_from_document(documents, document_index, sequence_length, short_se
     """The original `create_instances_from_document`: NSP pairs from one document.
 
     Args:
-        documents: list of documents of id sentences (see `tokenize_documents`), non-empty.
+        documents: list of non-empty documents of id sentences (see `tokenize_documents`).
         document_index: int. The document to cut into pairs.
         sequence_length: int. Packed length including `[CLS]` and two `[SEP]`.
         short_seq_prob: float. Probability of a shorter random target length for this document.
         rng: random.Random. The shared random source.
 
     Returns:
-        list of `(tokens_a, tokens_b, is_random_next)`, the segments already truncated.
+        list of truncated `(tokens_a, tokens_b, is_random_next)`.
     """
     document = documents[document_index]
-    max_num_tokens = sequence_length - 3
-    target_seq_length = max_num_tokens
+    max_num_tokens = target_seq_length = sequence_length - 3
     if rng.random() < short_seq_prob:
         target_seq_length = rng.randint(2, max_num_tokens)
-    instances = []
-    current_chunk, current_length = [], 0
-    i = 0
+    instances, current_chunk, current_length, i = [], [], 0, 0
     while i < len(document):
         segment = document[i]
         current_chunk.append(segment)
         current_length += len(segment)
         if i == len(document) - 1 or current_length >= target_seq_length:
-            a_end = 1
-            if len(current_chunk) >= 2:
-                a_end = rng.randint(1, len(current_chunk) - 1)
+            a_end = rng.randint(1, len(current_chunk) - 1) if len(current_chunk) >= 2 else 1
             tokens_a = [token for sentence in current_chunk[:a_end] for token in sentence]
             tokens_b = []
             if len(current_chunk) == 1 or rng.random() < 0.5:
@@ -104,7 +95,6 @@ def iterate_pretraining_instances(documents, sequence_length=128, short_seq_prob
     rng.shuffle(documents)
     for _ in range(dupe_factor):
         for document_index in range(len(documents)):
-            for first, second, is_random_next in instances_from_document(
-                documents, document_index, sequence_length, short_seq_prob, rng
-            ):
+            for first, second, is_random_next in instances_from_document(documents, document_index, sequence_length,
+                                                                          short_seq_prob, rng):
                 yield {"first": first, "second": second, "next_sentence_labels": int(is_random_next)}

@@ -1,14 +1,8 @@
 """Pretraining TFRecord shards: the `create_pretraining_data.py` equivalent that writes them, and their reader.
 
-The instances are the original's (`pretraining_instances`), packed and masked with the settings of one
-`BertPretrainingPreprocessor`; `write_pretraining_tfrecords` records those settings in
-`{output_prefix}.settings.json`.
-
-TFRecord features (the original's names, so files interchange with `run_pretraining.py`), every record
-padded to `sequence_length` `T`: `input_ids`, `input_mask`, `segment_ids` (int64 `[T]`),
-`next_sentence_labels` (int64 `[1]`, 0 = IsNext, 1 = random next), and with static masking
-`masked_lm_positions`, `masked_lm_ids` (int64 `[P]`), `masked_lm_weights` (float `[P]`),
-`P` = `max_predictions_per_seq`.
+TFRecord features have the original's names, so files interchange with `run_pretraining.py`: `input_ids`,
+`input_mask`, `segment_ids` (int64 `[T]`), `next_sentence_labels` (int64 `[1]`, 1 = random next), and with static
+masking `masked_lm_positions`, `masked_lm_ids` (int64 `[P]`), `masked_lm_weights` (float `[P]`).
 """
 
 import logging
@@ -66,34 +60,21 @@ def _serialized_records(instances, preprocessor, static, seed):
             yield tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 
-def write_pretraining_tfrecords(
-    input_files,
-    output_prefix,
-    preprocessor,
-    num_shards=1,
-    masking="static",
-    dupe_factor=10,
-    short_seq_prob=0.1,
-    input_format="sentence_per_line",
-    errors="strict",
-    seed=12345,
-):
+def write_pretraining_tfrecords(input_files, output_prefix, preprocessor, num_shards=1, masking="static",
+                                dupe_factor=10, short_seq_prob=0.1, input_format="sentence_per_line", errors="strict",
+                                seed=12345):
     """The `create_pretraining_data.py` equivalent: text files to sharded TFRecord files of instances.
 
-    All instances are made, shuffled, and dealt round-robin over the shards as the original does; each shard
-    is written atomically. Then `{output_prefix}.settings.json` records how they were made (`masking`, the
-    preprocessor's `settings()`, `vocabulary_size` and the arguments below from `num_shards` to `seed`), for
-    `read_pretraining_settings`.
+    Instances are shuffled and dealt round-robin over the shards as the original does;
+    `{output_prefix}.settings.json` records how they were made, for `read_pretraining_settings`.
 
     Args:
-        input_files: str or list of str. Text files (glob patterns allowed), in a format of
-            `documents.read_documents`.
+        input_files: str or list of str. Text files (glob patterns allowed) for `documents.read_documents`.
         output_prefix: str. Shards are named `{output_prefix}-{index:05d}-of-{num_shards:05d}.tfrecord`.
-        preprocessor: `BertPretrainingPreprocessor`: its tokenizer, packer (`sequence_length`, the record
-            length) and, with static masking, its masker make the records.
+        preprocessor: `BertPretrainingPreprocessor`: its tokenizer, packer and masker make the records.
         num_shards: int. Number of output files. Defaults to 1.
-        masking: str. `"static"` writes masks (each pass of `dupe_factor` gets its own); `"dynamic"` writes
-            unmasked instances for `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
+        masking: str. `"static"` writes masks; `"dynamic"` writes unmasked instances for
+            `read_pretraining_tfrecords(..., masker=...)`. Defaults to `"static"`.
         dupe_factor: int. Passes over the corpus. Defaults to 10 (the original's).
         short_seq_prob: float. See `pretraining_instances`. Defaults to 0.1.
         input_format: str. `"sentence_per_line"` or `"document_per_line"`. Defaults to `"sentence_per_line"`.
@@ -139,10 +120,8 @@ def _check_record_layout(path, features):
     try:
         first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.DataLossError:
-        raise ValueError(
-            f"{path} is not a TFRecord file (its first record is corrupted); give the shards `keras-bert create-data` "
-            "wrote, or the text corpus with --input-files."
-        ) from None
+        raise ValueError(f"{path} is not a TFRecord file (its first record is corrupted); give the shards "
+                         "`keras-bert create-data` wrote, or the text corpus with --input-files.") from None
     if first is None:
         raise ValueError(f"{path} holds no records.")
     feature = tf.train.Example.FromString(first.numpy()).features.feature
@@ -151,28 +130,14 @@ def _check_record_layout(path, features):
             hint = " (unmasked records need `masker=` for dynamic masking)" if name.startswith("masked_lm") else ""
             raise ValueError(f"{path}: records have no {name!r} feature{hint}.")
         found = len(feature[name].int64_list.value) + len(feature[name].float_list.value)
-        length = expected.shape[0]
-        if found != length:
-            raise ValueError(
-                f"{path}: feature {name!r} has length {found}, expected {length}; pass the sequence_length / "
-                "max_predictions_per_seq the records were written with."
-            )
+        if found != expected.shape[0]:
+            raise ValueError(f"{path}: feature {name!r} has length {found}, expected {expected.shape[0]}; pass the "
+                             "sequence_length / max_predictions_per_seq the records were written with.")
 
 
-def read_pretraining_tfrecords(
-    file_pattern,
-    batch_size,
-    sequence_length=128,
-    max_predictions_per_seq=20,
-    masker=None,
-    shuffle=True,
-    shuffle_buffer_size=10000,
-    drop_remainder=True,
-    seed=12345,
-    vocabulary_size=None,
-    epochs=1,
-    initial_epoch=0,
-):
+def read_pretraining_tfrecords(file_pattern, batch_size, sequence_length=128, max_predictions_per_seq=20, masker=None,
+                               shuffle=True, shuffle_buffer_size=10000, drop_remainder=True, seed=12345,
+                               vocabulary_size=None, epochs=1, initial_epoch=0):
     """Read TFRecord shards (ours or the original's) into batches of `(x, y)` for `BertPretrainer.fit`; the
     stream is a function of `(seed, epoch)` only, as `pretraining_dataset`'s.
 
@@ -181,22 +146,19 @@ def read_pretraining_tfrecords(
         batch_size: int. Batch size `B`.
         sequence_length: int. `T`, the records' length. Defaults to 128.
         max_predictions_per_seq: int. `P` of statically masked records. Defaults to 20.
-        masker: MaskedLMMasker, BertPretrainingPreprocessor (its masker) or None. None reads the masks stored
-            in the records (static); a masker masks unmasked records anew every epoch (dynamic). Defaults to
-            None.
-        shuffle: bool. Shuffle shard order and records (reshuffled each epoch, reproducibly under `seed`).
-            Defaults to True.
+        masker: MaskedLMMasker, BertPretrainingPreprocessor (its masker) or None. None reads the records' static
+            masks; a masker masks unmasked records anew every epoch. Defaults to None.
+        shuffle: bool. Shuffle shards and records, anew each epoch. Defaults to True.
         shuffle_buffer_size: int. Records in the shuffle buffer. Defaults to 10000.
         drop_remainder: bool. Drop a last partial batch. Defaults to True.
         seed: int. Seed of the shuffles and the dynamic masks. Defaults to 12345.
-        vocabulary_size: int or None. The model's vocabulary size: an `input_ids` / `masked_lm_ids` id outside
-            `[0, vocabulary_size)` raises `tf.errors.InvalidArgumentError`. None: no check. Defaults to None.
+        vocabulary_size: int or None. Raise `tf.errors.InvalidArgumentError` on a record id outside
+            `[0, vocabulary_size)`; None: no check. Defaults to None.
         epochs: int or None. Epochs in the stream; None repeats without end. Defaults to 1.
         initial_epoch: int. Number of the first epoch. Defaults to 0.
 
     Returns:
-        tf.data.Dataset of `(x, y)`: x `{"token_ids", "segment_ids", "padding_mask", "mask_positions"}`, y
-        `{"mask_ids", "mask_weights", "next_sentence_labels"}` with the dtypes and shapes of README.md, "Data formats".
+        tf.data.Dataset of `(x, y)` as in README.md ("Data formats", pretraining batches).
     """
     if vocabulary_size is not None and (not isinstance(vocabulary_size, (int, np.integer))
                                         or isinstance(vocabulary_size, bool) or vocabulary_size < 1):
@@ -227,10 +189,8 @@ def read_pretraining_tfrecords(
         if shuffle:
             dataset = dataset.shuffle(len(files), seed=epoch_seed(seed, epoch, stream=1),
                                       reshuffle_each_iteration=False)
-        dataset = dataset.interleave(
-            tf.data.TFRecordDataset, cycle_length=min(len(files), 8), num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
+        dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 8),
+                                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         if shuffle:
             dataset = dataset.shuffle(shuffle_buffer_size, seed=epoch_seed(seed, epoch, stream=2),
                                       reshuffle_each_iteration=False)
@@ -265,14 +225,11 @@ def _check_token_ids(record, names, vocabulary_size, file_pattern):
 
 
 def read_pretraining_settings(file_pattern):
-    """The settings `write_pretraining_tfrecords` recorded for the TFRecord shards `file_pattern` names.
-
-    Args:
-        file_pattern: str or list of str. Shard paths or glob patterns, as `read_pretraining_tfrecords` takes.
+    """The settings `write_pretraining_tfrecords` recorded for the shards `file_pattern` names (paths or globs).
 
     Returns:
-        dict (the JSON, with `"path"`, the file it came from), or None when the shards have no settings file
-        (e.g. the original's shards). Shards of several prefixes whose settings differ raise `ValueError`.
+        dict (the JSON, with `"path"`, the file it came from), or None without a settings file (the original's
+        shards). Shards of several prefixes whose settings differ raise `ValueError`.
     """
     found = {}
     for path in expand_paths(file_pattern):
@@ -288,8 +245,6 @@ def read_pretraining_settings(file_pattern):
     (first_path, first), *others = found.items()
     for path, document in others:
         if document != first:
-            raise ValueError(
-                f"The TFRecords {file_pattern!r} were written with different settings ({first_path} and {path}); "
-                "read them separately."
-            )
+            raise ValueError(f"The TFRecords {file_pattern!r} were written with different settings ({first_path} and "
+                             f"{path}); read them separately.")
     return {**first, "path": first_path}

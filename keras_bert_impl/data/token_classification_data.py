@@ -1,9 +1,7 @@
 """Token classification (NER) data: CoNLL column files and the tag vocabulary (pure Python).
 
-A CoNLL file holds one word per line, columns separated by spaces or tabs (`word TAG`, or `word POS CHUNK TAG`;
-the tag is the last column); a blank line ends a sentence and `-DOCSTART-` lines are skipped. IOB1 and IOB2
-tags are both read into IOB2, the scheme the models predict. Bad input raises `ClassificationDataError`
-naming the file and line.
+A CoNLL file holds one word per line (`word TAG` or `word POS CHUNK TAG`), a blank line after each sentence;
+IOB1 and IOB2 tags are both read into IOB2, the scheme the models predict.
 """
 
 import dataclasses
@@ -14,21 +12,13 @@ from keras_bert_impl.data.documents import text_lines
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
 
 DOCUMENT_START = "-DOCSTART-"
-# Hugging Face's ignore index: the label of the positions the token classifier's loss and accuracy skip
-# (sub-tokens after a word's first, [CLS], [SEP], padding).
+# Hugging Face's ignore index: the label of positions the loss skips (later word pieces, [CLS], [SEP], padding).
 IGNORED_LABEL = -100
 
 
 @dataclasses.dataclass(frozen=True)
 class TaggedSentence:
-    """One sentence of a CoNLL file.
-
-    Args:
-        words: tuple of str. The words.
-        tags: tuple of str. One IOB2 tag per word.
-        source: str. The file it was read from. Defaults to "".
-        line: int. Line number (1-based) of its first word. Defaults to 0.
-    """
+    """One sentence of a CoNLL file: `words`, one IOB2 tag per word, its file `source` and first `line` (1-based)."""
 
     words: tuple
     tags: tuple
@@ -37,13 +27,7 @@ class TaggedSentence:
 
 
 def read_conll_sentences(path):
-    """Reads a CoNLL column file (module docstring) into sentences with IOB2 tags.
-
-    Args:
-        path: str. The file.
-
-    Returns:
-        list of `TaggedSentence`.
+    """Reads a CoNLL column file into `TaggedSentence`s; bad input raises `ClassificationDataError` naming the line.
 
     Example:
     >>> import os, tempfile
@@ -65,10 +49,9 @@ def read_conll_sentences(path):
                 rows = []
             continue
         if len(columns) < 2:
-            raise ClassificationDataError(
-                f"{path}, line {line_number}: expected 'word TAG' (or 'word POS CHUNK TAG'), found one "
-                f"column {columns[0]!r:.60}; give every word its tag, separated by a space or a tab."
-            )
+            raise ClassificationDataError(f"{path}, line {line_number}: expected 'word TAG' (or 'word POS CHUNK "
+                                          f"TAG'), found one column {columns[0]!r:.60}; give every word its tag, "
+                                          "separated by a space or a tab.")
         try:
             split_tag(columns[-1])
         except ValueError as error:

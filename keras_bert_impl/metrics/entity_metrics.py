@@ -1,9 +1,8 @@
 """Entity-level precision, recall and F1 over IOB tag sequences, with the conlleval convention.
 
-CoNLL-2003 NER is scored on entities: a predicted chunk counts only with exactly the gold chunk's words and
-type. Chunks are read as `conlleval` (and `seqeval`'s default mode) reads them: a chunk starts at a `B-` tag,
-or at an `I-` tag after `O` or another type (so IOB1, IOB2 and broken IOB2 read alike), and continues over
-the following `I-` tags of its type. Pure Python; micro-averaged, a ratio with denominator 0 is 0.0.
+A predicted chunk counts only with exactly the gold chunk's words and type. A chunk starts at a `B-` tag, or at
+an `I-` tag after `O` or another type (so IOB1 and IOB2 read alike), as `conlleval` reads them. Micro-averaged;
+a ratio with denominator 0 is 0.0.
 """
 
 import dataclasses
@@ -22,11 +21,7 @@ class EntityChunk:
 
 
 def split_tag(tag):
-    """`(prefix, type)` of an IOB tag: `("O", "")` for "O", `("B", "PER")` for "B-PER".
-
-    Raises:
-        ValueError: the tag is neither "O" nor `B-<type>` / `I-<type>` with a non-empty type.
-    """
+    """`(prefix, type)` of an IOB tag: `("O", "")` for "O", `("B", "PER")` for "B-PER"; ValueError for others."""
     if tag == OUTSIDE_TAG:
         return OUTSIDE_TAG, ""
     prefix, separator, entity_type = tag.partition("-")
@@ -36,20 +31,13 @@ def split_tag(tag):
 
 
 def entity_chunks(tags):
-    """The entities of one tag sequence, read as conlleval reads them (module docstring).
-
-    Args:
-        tags: sequence of str. IOB1 or IOB2 tags, one per word.
-
-    Returns:
-        list of `EntityChunk`, in order.
+    """The `EntityChunk`s of one sequence of IOB1 or IOB2 `tags`, in order, read as conlleval reads them.
 
     Example:
     >>> [(c.type, c.start, c.end) for c in entity_chunks(["B-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"])]
     [('PER', 0, 2), ('LOC', 3, 4), ('LOC', 4, 5), ('ORG', 5, 6)]
     """
-    chunks = []
-    current_type, current_start = None, 0
+    chunks, current_type, current_start = [], None, 0
     for index, tag in enumerate(tags):
         prefix, entity_type = split_tag(tag)
         continues = prefix == "I" and entity_type == current_type
@@ -95,8 +83,8 @@ def entity_scores(gold_tags, predicted_tags):
         predicted_tags: sequence of sequences of str. Predicted tags, as many per sentence as the gold ones.
 
     Returns:
-        dict: `precision`, `recall`, `f1` (micro over all entities), `accuracy` (word-level tag accuracy,
-        conlleval's), and per entity type `<type>_precision`, `<type>_recall`, `<type>_f1`.
+        dict: `precision`, `recall`, `f1` (micro), `accuracy` (of word tags), and `<type>_precision`,
+        `<type>_recall`, `<type>_f1` per entity type.
 
     Example:
     >>> scores = entity_scores([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "I-PER", "O", "B-ORG"]])
@@ -112,8 +100,7 @@ def entity_scores(gold_tags, predicted_tags):
     for index, (gold, predicted) in enumerate(zip(gold_tags, predicted_tags)):
         if len(gold) != len(predicted):
             raise ValueError(f"Sentence {index}: {len(gold)} gold tags but {len(predicted)} predicted ones.")
-        gold_chunks = set(entity_chunks(gold))
-        predicted_chunks = set(entity_chunks(predicted))
+        gold_chunks, predicted_chunks = set(entity_chunks(gold)), set(entity_chunks(predicted))
         for chunk in gold_chunks | predicted_chunks:
             count = counts.setdefault(chunk.type, [0, 0, 0])
             count[0] += chunk in gold_chunks and chunk in predicted_chunks
@@ -125,6 +112,6 @@ def entity_scores(gold_tags, predicted_tags):
     totals = (sum(count[i] for count in counts.values()) for i in range(3))
     scores = dict(zip(names, _precision_recall_f1(*totals)), accuracy=_ratio(correct_words, words))
     for entity_type in sorted(counts):
-        for name, value in zip(names, _precision_recall_f1(*counts[entity_type])):
-            scores[f"{entity_type}_{name}"] = value
+        type_scores = _precision_recall_f1(*counts[entity_type])
+        scores.update({f"{entity_type}_{name}": value for name, value in zip(names, type_scores)})
     return scores

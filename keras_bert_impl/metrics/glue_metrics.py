@@ -1,23 +1,15 @@
 """GLUE evaluation metrics in NumPy: accuracy, binary F1, Matthews correlation, Pearson and Spearman.
 
-`GLUE_TASK_METRICS` says which task reports what (Wang et al., 2018). Every metric takes `labels` and
-`predictions`, array-likes `(N,)` of class ids (scores for the correlations), and matches scikit-learn /
-SciPy, degenerate cases included (F1 and Matthews 0.0 when undefined, correlations NaN for constant input).
+Every metric takes `labels` and `predictions` `(N,)` (class ids, or scores for the correlations) and matches
+scikit-learn / SciPy, degenerate cases included.
 """
 
 import numpy as np
 
-GLUE_TASK_METRICS = {
-    "cola": ("matthews_correlation",),
-    "sst2": ("accuracy",),
-    "mrpc": ("accuracy", "f1"),
-    "qqp": ("accuracy", "f1"),
-    "stsb": ("pearson", "spearman"),
-    "mnli": ("accuracy",),
-    "qnli": ("accuracy",),
-    "rte": ("accuracy",),
-    "wnli": ("accuracy",),
-}
+# Which task reports what (Wang et al., 2018), the headline metric first.
+GLUE_TASK_METRICS = {"cola": ("matthews_correlation",), "sst2": ("accuracy",), "mrpc": ("accuracy", "f1"),
+                     "qqp": ("accuracy", "f1"), "stsb": ("pearson", "spearman"), "mnli": ("accuracy",),
+                     "qnli": ("accuracy",), "rte": ("accuracy",), "wnli": ("accuracy",)}
 
 
 def _paired(labels, predictions, dtype=None):
@@ -42,11 +34,7 @@ def accuracy(labels, predictions):
 
 
 def f1(labels, predictions, positive_label=1):
-    """Binary F1 of the positive class, 2 * precision * recall / (precision + recall): a float in [0, 1], 0.0
-    without true positives.
-
-    Args:
-        positive_label: int. The positive class. Defaults to 1.
+    """Binary F1 of the class `positive_label` (default 1): a float in [0, 1], 0.0 without true positives.
 
     Example:
     >>> round(f1([1, 1, 0, 0], [1, 0, 1, 0]), 4)
@@ -74,10 +62,8 @@ def matthews_correlation(labels, predictions):
     encoded_labels, encoded_predictions = encoded[: labels.size], encoded[labels.size :]
     confusion = np.zeros((classes.size, classes.size), dtype=np.float64)
     np.add.at(confusion, (encoded_labels, encoded_predictions), 1.0)
-    label_counts = confusion.sum(axis=1)
-    predicted_counts = confusion.sum(axis=0)
-    correct = np.trace(confusion)
-    samples = confusion.sum()
+    label_counts, predicted_counts = confusion.sum(axis=1), confusion.sum(axis=0)
+    correct, samples = np.trace(confusion), confusion.sum()
     covariance_lp = correct * samples - np.dot(predicted_counts, label_counts)
     covariance_pp = samples**2 - np.dot(predicted_counts, predicted_counts)
     covariance_ll = samples**2 - np.dot(label_counts, label_counts)
@@ -135,13 +121,8 @@ def spearman_correlation(labels, predictions):
     return pearson_correlation(average_ranks(labels), average_ranks(predictions))
 
 
-_METRIC_FUNCTIONS = {
-    "accuracy": accuracy,
-    "f1": f1,
-    "matthews_correlation": matthews_correlation,
-    "pearson": pearson_correlation,
-    "spearman": spearman_correlation,
-}
+_METRIC_FUNCTIONS = {"accuracy": accuracy, "f1": f1, "matthews_correlation": matthews_correlation,
+                     "pearson": pearson_correlation, "spearman": spearman_correlation}
 
 
 def glue_task_metrics(task):
@@ -153,16 +134,7 @@ def glue_task_metrics(task):
 
 
 def glue_metrics(task, labels, predictions):
-    """The metrics GLUE reports for `task`.
-
-    Args:
-        task: str. One of `GLUE_TASK_METRICS` ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli",
-            "rte", "wnli"); case and "-" are ignored ("STS-B" works).
-        labels: array-like `(N,)`. Gold class ids, or scores for STS-B.
-        predictions: array-like `(N,)`. Predicted class ids, or scores for STS-B.
-
-    Returns:
-        dict metric name -> float.
+    """The metrics GLUE reports for `task` (a key of `GLUE_TASK_METRICS`; "STS-B" works), as a dict name -> float.
 
     Example:
     >>> glue_metrics("MRPC", [1, 0, 1], [1, 0, 0])["accuracy"]

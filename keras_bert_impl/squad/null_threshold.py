@@ -1,15 +1,9 @@
 """Automatic tuning of the SQuAD v2.0 null-score threshold on a dev set.
 
-`run_squad.py` predicts "no answer" iff `null score - best non-null score > null_score_diff_threshold`
-and leaves the threshold to the user (the BERT README suggests reading `best_f1_thresh` from the official
-evaluator and re-running prediction). The official `best_f1_thresh` is computed from predictions already cut
-at some threshold, so questions predicted "" there count as unanswerable at every threshold. This module
-instead sweeps the threshold over the best non-null answer of every question: the threshold it returns,
-given to `SquadPredictions.with_null_threshold`, reproduces exactly the dev score it reports.
-
-The sweep: a question is answered (with its best non-null text) iff its null odds are <= the threshold.
-Candidate thresholds are every distinct finite odds value, plus one just below the smallest (everything
-unanswered). Questions with equal odds flip together. On ties the lowest threshold wins.
+Unlike the official `best_f1_thresh` (computed from predictions already cut at some threshold), the sweep runs
+over every question's best non-null answer, so the threshold it returns, given to
+`SquadPredictions.with_null_threshold`, reproduces exactly the dev score it reports. A question is answered iff
+its null odds are <= the threshold; on ties the lowest threshold wins.
 """
 
 import dataclasses
@@ -47,9 +41,8 @@ def tune_null_threshold(dataset, best_non_null, null_odds, metric="f1"):
 
     Args:
         dataset: dict or list. The dev SQuAD JSON object (or its `data` list) with gold answers.
-        best_non_null: dict qas_id -> str. Best non-empty answer per question
-            (`SquadPredictions.best_non_null`).
-        null_odds: dict qas_id -> float. Null score - best non-null score (`SquadPredictions.null_odds`).
+        best_non_null: dict qas_id -> str. `SquadPredictions.best_non_null`.
+        null_odds: dict qas_id -> float. `SquadPredictions.null_odds`.
         metric: str. "f1" or "exact". Defaults to "f1".
 
     Returns:
@@ -71,19 +64,12 @@ def tune_null_threshold(dataset, best_non_null, null_odds, metric="f1"):
     missing = [qas_id for qas_id in exact_answered if qas_id not in null_odds]
     if missing:
         raise ValueError(f"{len(missing)} predicted questions have no null odds, e.g. {missing[0]!r}.")
-
     if any(math.isnan(null_odds[qas_id]) for qas_id in exact_answered):
         raise ValueError("The null odds contain NaN; check the model's logits.")
 
-    def target(exact, f1):
-        return f1 if metric == "f1" else exact
-
     # Questions with infinite odds (no non-null candidate at all) stay unanswered at every threshold.
-    by_odds = sorted(
-        (qas_id for qas_id in exact_answered if math.isfinite(null_odds[qas_id])), key=lambda key: null_odds[key]
-    )
-    exact = sum(exact_null.values())
-    f1 = sum(f1_null.values())
+    by_odds = sorted((qas_id for qas_id in exact_answered if math.isfinite(null_odds[qas_id])), key=null_odds.get)
+    exact, f1 = sum(exact_null.values()), sum(f1_null.values())
     lowest = null_odds[by_odds[0]] if by_odds else 0.0
     best = (math.nextafter(lowest, -math.inf), exact, f1)
     index = 0
@@ -94,7 +80,7 @@ def tune_null_threshold(dataset, best_non_null, null_odds, metric="f1"):
             exact += exact_answered[qas_id] - exact_null[qas_id]
             f1 += f1_answered[qas_id] - f1_null[qas_id]
             index += 1
-        if target(exact, f1) > target(best[1], best[2]):
+        if (f1 > best[2]) if metric == "f1" else (exact > best[1]):
             best = (odds, exact, f1)
     total = len(exact_answered)
     threshold, exact, f1 = best

@@ -1,18 +1,9 @@
 """The one SQuAD span decoder: start/end logits -> every example's valid spans, ranked as `run_squad.py` ranks them.
 
-TensorFlow ops, so that the same code runs eagerly for `squad.decode_squad_predictions` (offline evaluation,
-training-time evaluation, `BertQuestionAnswerer.predict`) and inside an exported SavedModel's `serve_text`:
-
-1. Per feature, the `n_best_size` highest start logits and end logits are candidates (ties: lower index first,
-   as the original's stable sort).
-2. A pair is valid when both ends may be used (`can_start`: a document token at its max context; `can_end`: a
-   document token), `start <= end`, and it holds at most `max_answer_length` tokens.
-3. The valid pairs of an example are ranked by start + end logit (float64, as Python sums them); equal scores
-   keep the original's listing order: feature, then start rank, then end rank.
-4. SQuAD v2.0: the null score is the smallest `start_logits[f, 0] + end_logits[f, 0]` over the example's
-   features (the first such feature gives the null logits); the null odds are
-   `(null score - start logit) - end logit` of the best span, +inf without one. With `n_best_size=1` a null
-   answer that outranks every span leaves no best span (the one-entry n-best list holds only the null answer).
+TensorFlow ops, run eagerly by `squad.decode_squad_predictions` and in-graph by an exported model's `serve_text`.
+Candidates are each feature's `n_best_size` top start and end logits; ties keep the original's listing order
+(feature, start rank, end rank). The v2.0 null score is the smallest `start_logits[f, 0] + end_logits[f, 0]`
+over an example's features, and its odds `(null score - start logit) - end logit` of the best span.
 
 Shape legend: B examples, F features (windows of all examples), T sequence length, C valid candidates.
 """
@@ -49,18 +40,11 @@ def rank_spans(start_logits, end_logits, example_index, can_start, can_end, n_be
     ends = tf.math.top_k(end_logits, k=k, sorted=True).indices  # (F, k) by end rank
     start_grid = tf.cast(tf.repeat(starts, k, axis=1), tf.int64)  # (F, k * k): (start rank, end rank) row-major
     end_grid = tf.cast(tf.tile(ends, [1, k]), tf.int64)  # (F, k * k)
-    valid = (
-        tf.gather(can_start, start_grid, batch_dims=1)
-        & tf.gather(can_end, end_grid, batch_dims=1)
-        & (end_grid >= start_grid)
-        & (end_grid - start_grid < max_answer_length)
-    )  # (F, k * k)
+    valid = (tf.gather(can_start, start_grid, batch_dims=1) & tf.gather(can_end, end_grid, batch_dims=1)
+             & (end_grid >= start_grid) & (end_grid - start_grid < max_answer_length))  # (F, k * k)
     feature = tf.broadcast_to(tf.range(tf.shape(valid, out_type=tf.int64)[0])[:, tf.newaxis], tf.shape(valid))
-    candidates = {
-        "feature": tf.boolean_mask(feature, valid),
-        "start": tf.boolean_mask(start_grid, valid),
-        "end": tf.boolean_mask(end_grid, valid),
-    }  # (C,) each, in the original's listing order
+    candidates = {name: tf.boolean_mask(grid, valid) for name, grid in
+                  (("feature", feature), ("start", start_grid), ("end", end_grid))}  # (C,) each, in listing order
     position = tf.stack([candidates["feature"], candidates["start"]], axis=1)
     end_position = tf.stack([candidates["feature"], candidates["end"]], axis=1)
     candidates["start_logit"] = tf.gather_nd(start_logits, position)
@@ -84,8 +68,8 @@ def best_spans(ranked, start_logits, end_logits, example_index, num_examples, n_
         example_index: int `(F,)`.
         num_examples: int or int scalar tensor. B.
         n_best_size: int.
-        version_2_with_negative: bool. Apply the `n_best_size=1` null rule (see the module docstring).
-            Defaults to False.
+        version_2_with_negative: bool. With `n_best_size=1`, a null answer that outranks every span leaves no
+            best span. Defaults to False.
 
     Returns:
         dict of `(B,)` tensors: `found` bool (a best span exists), `feature`, `start`, `end` int64 (0 when
@@ -107,9 +91,8 @@ def best_spans(ranked, start_logits, end_logits, example_index, num_examples, n_
     null_score = tf.math.unsorted_segment_min(null_scores, example_index, num_examples)  # (B,)
     num_features = tf.shape(null_scores, out_type=tf.int64)[0]
     at_min = tf.equal(null_scores, tf.gather(null_score, example_index))
-    null_feature = tf.math.unsorted_segment_min(
-        tf.where(at_min, tf.range(num_features), num_features), example_index, num_examples
-    )  # (B,) the first feature with the smallest null score
+    null_feature = tf.math.unsorted_segment_min(tf.where(at_min, tf.range(num_features), num_features), example_index,
+                                                num_examples)  # (B,) the first feature with the smallest null score
     has_null = null_feature < num_features
     best["null_score"] = tf.where(has_null, null_score, float("inf"))
     best["null_start_logit"] = _gather_or(start_logits[:, 0], null_feature, has_null, 0.0)
@@ -117,9 +100,7 @@ def best_spans(ranked, start_logits, end_logits, example_index, num_examples, n_
     null_score = best["null_score"]
     if version_2_with_negative and n_best_size == 1:
         found &= ~((null_score > best["score"]) & tf.math.is_finite(null_score))
-        for name in best:
-            if name.startswith("null"):
-                continue
+        for name in [name for name in best if not name.startswith("null")]:
             fill = 0 if best[name].dtype == tf.int64 else -float("inf")
             best[name] = tf.where(found, best[name], tf.cast(fill, best[name].dtype))
     infinity = tf.constant(float("inf"), tf.float64)

@@ -1,17 +1,9 @@
 """Windowed SQuAD features (`SquadFeatures`, built by `preprocessing.convert_examples_to_features`) and their
 start/end logits -> answer texts, n-best lists and null odds, after `run_squad.py`'s `write_predictions`.
 
-Per example, over all its features (document windows): `squad.span_ranking` (the one span decoder, which an
-exported model's `serve_text` runs in-graph) ranks the valid spans by start + end logit and gives the v2.0 null
-score and odds; here each span is mapped to the context by its tokens' character offsets, repeated texts are
-dropped, the null answer joins the list with its score (after the spans it ties), `n_best_size` entries are kept
-and their summed logits softmaxed. v1.1: the answer is the top n-best text. v2.0: the answer is "" iff the null
-odds (`null score - best non-null score`) exceed `null_score_diff_threshold`.
-
-Differences from the original, all in corner cases: answer text is the exact context slice (the original
-re-joins whitespace-split words with single spaces); an example with no valid span (e.g. an empty context)
-gets "" with probability 1 instead of the placeholder text "empty", and in v2.0 null odds of +inf (written
-as `Infinity` in null_odds.json, which Python's `json` reads) instead of a crash.
+`squad.span_ranking` (also run in-graph by exported models) ranks the spans; here they are mapped to context
+text, deduplicated and joined by the null answer. Unlike the original, the answer is the exact context slice, and
+an example with no valid span gets "" (v2.0 null odds +inf) instead of "empty" or a crash.
 """
 
 import dataclasses
@@ -26,20 +18,11 @@ from keras_bert_impl.utils.atomic_io import atomic_write_json
 PREDICTIONS_FILENAME = "predictions.json"
 NBEST_FILENAME = "nbest_predictions.json"
 NULL_ODDS_FILENAME = "null_odds.json"
-
-
 NO_SPAN = (-1, -1, -math.inf)
 
 
 def softmax_probabilities(scores):
-    """Softmax of a list of floats, computed as the original (max subtracted, Python floats).
-
-    Args:
-        scores: list of float.
-
-    Returns:
-        list of float summing to 1 (empty for empty input).
-    """
+    """Softmax of a list of floats (empty for none), computed as the original: max subtracted, Python floats."""
     if not scores:
         return []
     max_score = max(scores)
@@ -58,17 +41,14 @@ class SquadFeatures:
         token_ids: int32 `(F, T)`. `[CLS] question [SEP] window [SEP]`, then padding.
         segment_ids: int32 `(F, T)`. 0 for `[CLS] question [SEP]`, 1 for the window and its `[SEP]`.
         padding_mask: bool `(F, T)`. True on real tokens.
-        start_positions: int32 `(F,)`. Answer start token (0 = [CLS] for impossible / out of window); 0 when
-            the features were built without labels.
+        start_positions: int32 `(F,)`. Answer start token (0 = [CLS]: impossible, out of window or unlabeled).
         end_positions: int32 `(F,)`. Answer end token (inclusive).
         example_index: int32 `(F,)`. Index of the example (in the list given) this feature came from.
         window_start: int32 `(F,)`. Document token index of the window's first token.
-        token_char_starts: int32 `(F, T)`. Context character where each window token starts; -1 for
-            tokens outside the window ([CLS], question, [SEP], padding).
+        token_char_starts: int32 `(F, T)`. Context character where each window token starts; -1 outside it.
         token_char_ends: int32 `(F, T)`. Context character one past each window token's end; -1 outside.
         token_is_max_context: bool `(F, T)`. True where this window is the token's max-context window.
-        skipped_example_indices: list of int. Training examples left out because their answer covers no
-            token (e.g. only characters the tokenizer drops).
+        skipped_example_indices: list of int. Training examples left out: their answer covers no token.
     """
 
     token_ids: np.ndarray
@@ -106,17 +86,13 @@ class SquadPredictions:
 
     Args:
         predictions: dict qas_id -> str. The answer ("" = no answer in v2.0).
-        nbest: dict qas_id -> list of dicts `{"text", "probability", "start_logit", "end_logit"}`, best
-            first.
-        null_odds: dict qas_id -> float. v2.0 only (empty for v1.1): null score - best non-null score;
-            the larger, the more likely the question has no answer.
-        best_non_null: dict qas_id -> str. v2.0 only: the best non-empty answer, what is predicted when
-            the odds do not exceed the threshold.
+        nbest: dict qas_id -> list of `{"text", "probability", "start_logit", "end_logit"}`, best first.
+        null_odds: dict qas_id -> float. v2.0 only: null score - best non-null score.
+        best_non_null: dict qas_id -> str. v2.0 only: the best non-empty answer.
         null_score_diff_threshold: float. The threshold `predictions` were made with.
         version_2_with_negative: bool. Whether null answers were considered.
-        best_spans: dict qas_id -> `(char_start, char_end, score)` of the best non-null answer (the one
-            `predictions` holds unless it is ""): its code point span in the context (end exclusive) and its
-            start + end logit; `(-1, -1, -inf)` when there is none.
+        best_spans: dict qas_id -> `(char_start, char_end, score)` of the best non-null answer: its context
+            span (end exclusive) and start + end logit; `(-1, -1, -inf)` when there is none.
     """
 
     predictions: dict
@@ -131,9 +107,8 @@ class SquadPredictions:
         """The prediction of `qas_id` with where it is in the context.
 
         Returns:
-            dict `{"text", "start", "end", "score"}`: the answer ("" for none), its code point offsets in the
-            context (`context[start:end] == text`; -1 and -1 for ""), and the start + end logit of the best
-            non-null span (-inf when there is none). v2.0 adds `null_odds`.
+            dict `{"text", "start", "end", "score"}` (`context[start:end] == text`, -1 for ""; the best non-null
+            span's start + end logit); v2.0 adds `null_odds`.
         """
         text = self.predictions[qas_id]
         start, end, score = self.best_spans.get(qas_id, NO_SPAN)
@@ -145,35 +120,19 @@ class SquadPredictions:
         return answer
 
     def with_null_threshold(self, null_score_diff_threshold):
-        """The same decoding with another v2.0 threshold (e.g. one from `tune_null_threshold`).
-
-        Args:
-            null_score_diff_threshold: float. Predict "" iff null odds > this.
-
-        Returns:
-            `SquadPredictions`.
-        """
+        """These `SquadPredictions` with another v2.0 threshold: "" iff null odds > `null_score_diff_threshold`."""
         if not self.version_2_with_negative:
             raise ValueError("A null threshold only applies to SQuAD v2.0 decoding (version_2_with_negative=True).")
         predictions = {
             qas_id: "" if odds > null_score_diff_threshold else self.best_non_null[qas_id]
             for qas_id, odds in self.null_odds.items()
         }
-        return dataclasses.replace(
-            self, predictions=predictions, null_score_diff_threshold=float(null_score_diff_threshold)
-        )
+        threshold = float(null_score_diff_threshold)
+        return dataclasses.replace(self, predictions=predictions, null_score_diff_threshold=threshold)
 
 
-def decode_squad_predictions(
-    examples,
-    features,
-    start_logits,
-    end_logits,
-    n_best_size=20,
-    max_answer_length=30,
-    version_2_with_negative=False,
-    null_score_diff_threshold=0.0,
-):
+def decode_squad_predictions(examples, features, start_logits, end_logits, n_best_size=20, max_answer_length=30,
+                             version_2_with_negative=False, null_score_diff_threshold=0.0):
     """Decodes per-feature start/end logits into answers, as `run_squad.py`'s `write_predictions`.
 
     Args:
@@ -184,8 +143,7 @@ def decode_squad_predictions(
         n_best_size: int. Candidates per feature and size of the n-best list. Defaults to 20.
         max_answer_length: int. Longest answer in tokens. Defaults to 30.
         version_2_with_negative: bool. SQuAD v2.0: consider the null answer. Defaults to False.
-        null_score_diff_threshold: float. v2.0: predict "" iff null score - best non-null score > this.
-            Defaults to 0.0.
+        null_score_diff_threshold: float. v2.0: predict "" iff null odds > this. Defaults to 0.0.
 
     Returns:
         `SquadPredictions`.
@@ -209,20 +167,14 @@ def decode_squad_predictions(
     expected_shape = (len(features), features.sequence_length)
     for name, logits in (("start_logits", start_logits), ("end_logits", end_logits)):
         if logits.shape != expected_shape:
-            raise ValueError(
-                f"{name} has shape {logits.shape}; the features need (num_features, sequence_length) = "
-                f"{expected_shape}."
-            )
+            raise ValueError(f"{name} has shape {logits.shape}; the features need (num_features, sequence_length) = "
+                             f"{expected_shape}.")
     if n_best_size < 1 or max_answer_length < 1:
-        raise ValueError(
-            f"n_best_size ({n_best_size}) and max_answer_length ({max_answer_length}) must be at least 1."
-        )
+        raise ValueError(f"n_best_size ({n_best_size}) and max_answer_length ({max_answer_length}) must be at least 1.")
     examples = list(examples)
     if len(features) and int(features.example_index.max()) >= len(examples):
-        raise ValueError(
-            f"The features refer to example {int(features.example_index.max())}, but only {len(examples)} "
-            f"examples were given; pass the examples the features were built from."
-        )
+        raise ValueError(f"The features refer to example {int(features.example_index.max())}, but only {len(examples)} "
+                         f"examples were given; pass the examples the features were built from.")
     # TensorFlow: the one span decoder, which exported models run in-graph.
     from keras_bert_impl.squad import span_ranking
 
@@ -272,15 +224,8 @@ def decode_squad_predictions(
         null_odds[example.qas_id] = odds = float(best["null_odds"][example_index])
         best_non_null[example.qas_id] = best_text
         predictions[example.qas_id] = "" if odds > null_score_diff_threshold else best_text
-    return SquadPredictions(
-        predictions=predictions,
-        nbest=nbest_json,
-        null_odds=null_odds,
-        best_non_null=best_non_null,
-        null_score_diff_threshold=float(null_score_diff_threshold),
-        version_2_with_negative=version_2_with_negative,
-        best_spans=best_spans,
-    )
+    return SquadPredictions(predictions, nbest_json, null_odds, best_non_null, float(null_score_diff_threshold),
+                            version_2_with_negative, best_spans)
 
 
 def _span_in_context(context, features, ranked, row):
@@ -312,10 +257,8 @@ def write_squad_predictions(decoded, output_dir):
     Returns:
         dict "predictions" / "nbest" / "null_odds" -> written path.
     """
-    paths = {
-        "predictions": os.path.join(output_dir, PREDICTIONS_FILENAME),
-        "nbest": os.path.join(output_dir, NBEST_FILENAME),
-    }
+    paths = {key: os.path.join(output_dir, name) for key, name in (("predictions", PREDICTIONS_FILENAME),
+                                                                    ("nbest", NBEST_FILENAME))}
     atomic_write_json(paths["predictions"], decoded.predictions)
     atomic_write_json(paths["nbest"], decoded.nbest)
     if decoded.version_2_with_negative:

@@ -1,21 +1,8 @@
 """SQuAD v1.1 and v2.0 evaluation with the semantics of the official evaluation scripts.
 
-Written independently; it reproduces the official `evaluate-v1.1.py` and `evaluate-v2.0.py` numbers,
-including their corner cases:
-
-- Exact match: normalized strings equal. F1: token overlap of the normalized answers (multiset
-  intersection). Each question takes the max over its gold answers.
-- v1.1: an empty normalized prediction or gold scores F1 0 (even against each other); a question without
-  a prediction scores 0 and still counts in the total. Keys `exact_match`, `f1`.
-- v2.0: gold answers that normalize to "" are dropped; a question with none left has gold [""]; F1 is 1
-  when both the prediction and the gold are empty, 0 when only one is. A question without a prediction is
-  left out of the total (logged). With no-answer probabilities (null odds), a question is predicted
-  unanswerable iff its odds exceed `na_prob_thresh` (score 1 if it has no answer, else 0), and
-  `best_exact` / `best_f1` with their thresholds come from the official sweep over the odds
-  (`find_best_thresh`). Keys `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*`, `best_*`.
-
-The official v2.0 script raises on the HasAns/NoAns splits when some predictions are missing; here the
-missing questions are left out of those splits too.
+Written independently; it reproduces the official `evaluate-v1.1.py` and `evaluate-v2.0.py` numbers, corner
+cases included: v1.1 scores an unanswered question 0, v2.0 leaves it out of the total (and, unlike the official
+script, which raises, out of the HasAns/NoAns splits).
 """
 
 import collections
@@ -32,14 +19,8 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
 
 def normalize_answer(text):
-    """Normalizes an answer as the official SQuAD scripts do.
-
-    Args:
-        text: str.
-
-    Returns:
-        str. Lowercased, ASCII punctuation (`string.punctuation`) removed, the words a/an/the replaced by a
-        space, whitespace collapsed.
+    """Normalizes an answer as the official SQuAD scripts do: lowercase, drop ASCII punctuation and a/an/the,
+    collapse whitespace.
 
     Example:
     >>> normalize_answer("The  Eiffel-Tower!")
@@ -56,17 +37,11 @@ def exact_match_score(prediction, ground_truth):
 
 
 def f1_score(prediction, ground_truth, empty_answers_match=True):
-    """Token-overlap F1 between normalized answers.
+    """Token-overlap F1 in [0, 1] between the normalized `prediction` and `ground_truth` strings.
 
     Args:
-        prediction: str.
-        ground_truth: str.
-        empty_answers_match: bool. v2.0 semantics (True): if either side normalizes to no tokens, the
-            score is 1 when both do and 0 otherwise. v1.1 semantics (False): no common token scores 0,
-            so two empty answers score 0. Defaults to True.
-
-    Returns:
-        float in [0, 1].
+        empty_answers_match: bool. v2.0 (True): two empty answers score 1; v1.1 (False): they score 0.
+            Defaults to True.
 
     Example:
     >>> round(f1_score("the cat sat", "a cat sat down"), 4)
@@ -80,17 +55,12 @@ def f1_score(prediction, ground_truth, empty_answers_match=True):
     num_same = sum(common.values())
     if num_same == 0:
         return 0.0
-    precision = num_same / len(prediction_tokens)
-    recall = num_same / len(gold_tokens)
+    precision, recall = num_same / len(prediction_tokens), num_same / len(gold_tokens)
     return 2 * precision * recall / (precision + recall)
 
 
 def _questions(dataset):
-    """(qas_id, gold answer texts) for every question of the dataset, in file order.
-
-    Raises `SquadFormatError` for a repeated id or a question without `answers` that is not `is_impossible`
-    (`scorable_squad_json`): scoring them would merge questions or count them as unanswerable.
-    """
+    """(qas_id, gold answer texts) of every question, in file order; `SquadFormatError` if unscorable."""
     scorable_squad_json(dataset, source="the SQuAD dataset")
     for _, _, _, question in squad_questions(dataset, source="the SQuAD dataset"):
         yield question["id"], [answer["text"] for answer in question.get("answers", [])]
@@ -111,18 +81,15 @@ def evaluate_v1(dataset, predictions):
     >>> evaluate_v1(data, {"q": "cat"})
     {'exact_match': 100.0, 'f1': 100.0}
     """
-    exact_total = f1_total = 0.0
-    total = 0
+    exact_total = f1_total = total = 0
     for qas_id, gold_texts in _questions(dataset):
         total += 1
         if qas_id not in predictions:
             logger.warning("Unanswered question %s will receive score 0.", qas_id)
             continue
         if not gold_texts:
-            raise ValueError(
-                f"Question {qas_id!r} has no gold answers; SQuAD v1.1 evaluation needs at least one (use "
-                f"evaluate_v2 for data with unanswerable questions)."
-            )
+            raise ValueError(f"Question {qas_id!r} has no gold answers; SQuAD v1.1 evaluation needs at least one (use "
+                             f"evaluate_v2 for data with unanswerable questions).")
         prediction = predictions[qas_id]
         exact_total += max(exact_match_score(prediction, gold) for gold in gold_texts)
         f1_total += max(f1_score(prediction, gold, empty_answers_match=False) for gold in gold_texts)
@@ -132,15 +99,8 @@ def evaluate_v1(dataset, predictions):
 
 
 def raw_scores_v2(dataset, predictions):
-    """Per-question exact and F1 (0/1 and [0, 1]) before any no-answer threshold, v2.0 semantics.
-
-    Args:
-        dataset: dict or list. The SQuAD JSON object or its `data` list.
-        predictions: dict qas_id -> predicted text ("" = no answer).
-
-    Returns:
-        (exact, f1): dicts qas_id -> score, for the questions that have a prediction.
-    """
+    """`(exact, f1)`: dicts qas_id -> v2.0 score before any no-answer threshold, of the questions of `dataset` that
+    `predictions` (qas_id -> text, "" = no answer) answers."""
     exact, f1 = {}, {}
     for qas_id, gold_texts in _questions(dataset):
         gold_texts = [gold for gold in gold_texts if normalize_answer(gold)] or [""]
@@ -154,40 +114,30 @@ def raw_scores_v2(dataset, predictions):
 
 
 def _apply_no_answer_threshold(scores, na_probs, has_answer, na_prob_thresh):
-    return {
-        qas_id: float(not has_answer[qas_id]) if na_probs[qas_id] > na_prob_thresh else score
-        for qas_id, score in scores.items()
-    }
+    return {qas_id: float(not has_answer[qas_id]) if na_probs[qas_id] > na_prob_thresh else score
+            for qas_id, score in scores.items()}
 
 
 def _summary(exact, f1, qas_ids):
     total = len(qas_ids)
-    return {
-        "exact": 100.0 * sum(exact[qas_id] for qas_id in qas_ids) / total,
-        "f1": 100.0 * sum(f1[qas_id] for qas_id in qas_ids) / total,
-        "total": total,
-    }
+    return {"exact": 100.0 * sum(exact[qas_id] for qas_id in qas_ids) / total,
+            "f1": 100.0 * sum(f1[qas_id] for qas_id in qas_ids) / total, "total": total}
 
 
 def find_best_threshold(predictions, scores, na_probs, has_answer):
-    """The official v2.0 sweep for the best no-answer threshold.
-
-    Questions are visited by increasing odds; answering all questions up to the current one (the rest
-    predicted unanswerable) changes the score by the question's raw score if it has an answer, by -1 if it
-    has none but a non-empty prediction, else 0. Starting from "everything unanswerable" (threshold 0.0, the
-    official starting value), the best strictly improving point wins.
+    """The official v2.0 sweep (`find_best_thresh`) for the best no-answer threshold, from "all unanswerable" at 0.0.
 
     Args:
         predictions: dict qas_id -> predicted text.
         scores: dict qas_id -> raw exact or F1 score (from `raw_scores_v2`).
         na_probs: dict qas_id -> null odds / no-answer probability.
-        has_answer: dict qas_id -> bool. Whether the question has a gold answer (the v2.0 HasAns split).
+        has_answer: dict qas_id -> bool. Whether the question has a gold answer.
 
     Returns:
         (best score in percent, threshold).
     """
     score = best_score = sum(1 for answerable in has_answer.values() if not answerable)
-    best_threshold = 0.0
+    best_threshold = 0.0  # the official starting value
     for qas_id in sorted(na_probs, key=lambda key: na_probs[key]):
         if qas_id not in scores:
             continue
@@ -196,8 +146,7 @@ def find_best_threshold(predictions, scores, na_probs, has_answer):
         elif predictions[qas_id]:
             score -= 1
         if score > best_score:
-            best_score = score
-            best_threshold = na_probs[qas_id]
+            best_score, best_threshold = score, na_probs[qas_id]
     return 100.0 * best_score / len(scores), best_threshold
 
 
@@ -232,22 +181,18 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
         na_probs = {qas_id: 0.0 for qas_id in predictions}
     missing = [qas_id for qas_id in exact_raw if qas_id not in na_probs]
     if missing:
-        raise ValueError(
-            f"{len(missing)} predicted questions have no no-answer probability, e.g. {missing[0]!r}."
-        )
+        raise ValueError(f"{len(missing)} predicted questions have no no-answer probability, e.g. {missing[0]!r}.")
     exact = _apply_no_answer_threshold(exact_raw, na_probs, has_answer, na_prob_thresh)
     f1 = _apply_no_answer_threshold(f1_raw, na_probs, has_answer, na_prob_thresh)
     result = _summary(exact, f1, list(exact))
     for prefix, answerable in (("HasAns", True), ("NoAns", False)):
         split = [qas_id for qas_id, value in has_answer.items() if value == answerable and qas_id in exact]
         if split:
-            for key, value in _summary(exact, f1, split).items():
-                result[f"{prefix}_{key}"] = value
+            result.update({f"{prefix}_{key}": value for key, value in _summary(exact, f1, split).items()})
     if given_na_probs:
-        result["best_exact"], result["best_exact_thresh"] = find_best_threshold(
-            predictions, exact_raw, na_probs, has_answer
-        )
-        result["best_f1"], result["best_f1_thresh"] = find_best_threshold(predictions, f1_raw, na_probs, has_answer)
+        for name, raw in (("exact", exact_raw), ("f1", f1_raw)):
+            result[f"best_{name}"], result[f"best_{name}_thresh"] = find_best_threshold(predictions, raw, na_probs,
+                                                                                        has_answer)
     return result
 
 

@@ -1,25 +1,17 @@
 """Reading SQuAD v1.1 and v2.0 JSON files into question/context examples.
 
-A SQuAD file is `{"version": ..., "data": [article, ...]}`; each article holds `paragraphs`, each paragraph a
-`context` string and its `qas`; each question has an `id`, the `question` text, a list of `answers`
-(`{"text", "answer_start"}`, `answer_start` a character offset into the context) and, in v2.0, an
-`is_impossible` flag (impossible questions have no answers).
-
-Answers stay character spans of the context (the original maps them onto whitespace-split words);
-`preprocessing.convert_examples_to_features` maps them onto WordPiece tokens through the tokenizer's offsets.
-
-Bad input raises `SquadFormatError` naming the file, the line and column of malformed JSON, or the question
-(`data[0].paragraphs[3].qas[1]`) and field; `parse_squad_examples` and `scorable_squad_json` say which
-questions are skipped or refused.
+Answers stay character spans of the context; `preprocessing.convert_examples_to_features` maps them onto
+WordPiece tokens. Bad input raises `SquadFormatError` naming the file and the JSON line/column or the question
+(`data[0].paragraphs[3].qas[1]`) and field.
 """
 
 import dataclasses
-import json
 import logging
+
+from keras_bert_impl.utils.file_patterns import read_json
 
 logger = logging.getLogger(__name__)
 
-# Individual skip warnings are logged up to this many per file; a summary line always reports the total.
 _MAX_INDIVIDUAL_SKIP_WARNINGS = 20
 
 
@@ -29,12 +21,12 @@ class SquadFormatError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class SquadAnswer:
-    """One gold answer: its text and the character offset where it starts in the context.
+    """One gold answer.
 
     Args:
         text: str. The answer text.
-        answer_start: int or None. Character (code point) offset of the answer in the context; None when
-            the file does not give one (allowed for evaluation-only data).
+        answer_start: int or None. Character offset of the answer in the context; None when the file gives
+            none (allowed for evaluation-only data).
     """
 
     text: str
@@ -56,9 +48,8 @@ class SquadExample:
         qas_id: str. The question id (the key of predictions.json).
         question_text: str. The question.
         context_text: str. The paragraph the answer is taken from (may be empty).
-        answers: tuple of `SquadAnswer`. Gold answers; empty for impossible questions. For training the
-            first answer is the label.
-        is_impossible: bool. True for SQuAD v2.0 questions without an answer in the context.
+        answers: tuple of `SquadAnswer`. Gold answers (the first is the training label); empty if impossible.
+        is_impossible: bool. A SQuAD v2.0 question without an answer in the context.
         title: str. The article title. Defaults to "".
     """
 
@@ -72,11 +63,11 @@ class SquadExample:
 
 @dataclasses.dataclass(frozen=True)
 class SkippedQuestion:
-    """A training question left out because its answer could not be located in the context.
+    """A training question left out because its answer is not in the context at `answer_start`.
 
     Args:
         qas_id: str. The question id.
-        location: str. Where the question is in the file, e.g. `data[0].paragraphs[3].qas[1]`.
+        location: str. E.g. `data[0].paragraphs[3].qas[1]`.
         reason: str. Why it was skipped.
     """
 
@@ -86,13 +77,7 @@ class SkippedQuestion:
 
 
 class SquadExamples(list):
-    """The examples read from one SQuAD file: a list of `SquadExample` plus what was skipped.
-
-    Args:
-        examples: list of `SquadExample`.
-        skipped: list of `SkippedQuestion`. Training questions that were left out.
-        version: str. The file's `version` field ("" when absent).
-    """
+    """The `SquadExample`s of one file (a list), with `skipped` (`SkippedQuestion`s) and the file's `version`."""
 
     def __init__(self, examples, skipped=(), version=""):
         super().__init__(examples)
@@ -107,17 +92,13 @@ class SquadExamples(list):
 
 def _field(container, key, expected_type, source, location, default=dataclasses.MISSING):
     if not isinstance(container, dict):
-        raise SquadFormatError(
-            f"{source}: {location} must be a JSON object, got {type(container).__name__}."
-        )
+        raise SquadFormatError(f"{source}: {location} must be a JSON object, got {type(container).__name__}.")
     if key not in container:
         if default is not dataclasses.MISSING:
             return default
         raise SquadFormatError(f"{source}: {location} is missing the field {key!r}.")
     value = container[key]
-    # bool is a subclass of int; an answer_start of `true` is a mistake, not an offset.
-    wrong_bool = isinstance(value, bool) and expected_type is not bool
-    if not isinstance(value, expected_type) or wrong_bool:
+    if not isinstance(value, expected_type) or (isinstance(value, bool) and expected_type is not bool):
         raise SquadFormatError(
             f"{source}: {location}.{key} must be {expected_type.__name__}, got {type(value).__name__} "
             f"({value!r:.60})."
@@ -168,10 +149,9 @@ def parse_squad_examples(squad_json, is_training=False, source="<squad json>"):
 
     Args:
         squad_json: dict. The parsed file (`{"version": ..., "data": [...]}`).
-        is_training: bool. If True, each answerable question needs an answer with `answer_start`, and
-            questions whose first answer does not match the context are skipped (logged and listed in
-            `skipped`). If False, answers are kept as they are (evaluation only uses their text) and a
-            question may have no `answers` field. Defaults to False.
+        is_training: bool. Each answerable question needs an answer with `answer_start`; one whose first
+            answer does not match the context is skipped (logged, listed in `skipped`). Otherwise answers are
+            kept as they are and may be missing. Defaults to False.
         source: str. Name used in error messages. Defaults to "<squad json>".
 
     Returns:
@@ -209,12 +189,8 @@ def parse_squad_examples(squad_json, is_training=False, source="<squad json>"):
         if len(skipped) <= _MAX_INDIVIDUAL_SKIP_WARNINGS:
             logger.warning("%s: skipping %s (id %r): %s.", source, location, example.qas_id, reason)
     if skipped:
-        logger.warning(
-            "%s: skipped %d of %d training questions whose answer does not match the context.",
-            source,
-            len(skipped),
-            len(skipped) + len(examples),
-        )
+        logger.warning("%s: skipped %d of %d training questions whose answer does not match the context.", source,
+                       len(skipped), len(skipped) + len(examples))
     return SquadExamples(examples, skipped, version)
 
 
@@ -231,7 +207,6 @@ def _parse_question(question, context, title, is_training, source, location):
     for answer_index, raw_answer in enumerate(raw_answers):
         answer_location = f"{location}.answers[{answer_index}]"
         text = _field(raw_answer, "text", str, source, answer_location)
-        # Evaluation only uses the texts, so there an answer_start may be missing.
         answer_start = _field(raw_answer, "answer_start", int, source, answer_location,
                               default=dataclasses.MISSING if is_training else None)
         answers.append(SquadAnswer(text, answer_start))
@@ -265,11 +240,7 @@ def _unscorable_message(source, location, qas_id, problem, count=1):
 
 
 def scorable_squad_json(squad_json, source="<squad json>", skip_unscorable=False):
-    """Checks that every question of a SQuAD file with gold answers can be scored.
-
-    A question cannot be scored if it repeats the id of an earlier question (the predictions, keyed by id, would
-    merge) or has no `answers` field without being marked `is_impossible` (it would silently count as
-    unanswerable).
+    """Checks that no question repeats an earlier id or lacks `answers` without `is_impossible` (unscorable).
 
     Args:
         squad_json: dict or list. The parsed file, or its `data` list of articles.
@@ -314,25 +285,8 @@ def scorable_squad_json(squad_json, source="<squad json>", skip_unscorable=False
 
 
 def load_squad_json(path):
-    """Loads a SQuAD JSON file, raising `SquadFormatError` with the line and column of malformed JSON.
-
-    Args:
-        path: str. Path of the JSON file.
-
-    Returns:
-        The parsed JSON object.
-    """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except UnicodeDecodeError as error:
-        raise SquadFormatError(f"{path}: not UTF-8 text (byte offset {error.start}): {error.reason}.") from error
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SquadFormatError(
-            f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}."
-        ) from error
+    """The parsed JSON file at `path`; `SquadFormatError` naming the line of malformed JSON or UTF-8."""
+    return read_json(path, SquadFormatError)
 
 
 def read_squad_examples(path, is_training=False):
@@ -340,11 +294,10 @@ def read_squad_examples(path, is_training=False):
 
     Args:
         path: str. Path of the SQuAD JSON file.
-        is_training: bool. Training mode: questions whose first answer does not match the context at
-            `answer_start` are skipped with a warning (see `parse_squad_examples`). Defaults to False.
+        is_training: bool. Training mode (see `parse_squad_examples`). Defaults to False.
 
     Returns:
-        `SquadExamples`: a sequence of `SquadExample`, with `.skipped` and `.version`.
+        `SquadExamples`.
 
     Example:
     >>> import json, tempfile, os

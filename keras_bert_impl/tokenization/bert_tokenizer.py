@@ -4,23 +4,14 @@ TensorFlow at the data edge: the tokenizer runs inside `tf.data.Dataset.map`, `t
 SavedModels whatever the Keras backend; models never import it.
 
 The algorithm is the original `tokenization.py` of google-research/bert, expressed as TF string ops:
-
-1. Invalid UTF-8 byte sequences are dropped (the original decodes bytes with `errors="ignore"`).
-2. Cleaning: code point 0, U+FFFD and control/format characters (categories Cc, Cf) other than
-   `\\t \\n \\r` are deleted, so they join their neighbours ("nation\\u00adal" -> "national").
-3. Words are split on whitespace (`\\t \\n \\r`, category Zs, U+2028, U+2029), and every punctuation
-   character (ASCII 33-47, 58-64, 91-96, 123-126 and Unicode P*) and CJK ideograph becomes a word of its own.
-4. Uncased: lowercase, NFD, drop combining marks (category Mn).
-5. WordPiece: greedy longest match first, continuation pieces prefixed "##"; a word longer than
-   `max_input_chars_per_word` (200) characters, or one that cannot be matched completely, becomes one [UNK].
-
-Steps 1-4 are regular expressions and ICU normalisation (tensorflow-text's own BERT tokenizers differ: NFKC
-case folding, control characters as spaces, a 100-byte word limit); step 5 is `FastWordpieceTokenizer`.
-
-Fast path (`tokenize_tensor`, `tokenize`; not the offsets): on a line of printable ASCII and `\\t \\n \\r`, steps
-1-4 reduce to lowercasing and the plain ASCII rules, so such lines go through one end-to-end
-`FastWordpieceTokenizer` op (the same ids at a third of the cost); the other lines of a batch take steps 1-5
-and the rows are put back in order.
+1. Invalid UTF-8 is dropped; control/format characters, NUL and U+FFFD are deleted ("nation\\u00adal" -> "national").
+2. Words split on whitespace; every punctuation character and CJK ideograph is a word of its own.
+3. Uncased: lowercase, NFD, drop combining marks (Mn).
+4. WordPiece (`FastWordpieceTokenizer`), greedy longest match first; a word longer than
+   `max_input_chars_per_word` characters, or one not matched completely, becomes one [UNK].
+(tensorflow-text's own BERT tokenizers differ: NFKC case folding, control characters as spaces, a 100-byte limit.)
+Lines of printable ASCII take a fast path: one end-to-end `FastWordpieceTokenizer` op, the same ids at a third of
+the cost.
 """
 
 import functools
@@ -52,19 +43,17 @@ _CONFIG_ARGUMENTS = {
     "max_input_chars_per_word": "max_input_chars_per_word",
 }
 
-# RE2 character classes. RE2's `\s` includes \f and \v, which the original deletes as control
-# characters instead, so whitespace is spelled out.
+# RE2 character classes; whitespace is spelled out because RE2's `\s` includes \f and \v, which the original deletes.
 _DELETED_CHARACTERS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\p{Cf}\x{fffd}]"
 _WHITESPACE = r"\t\n\r\p{Zs}\x{2028}\x{2029}"
 _PUNCTUATION = r"!-/:-@\[-`{-~\p{P}"
-# The original's `_is_chinese_char` ranges: CJK Unified Ideographs and their extensions and compatibility
-# ideographs (not Hiragana, Katakana or Hangul, which are written with spaces).
+# The original's `_is_chinese_char` ranges (not Hiragana, Katakana or Hangul, which are written with spaces).
 _CJK_IDEOGRAPHS = (
     r"\x{4e00}-\x{9fff}\x{3400}-\x{4dbf}\x{20000}-\x{2a6df}\x{2a700}-\x{2b73f}\x{2b740}-\x{2b81f}"
     r"\x{2b820}-\x{2ceaf}\x{f900}-\x{faff}\x{2f800}-\x{2fa1f}"
 )
 _COMBINING_MARKS = r"\p{Mn}"
-# Lines the fast path takes (module docstring): printable ASCII and \t \n \r only.
+# Lines the fast path takes: printable ASCII and \t \n \r only.
 _FAST_PATH_LINE = r"[\x20-\x7e\t\n\r]*"
 
 # A word is at most 200 characters of at most 4 UTF-8 bytes each; FastWordpiece's own limit is in bytes,
@@ -143,10 +132,7 @@ def _split_and_normalize(text, lowercase, strip_accents, tokenize_chinese_chars)
 
 
 def split_words(text, lowercase=True, strip_accents=None, tokenize_chinese_chars=True):
-    """BERT's "basic tokenizer": clean, split and normalize text into words, before WordPiece.
-
-    The same steps `BertTokenizer` runs (module docstring, steps 1-4), in TensorFlow ops; vocabulary
-    training uses it so a learned vocabulary sees exactly the words the tokenizer will look up.
+    """BERT's "basic tokenizer": clean, split and normalize text into words, exactly as `BertTokenizer` does.
 
     Args:
         text: tf.string Tensor `(B,)` (or a list of str).
@@ -174,7 +160,7 @@ def _long_words_as_unk(normalized_words, max_chars):
 
 
 def _tokenize_general(batch, wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
-    """Text `(B,)` -> flat int32 ids and their row splits `(B + 1,)`, by steps 1-5 of the module docstring."""
+    """Text `(B,)` -> flat int32 ids and their row splits `(B + 1,)`, by all steps of the module docstring."""
     _, normalized, _, row_splits = _split_and_normalize(batch, lowercase, strip_accents, tokenize_chinese_chars)
     ids = wordpiece.tokenize(_long_words_as_unk(normalized, max_chars)[0])
     return ids.flat_values, tf.gather(ids.row_splits, row_splits)
@@ -191,8 +177,7 @@ def _tokenize_fast(batch, fast_wordpiece, lowercase):
 def _tokenize_batch(batch, wordpiece, fast_wordpiece, max_chars, lowercase, strip_accents, tokenize_chinese_chars):
     """Text `(B,)` -> int32 ids `(B, None)`; printable-ASCII lines take the fast path.
 
-    Written for few graph nodes: in `tf.data` every node costs about a microsecond per batch, whether it runs
-    or sits in the untaken branch of a `tf.cond`, which matters as much as the ops' own work on short lines.
+    Written for few graph nodes: in `tf.data` every node, taken or not, costs about a microsecond per batch.
     """
     settings = (max_chars, lowercase, strip_accents, tokenize_chinese_chars)
     is_fast = tf.strings.regex_full_match(batch, _FAST_PATH_LINE)
@@ -205,17 +190,12 @@ def _tokenize_batch(batch, wordpiece, fast_wordpiece, max_chars, lowercase, stri
         # Rows in (fast rows, general rows) order, gathered back into input order.
         splits = tf.concat([fast_splits, general_splits[1:] + fast_splits[-1]], axis=0)
         order = tf.math.invert_permutation(tf.concat([fast_rows, general_rows], axis=0))
-        (row_splits,), values = tf.raw_ops.RaggedGather(
-            params_nested_splits=[splits],
-            params_dense_values=tf.concat([fast_values, general_values], axis=0),
-            indices=order,
-            OUTPUT_RAGGED_RANK=1,
-        )
+        (row_splits,), values = tf.raw_ops.RaggedGather(params_nested_splits=[splits], params_dense_values=tf.concat(
+            [fast_values, general_values], axis=0), indices=order, OUTPUT_RAGGED_RANK=1)
         return values, row_splits
 
-    values, row_splits = tf.cond(
-        tf.reduce_all(is_fast), lambda: _tokenize_fast(batch, fast_wordpiece, lowercase), mixed
-    )
+    all_fast = tf.reduce_all(is_fast)
+    values, row_splits = tf.cond(all_fast, lambda: _tokenize_fast(batch, fast_wordpiece, lowercase), mixed)
     return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
 
 
@@ -259,12 +239,11 @@ def _tokenize_with_offsets_batch(batch, wordpiece, max_chars, lowercase, strip_a
 
 
 def _wordpiece_model(tokens, max_bytes_per_word, no_pretokenization):
-    """A compiled `FastWordpieceTokenizer` model for `tokens` ([UNK], "##" continuations), as a uint8 tensor:
-    what `FastWordpieceTokenizer(vocab=...)` builds, through tensorflow-text's public builder."""
-    buffer = tf_text.build_fast_wordpiece_model(
-        tokens, max_bytes_per_word, CONTINUATION_PREFIX, UNK_TOKEN, no_pretokenization, False
-    )  # positional: (vocab, max_bytes_per_word, suffix_indicator, unknown_token, no_pretokenization,
-    #    support_detokenization)
+    """A compiled `FastWordpieceTokenizer` model for `tokens`, as a uint8 tensor (tensorflow-text's public builder)."""
+    # Positional: vocab, max_bytes_per_word, suffix_indicator, unknown_token, no_pretokenization,
+    # support_detokenization.
+    buffer = tf_text.build_fast_wordpiece_model(tokens, max_bytes_per_word, CONTINUATION_PREFIX, UNK_TOKEN,
+                                                no_pretokenization, False)
     return tf.constant(np.frombuffer(buffer, dtype=np.uint8))
 
 
@@ -290,15 +269,14 @@ def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chin
 class BertTokenizer(tf.Module):
     """BERT's WordPiece tokenizer (the original `FullTokenizer`): text to token ids, with character offsets, and back.
 
-    A `tf.Module`, so an exported module can hold it (the WordPiece model and, when built from a file, the
-    vocabulary as a SavedModel asset).
+    A `tf.Module`, so an exported module can hold it (and its `vocab.txt` as a SavedModel asset).
 
     Args:
-        vocabulary: str or list[str]. Path to a `vocab.txt` (one token per line, the line number minus one
-            is the id) or the tokens in id order. Must contain [PAD], [UNK], [CLS], [SEP] and [MASK].
+        vocabulary: str or list[str]. Path to a `vocab.txt` (one token per line) or the tokens in id order, with
+            [PAD], [UNK], [CLS], [SEP] and [MASK].
         lowercase: bool. Lowercase the text (the "uncased" models). Defaults to True.
-        strip_accents: bool or None. NFD-decompose and drop combining marks; None follows `lowercase`, as in
-            the original. Defaults to None.
+        strip_accents: bool or None. NFD-decompose and drop combining marks; None follows `lowercase`. Defaults to
+            None.
         tokenize_chinese_chars: bool. Make every CJK ideograph a word of its own. Defaults to True.
         max_input_chars_per_word: int. Words longer than this many characters become one [UNK]. Defaults
             to 200, the original's value (Hugging Face's `tokenizers` uses 100).
@@ -311,15 +289,8 @@ class BertTokenizer(tf.Module):
     'hello worlds'
     """
 
-    def __init__(
-        self,
-        vocabulary,
-        lowercase=True,
-        strip_accents=None,
-        tokenize_chinese_chars=True,
-        max_input_chars_per_word=200,
-        name=None,
-    ):
+    def __init__(self, vocabulary, lowercase=True, strip_accents=None, tokenize_chinese_chars=True,
+                 max_input_chars_per_word=200, name=None):
         super().__init__(name=name)
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary_path = os.fspath(vocabulary)
@@ -348,56 +319,38 @@ class BertTokenizer(tf.Module):
         if vocabulary_path is not None:
             self.vocabulary_asset = tf.saved_model.Asset(vocabulary_path)
         # The compiled WordPiece models (uint8 tensors), kept to feed the graphs shared by all tokenizers.
-        self._wordpiece_model = _wordpiece_model(
-            tokens, self.max_input_chars_per_word * _BYTES_PER_CHARACTER, no_pretokenization=True
-        )
-        # The fast path's end-to-end model (module docstring): it splits words itself, and on printable
-        # ASCII a character is a byte, so the byte limit is the character limit.
+        self._wordpiece_model = _wordpiece_model(tokens, self.max_input_chars_per_word * _BYTES_PER_CHARACTER,
+                                                 no_pretokenization=True)
+        # The fast path's end-to-end model splits words itself; on printable ASCII a character is a byte.
         self._fast_wordpiece_model = _wordpiece_model(tokens, self.max_input_chars_per_word, no_pretokenization=False)
         self._wordpiece = _wordpiece(self._wordpiece_model)
         self._fast_wordpiece = _wordpiece(self._fast_wordpiece_model)
 
     @classmethod
     def from_pretrained(cls, directory, **kwargs):
-        """Load `vocab.txt` and, where present, Hugging Face's `tokenizer_config.json` (`do_lower_case`,
-        `strip_accents`, `tokenize_chinese_chars`, `max_input_chars_per_word`) from a directory.
-
-        Args:
-            directory: str. Folder holding `vocab.txt`.
-            **kwargs: constructor arguments that take precedence over the config file.
-        """
+        """Load `vocab.txt` and, where present, Hugging Face's `tokenizer_config.json` from `directory`; `**kwargs`
+        (constructor arguments) take precedence over the config file."""
         directory = os.fspath(directory)
         vocabulary_path = os.path.join(directory, VOCABULARY_FILENAME)
         if not os.path.isfile(vocabulary_path):
             raise FileNotFoundError(f"No {VOCABULARY_FILENAME} in {directory!r}; give the vocabulary file itself or a "
                                     "folder holding one.")
         config_path = os.path.join(directory, CONFIG_FILENAME)
-        config = {}
-        if os.path.isfile(config_path):
-            config = read_json(config_path)
-            if not isinstance(config, dict):
-                raise ValueError(f"{config_path!r} must hold a JSON object, got {type(config).__name__}.")
+        config = read_json(config_path, schema=dict) if os.path.isfile(config_path) else {}
         settings = {argument: config[key] for key, argument in _CONFIG_ARGUMENTS.items() if key in config}
         return cls(vocabulary_path, **{**settings, **kwargs})
 
     def save_pretrained(self, directory):
-        """Write `vocab.txt` and `tokenizer_config.json` (atomically) so `from_pretrained` restores this.
-
-        Args:
-            directory: str. Folder to write into; created if missing. Other files in it are left alone.
-        """
+        """Write `vocab.txt` and `tokenizer_config.json` atomically into `directory` (created if missing)."""
         directory = os.fspath(directory)
         ensure_directory(directory)  # a file in the way is named, not "[Errno 17] File exists"
         atomic_write_text(os.path.join(directory, VOCABULARY_FILENAME), "".join(t + "\n" for t in self._tokens))
         config = self.get_config()
-        atomic_write_json(
-            os.path.join(directory, CONFIG_FILENAME),
-            {
-                "tokenizer_class": "BertTokenizer",
-                **{key: config[argument] for key, argument in _CONFIG_ARGUMENTS.items()},
-                **{f"{token[1:-1].lower()}_token": token for token in SPECIAL_TOKENS},  # "pad_token": "[PAD]", ...
-            },
-        )
+        atomic_write_json(os.path.join(directory, CONFIG_FILENAME), {
+            "tokenizer_class": "BertTokenizer",
+            **{key: config[argument] for key, argument in _CONFIG_ARGUMENTS.items()},
+            **{f"{token[1:-1].lower()}_token": token for token in SPECIAL_TOKENS},  # "pad_token": "[PAD]", ...
+        })
 
     def get_config(self):
         """The constructor arguments, the vocabulary as a token list: `from_config` rebuilds the tokenizer."""
@@ -454,10 +407,8 @@ class BertTokenizer(tf.Module):
     def tokenize_with_offsets_tensor(self, text):
         """Tokenize a `tf.string` tensor and return each token's UTF-8 byte span in the input.
 
-        Byte offsets index the input after invalid UTF-8 sequences are replaced by U+FFFD (3 bytes);
-        for valid UTF-8 input, which every Python str encodes to, they index the input itself. A token's
-        span covers the input characters it came from, including deleted ones inside it (a soft hyphen
-        within a word, an accent stripped from a letter) and, for a word's last piece, at its end.
+        Invalid UTF-8 sequences count as U+FFFD (3 bytes). A span covers deleted characters inside the token
+        and, for a word's last piece, at its end.
 
         Args:
             text: tf.string Tensor, a scalar or `(B,)`.
@@ -495,12 +446,8 @@ class BertTokenizer(tf.Module):
         if not encoded:
             return []
         function = _shared_batch_function(with_offsets, self.lowercase, self.strip_accents, self.tokenize_chinese_chars)
-        outputs = function(
-            tf.constant(encoded, dtype=tf.string),
-            self._wordpiece_model,
-            self._fast_wordpiece_model,
-            tf.constant(self.max_input_chars_per_word),
-        )
+        outputs = function(tf.constant(encoded, dtype=tf.string), self._wordpiece_model, self._fast_wordpiece_model,
+                           tf.constant(self.max_input_chars_per_word))
         outputs = outputs if with_offsets else (outputs,)
         splits = outputs[0].row_splits.numpy()[1:-1]
         columns = [np.split(output.flat_values.numpy(), splits) for output in outputs]
@@ -547,8 +494,7 @@ class BertTokenizer(tf.Module):
     def detokenize(self, token_ids):
         """Join tokens back into text: "##" pieces attach to the previous token, others are space-separated.
 
-        Every id is kept, special tokens and [UNK] included. This inverts tokenization only up to what
-        tokenization removes (case, accents, spacing around punctuation).
+        Every id is kept, special tokens and [UNK] included; case, accents and spacing stay lost.
 
         Args:
             token_ids: list[int] (or a 1-D array / tensor), or a list of such lists.

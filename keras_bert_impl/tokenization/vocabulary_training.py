@@ -28,24 +28,15 @@ def _check_text_file(path):
         raise ValueError(f"Corpus file {utf8_error_message(path)}") from None
 
 
-def train_wordpiece_vocabulary(
-    text_files_or_dataset,
-    vocabulary_size,
-    lowercase=True,
-    reserved_tokens=SPECIAL_TOKENS,
-    output_path=None,
-    strip_accents=None,
-    tokenize_chinese_chars=True,
-):
+def train_wordpiece_vocabulary(text_files_or_dataset, vocabulary_size, lowercase=True, reserved_tokens=SPECIAL_TOKENS,
+                               output_path=None, strip_accents=None, tokenize_chinese_chars=True):
     """Learn a BERT WordPiece vocabulary from text, reserved tokens first ([PAD] is id 0, as released).
 
     Args:
         text_files_or_dataset: str, list[str] or tf.data.Dataset. UTF-8 text file path(s) (glob patterns
             allowed), read line by line, or a dataset of tf.string scalars or `(B,)` batches.
-        vocabulary_size: int. Size of the vocabulary, reserved tokens included (at most this many tokens;
-            fewer if the corpus has fewer distinct pieces).
-        lowercase: bool. Learn an uncased vocabulary (use `BertTokenizer(..., lowercase=True)` with it).
-            Defaults to True.
+        vocabulary_size: int. Most tokens, reserved ones included.
+        lowercase: bool. Learn an uncased vocabulary. Defaults to True.
         reserved_tokens: sequence of str. Tokens placed first, in order; must include [PAD] [UNK] [CLS]
             [SEP] [MASK]. Defaults to those five, [PAD] first.
         output_path: str or None. Where to write `vocab.txt` (atomically). Defaults to None (not written).
@@ -68,39 +59,28 @@ def train_wordpiece_vocabulary(
     if len(set(reserved_tokens)) != len(reserved_tokens):
         raise ValueError(f"reserved_tokens has duplicates: {reserved_tokens}.")
     if int(vocabulary_size) <= len(reserved_tokens):
-        raise ValueError(
-            f"vocabulary_size {vocabulary_size} leaves no room beyond the {len(reserved_tokens)} reserved tokens."
-        )
-
+        raise ValueError(f"vocabulary_size {vocabulary_size} leaves no room beyond the {len(reserved_tokens)} reserved "
+                         "tokens.")
     if isinstance(text_files_or_dataset, tf.data.Dataset):
-        lines = text_files_or_dataset
-        source = "the dataset"
+        lines, source = text_files_or_dataset, "the dataset"
     else:
         paths = expand_paths(text_files_or_dataset)
         if sum(_check_text_file(path) for path in paths) == 0:
             raise ValueError(f"Corpus files {paths} contain no text (only blank lines).")
-        lines = tf.data.TextLineDataset(paths)
-        source = f"corpus files {paths}"
-
+        lines, source = tf.data.TextLineDataset(paths), f"corpus files {paths}"
     if lines.element_spec.shape.rank == 0:
         lines = lines.batch(_BATCH_SIZE)
-    words = lines.map(
-        lambda text: split_words(text, lowercase, strip_accents, tokenize_chinese_chars).flat_values,
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
+    words = lines.map(lambda text: split_words(text, lowercase, strip_accents, tokenize_chinese_chars).flat_values,
+                      num_parallel_calls=tf.data.AUTOTUNE)
     counts = collections.Counter()
     for batch in words.as_numpy_iterator():
         counts.update(batch.tolist())
     if not counts:
         raise ValueError(f"No words in {source}: the corpus is empty or only whitespace/control characters.")
     word_counts = collections.Counter({word.decode("utf-8"): count for word, count in counts.items()})
-    vocabulary = wordpiece_tokenizer_learner_lib.learn(
-        word_counts,
-        vocab_size=int(vocabulary_size),
-        reserved_tokens=reserved_tokens,
-        include_joiner_token=True,
-        joiner=CONTINUATION_PREFIX,
-    )[: int(vocabulary_size)]
+    vocabulary = wordpiece_tokenizer_learner_lib.learn(word_counts, vocab_size=int(vocabulary_size),
+                                                       reserved_tokens=reserved_tokens, include_joiner_token=True,
+                                                       joiner=CONTINUATION_PREFIX)[: int(vocabulary_size)]
     if output_path is not None:
         atomic_write_text(os.fspath(output_path), "".join(token + "\n" for token in vocabulary))
     return vocabulary

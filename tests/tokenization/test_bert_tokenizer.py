@@ -241,6 +241,9 @@ def test_bad_vocabulary_files(tmp_path):
         BertTokenizer(str(path))
     with pytest.raises(FileNotFoundError, match="No vocab.txt .*; give the vocabulary file itself or a folder"):
         BertTokenizer.from_pretrained(tmp_path / "missing")
+    (tmp_path / "tokenizer_config.json").write_text("[1]", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer_config.json: the document must be an object, found a list"):
+        BertTokenizer.from_pretrained(tmp_path)
 
 
 # ------------------------------------------------------------------------------------------------
