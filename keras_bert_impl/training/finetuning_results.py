@@ -1,7 +1,5 @@
-"""A fine-tuning run's results: the official metrics of fine-tuned models (GLUE, or accuracy / F1 / correlations,
-for classification and regression; SQuAD v1.1 / v2.0 with automatic null-threshold tuning for question answering)
-and the files that carry them, each written atomically: model directories with their tokenizer and
-`eval_results.json`, and classification prediction files."""
+"""A fine-tuning run's results: official metrics (GLUE, accuracy / F1 / correlations; SQuAD v1.1 / v2.0 with
+null-threshold tuning) and the files that carry them, each written atomically."""
 
 import os
 
@@ -13,14 +11,7 @@ EVAL_RESULTS_FILENAME = "eval_results.json"
 
 
 def json_ready(results):
-    """`results` with NumPy and Python numbers as floats (what `json` writes); other values unchanged.
-
-    Args:
-        results: dict of metric name -> value.
-
-    Returns:
-        dict.
-    """
+    """The dict `results` with NumPy and Python numbers as floats (what `json` writes); other values unchanged."""
     return {key: (float(value) if isinstance(value, (int, float, np.floating, np.integer)) else value)
             for key, value in results.items()}
 
@@ -104,14 +95,11 @@ def prediction_scores(labels, predictions, num_classes, task=None, regression=Fa
 
 
 def classification_monitor(task=None, regression=False):
-    """The metric of `classification_scores` that selects the best checkpoint.
+    """The metric (str) of `classification_scores` that selects the best checkpoint.
 
     Args:
         task: str or None. A GLUE task name: its first official metric. Defaults to None.
         regression: bool. Without a task: "pearson" for regression, "accuracy" otherwise. Defaults to False.
-
-    Returns:
-        str.
     """
     from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 
@@ -143,20 +131,13 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
     Returns:
         dict: v1.1 `exact_match`, `f1`; v2.0 the official `evaluate_v2` keys plus `null_score_diff_threshold`.
     """
-    from keras_bert_impl.squad import (
-        decode_squad_predictions,
-        evaluate_v1,
-        evaluate_v2,
-        tune_null_threshold,
-        write_squad_predictions,
-    )
+    from keras_bert_impl.squad import (decode_squad_predictions, evaluate_v1, evaluate_v2, tune_null_threshold,
+                                       write_squad_predictions)
 
     threshold = 0.0 if null_score_diff_threshold is None else null_score_diff_threshold
-    decoded = decode_squad_predictions(
-        examples, features, start_logits, end_logits, n_best_size=n_best_size,
-        max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
-        null_score_diff_threshold=threshold,
-    )
+    decoded = decode_squad_predictions(examples, features, start_logits, end_logits, n_best_size=n_best_size,
+                                       max_answer_length=max_answer_length, null_score_diff_threshold=threshold,
+                                       version_2_with_negative=version_2_with_negative)
     if version_2_with_negative:
         if null_score_diff_threshold is None:
             tuned = tune_null_threshold(dataset_json, decoded.best_non_null, decoded.null_odds, metric=tune_metric)
@@ -172,18 +153,8 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
 
 
 def read_prediction_tsv(path):
-    """The predictions of an `index<TAB>prediction` TSV (what `keras-bert predict --output-file` and the
-    fine-tuning runs write; a header row is skipped), in index order.
-
-    Args:
-        path: str. The predictions file.
-
-    Returns:
-        list of str, the prediction of index i at position i.
-
-    Raises:
-        ValueError: a row is not `index<TAB>prediction`, or the indices are not 0..N-1.
-    """
+    """The predictions (list of str, in index order) of an `index<TAB>prediction` TSV such as `keras-bert predict`
+    and the fine-tuning runs write (a header row is skipped); `ValueError` for a bad row or indices not 0..N-1."""
     import csv
 
     predictions = {}
@@ -218,15 +189,10 @@ def evaluate_classification_files(gold_path, predictions_path, task=None, label_
         dict metric name -> float.
 
     Raises:
-        ValueError: the files do not fit together (row counts, a label the gold file lacks, a score that
-            is no number), naming the file.
+        ValueError: the files do not fit together (row counts, an unknown label, a score that is no number).
     """
-    from keras_bert_impl.data.classification_data import (
-        LabelVocabulary,
-        glue_layout,
-        read_classification_examples,
-        read_glue_examples,
-    )
+    from keras_bert_impl.data.classification_data import (LabelVocabulary, glue_layout, read_classification_examples,
+                                                          read_glue_examples)
 
     if task is None and label_column is None:
         raise ValueError(f"{gold_path}: give the GLUE task or the label column the gold labels are in.")

@@ -1,15 +1,12 @@
-"""The SQuAD v1.1 / v2.0 recipe of `run_squad.py` as one library call: `finetune_squad`.
-
-Features, training, the v2.0 null-threshold tuning, the choice of `best/` and the official scores, in the
-order `keras-bert finetune-squad` runs them; the command only turns its flags into these arguments.
+"""The SQuAD v1.1 / v2.0 recipe of `run_squad.py` as one library call, `finetune_squad` (what
+`keras-bert finetune-squad` runs): features, training, the v2.0 null-threshold tuning, `best/` and official scores.
 
 Which file does what: `train_file` trains. `dev_file` is scored after every epoch and picks `best/` (v2.0: and
-tunes the null threshold, unless `threshold_file` / `tune_fraction` does). `threshold_file` (a labelled SQuAD
-file) only tunes the v2.0 null threshold. `tune_fraction` holds out that share of the training articles (whole
-articles, so no held-out question is about a paragraph trained on): they tune the threshold and, without a dev
-file, pick `best/`. `test_file` is predicted with the threshold so chosen and scored when it has gold answers:
-it never tunes or picks anything. A fixed `null_score_diff_threshold` replaces the tuning; with none of these
-the threshold is the initial checkpoint's saved one (else 0.0).
+tunes the null threshold, unless `threshold_file` / `tune_fraction` does). `threshold_file` only tunes the v2.0
+threshold. `tune_fraction` holds out that share of the training articles: they tune the threshold and, without a
+dev file, pick `best/`. `test_file` is predicted and scored when it has gold answers; it never tunes or picks. A
+fixed `null_score_diff_threshold` replaces the tuning; with none of these the threshold is the initial
+checkpoint's (else 0.0).
 """
 
 import dataclasses
@@ -21,9 +18,7 @@ from keras_bert_impl.training.finetuning import FinetuningFiles, claims_output_d
 
 @dataclasses.dataclass(frozen=True)
 class SquadFiles(FinetuningFiles):
-    """The SQuAD JSON files of a run and what each is for (see the module docstring): `FinetuningFiles`'
-    `train_file` (answered questions; None trains nothing), `dev_file`, `test_file` and `tune_fraction` (a share
-    of the training articles held out, seeded), and:
+    """The SQuAD JSON files of a run (module docstring): `FinetuningFiles`' fields, and:
 
     Args:
         threshold_file: str or None. v2.0 only. Defaults to None.
@@ -179,12 +174,10 @@ class _SquadRun:
 def finetune_squad(files, squad, source, settings):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
 
-    Writes into `settings.output_dir`: `last/` after every epoch and, when a dev file or held-out articles score
-    the epochs, `best/` (by F1), each a `save_pretrained` directory with the tokenizer, the preprocessor (windows,
-    decoding settings and that epoch's v2.0 null threshold) and `eval_results.json`; `training_state/` (a rerun
-    resumes there). For the final model: `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0)
-    and `eval_results.json` (official scores) for the dev file, and the same in `test/` for the test file
-    (`eval_results.json` only with gold answers).
+    Writes into `settings.output_dir`: `last/` and, when a dev file or held-out articles score the epochs, `best/`
+    (by F1), each with the tokenizer, the preprocessor (with that epoch's v2.0 null threshold) and
+    `eval_results.json`; then for the final model `predictions.json`, `nbest_predictions.json`, `null_odds.json`
+    (v2.0) and `eval_results.json` for the dev file, and the same in `test/` for the test file.
 
     Args:
         files: `SquadFiles`.
