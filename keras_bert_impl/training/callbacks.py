@@ -50,19 +50,16 @@ class TrainingCheckpoint(keras.callbacks.Callback):
 
     Args:
         backup_dir: str. Folder of this run's states (created when missing).
-        steps_per_epoch: int or None. Batches per `fit` epoch, so epoch `e` ends at step
-            `(e + 1) * steps_per_epoch`; None: `fit`'s. Defaults to None.
+        steps_per_epoch: int or None. Batches per `fit` epoch (epoch `e` ends at step `(e + 1) * steps_per_epoch`);
+            None: `fit`'s. Defaults to None.
         settings: dict or None. JSON values a resumed run must match (batch size, seed, ...). Defaults to None.
         changeable: sequence of str. Settings that may change on resume when `allow_changed`. Defaults to ().
         allow_changed: bool. Let the `changeable` settings change. Defaults to False.
-        model_dir: str or None. The `save_pretrained` directory holding the finished run's weights (`final/`,
-            `last/`). Defaults to None.
+        model_dir: str or None. The directory of the finished run's weights (`final/`, `last/`). Defaults to None.
         keep: int. Number of newest states kept. Defaults to 1.
-        delete_checkpoint: bool. Remove the states when the run finishes, as `BackupAndRestore` does; False keeps
-            them (a finished run can then be extended exactly). Defaults to True.
+        delete_checkpoint: bool. Remove the states when the run finishes (False: it can be extended). Defaults to True.
         extra_state: dict or None. More JSON values stored in every state (e.g. the phase). Defaults to None.
-        write: bool. Whether this process writes (False on non-chief workers of a multi-worker run).
-            Defaults to True.
+        write: bool. Whether this process writes (False on non-chief workers of a multi-worker run). Defaults to True.
 
     Example:
     >>> checkpoint = TrainingCheckpoint("/tmp/run/checkpoints", steps_per_epoch=100, model_dir="/tmp/run/final")
@@ -171,9 +168,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             found = latest_training_checkpoint(self.backup_dir)
         except FileNotFoundError as error:
             return f"unreadable ({error})"
-        if found is None:
-            return f"none yet in {self.backup_dir} (the run restarts from the beginning)"
-        return f"{found[0]} (step {found[1]['step']})"
+        return (f"none yet in {self.backup_dir} (the run restarts from the beginning)" if found is None
+                else f"{found[0]} (step {found[1]['step']})")
 
     def on_train_batch_end(self, batch, logs=None):
         loss = _as_float(logs["loss"]) if logs and "loss" in logs else 0.0
@@ -182,8 +178,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             raise NonFiniteLossError(
                 f"Loss became {loss} at batch {batch} of this epoch (optimizer step {step:.0f}); logs: "
                 f"{ {name: _as_float(value) for name, value in logs.items()} }. The last good checkpoint is "
-                f"{self._last_good()}; resume from it with a lower learning rate or more warmup."
-            )
+                f"{self._last_good()}; resume from it with a lower learning rate or more warmup.")
 
     def _checkpoint_bytes(self):
         """About what a checkpoint takes: every model and optimizer variable, plus HDF5 overhead."""
@@ -233,10 +228,8 @@ class FinetuningCheckpoint(TrainingCheckpoint):
     Args:
         directory: str. Output directory.
         tokenizer: `BertTokenizer` or None. Saved with the model. Defaults to None.
-        evaluate: callable or None. `evaluate(model) -> dict` of metrics (e.g. dev GLUE / SQuAD scores).
-            Defaults to None (save `last` only).
-        monitor: str or None. Key of `evaluate`'s result that selects `best` (higher is better, as every
-            metric of this package's tasks). Defaults to None.
+        evaluate: callable or None. `evaluate(model) -> dict` of metrics; None: save `last` only. Defaults to None.
+        monitor: str or None. Key of `evaluate`'s result that selects `best` (higher is better). Defaults to None.
         steps_per_epoch: int or None. As `TrainingCheckpoint`'s. Defaults to None.
         settings: dict or None. As `TrainingCheckpoint`'s. Defaults to None.
         delete_checkpoint: bool. Remove `training_state/` when the run finishes. Defaults to True.
@@ -330,8 +323,7 @@ def latest_training_checkpoint(directory):
     if not os.path.isfile(state_path) or not os.path.isfile(os.path.join(path, WEIGHTS_FILE)):
         raise FileNotFoundError(
             f"{pointer} names {path}, which lacks {WEIGHTS_FILE} or {STATE_FILE}; the checkpoint directory was "
-            f"modified by hand. Remove {pointer} to start over."
-        )
+            f"modified by hand. Remove {pointer} to start over.")
     try:
         return path, read_json(state_path, schema=STATE_SCHEMA)
     except ValueError as error:  # malformed JSON, or not the fields a state holds
@@ -375,8 +367,7 @@ def restore_training_checkpoint(model, path):
     if len(values) != len(states):
         raise ValueError(
             f"{path}/{RNG_STATE_FILE} holds {len(values)} RNG states but the model has {len(states)} dropout "
-            f"seed generators: the checkpoint is from a different architecture."
-        )
+            f"seed generators: the checkpoint is from a different architecture.")
     for variable, value in zip(states, values):
         variable.assign(value)
 

@@ -16,10 +16,8 @@ class ClassificationFiles(finetuning.FinetuningFiles):
     """`FinetuningFiles` and how a classification run reads them.
 
     Args:
-        task: str or None. A GLUE task (`data.classification_data.GLUE_LAYOUTS`): its columns, labels and
-            official metrics. Defaults to None.
-        text_columns: sequence of str or int. One or two text columns (names, or 0-based indices), without
-            `task`. Defaults to ().
+        task: str or None. A GLUE task (`classification_data.GLUE_LAYOUTS`): its layout and metrics. Defaults to None.
+        text_columns: sequence of str or int. One or two text columns (names or 0-based indices). Defaults to ().
         label_column: str, int or None. The label column, without `task`. Defaults to None.
         file_format: str or None. "tsv", "csv" or "jsonl"; None: the file extension. Defaults to None.
         has_header: bool. The first row names the columns. Defaults to True.
@@ -80,13 +78,9 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
     (GLUE's official metrics for a task) into `settings.output_dir` (`finetuning.finetune_and_score`).
 
     Args:
-        files: `ClassificationFiles`.
-        source: `finetuning.ModelSource`: the checkpoint or preset, and the vocabulary.
-        settings: `finetuning.FinetuningSettings`.
-        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1.
-            Defaults to None.
-        monitor: str or None. The dev (or held-out) metric that picks `best/`; None: the task's first metric.
-            Defaults to None.
+        files, source, settings: `ClassificationFiles`, `finetuning.ModelSource`, `finetuning.FinetuningSettings`.
+        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1. Defaults to None.
+        monitor: str or None. The dev (or held-out) metric that picks `best/`; None: the task's first. Defaults to None.
 
     Returns:
         dict: the final model's dev scores (empty without a dev file).
@@ -131,12 +125,9 @@ def finetune_multiple_choice(files, source, settings, sequence_length=128, dropo
     `settings.output_dir` (`finetuning.finetune_and_score`).
 
     Args:
-        files: `finetuning.FinetuningFiles`.
-        source: `finetuning.ModelSource`.
-        settings: `finetuning.FinetuningSettings`.
+        files, source, settings: `finetuning.FinetuningFiles`, `ModelSource` and `FinetuningSettings`.
         sequence_length: int. Tokens per packed choice; longer ones are truncated. Defaults to 128.
-        dropout: float or None. Dropout before the scoring layer; None: the checkpoint's, else 0.1. Defaults
-            to None.
+        dropout: float or None. Dropout before the scoring layer; None: the checkpoint's, else 0.1. Defaults to None.
 
     Returns:
         dict: the final model's dev scores (empty without a dev file).
@@ -180,14 +171,10 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
     (`word gold predicted`, conlleval's input) with their results into `settings.output_dir`.
 
     Args:
-        files: `finetuning.FinetuningFiles`.
-        source: `finetuning.ModelSource`.
-        settings: `finetuning.FinetuningSettings`.
+        files, source, settings: `finetuning.FinetuningFiles`, `ModelSource` and `FinetuningSettings`.
         sequence_length: int. Tokens per window, [CLS] and [SEP] included. Defaults to 128.
-        stride: int or None. Tokens between the starts of a long sentence's windows; None: half a window.
-            Defaults to None.
-        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1.
-            Defaults to None.
+        stride: int or None. Tokens between the starts of a long sentence's windows (None: half). Defaults to None.
+        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1. Defaults to None.
         monitor: str. The dev (or held-out) metric that picks `best/`: f1, precision, recall, accuracy or
             `<TYPE>_f1`. Defaults to "f1".
 

@@ -33,8 +33,7 @@ def make_distribution(name, tpu="", devices=None):
     Args:
         name: str. One of `DISTRIBUTIONS`.
         tpu: str. TPU name or address for `"tpu"`. Defaults to "" (the local / environment TPU).
-        devices: list of str or None. Devices for `"mirrored"` / `"jax_data_parallel"`; None means all.
-            Defaults to None.
+        devices: list of str or None. Devices for `"mirrored"` / `"jax_data_parallel"` (None: all). Defaults to None.
     """
     if name not in DISTRIBUTIONS:
         raise ValueError(f"Unknown distribution {name!r}; choose one of {DISTRIBUTIONS}.")
@@ -63,8 +62,7 @@ def make_distribution(name, tpu="", devices=None):
         resolver = strategy.cluster_resolver
         is_chief = resolver.task_type in (None, "chief") or (
             resolver.task_type == "worker" and resolver.task_id == 0
-            and "chief" not in resolver.cluster_spec().as_dict()
-        )
+            and "chief" not in resolver.cluster_spec().as_dict())
     else:
         tpu = tpu or os.environ.get("TPU_NAME", "")
         if not tpu:  # TensorFlow would look for a Cloud TPU for minutes, then say "Please provide a TPU Name"
@@ -143,9 +141,8 @@ def replica_count(strategy=None):
     if strategy is not None:
         return int(strategy.num_replicas_in_sync)
     distribution = keras.distribution.distribution()
-    if isinstance(distribution, keras.distribution.DataParallel):
-        return int(distribution.device_mesh.devices.size)
-    return 1
+    data_parallel = isinstance(distribution, keras.distribution.DataParallel)
+    return int(distribution.device_mesh.devices.size) if data_parallel else 1
 
 
 class StrategyScope:
@@ -153,13 +150,11 @@ class StrategyScope:
     `strategy.scope()` object is single-use)."""
 
     def __init__(self, strategy):
-        self.strategy = strategy
-        self._entered = []
+        self.strategy, self._entered = strategy, []
 
     def __enter__(self):
-        scope = self.strategy.scope()
-        self._entered.append(scope)
-        return scope.__enter__()
+        self._entered.append(self.strategy.scope())
+        return self._entered[-1].__enter__()
 
     def __exit__(self, *exception):
         return self._entered.pop().__exit__(*exception)

@@ -39,9 +39,6 @@ def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
             Defaults to None: the checkpoint's directory.
         checkpoint: str or None. The initial checkpoint (directory or original-TF prefix). Defaults to None.
         lowercase: bool or None. Override the tokenizer config's casing. Defaults to None.
-
-    Returns:
-        `BertTokenizer`.
     """
     from keras_bert_impl.tokenization import BertTokenizer
 
@@ -108,13 +105,10 @@ class ModelSource:
     """Where a fine-tuning run's model and vocabulary come from.
 
     Args:
-        init_checkpoint: str or None. Any checkpoint `from_pretrained` reads (ours, Hugging Face, original TF).
-            Defaults to None.
-        preset: str or None. Without `init_checkpoint`: a `BertBackbone` size ("tiny" ... "large") from scratch
-            (random weights), or a keras-hub preset directory or handle (its backbone, with its own sizes, and its
-            tokenizer; `save_to_preset` writes one). The head starts new. Defaults to None.
-        vocab: str or None. `vocab.txt` or its directory; None: the checkpoint's directory, or the keras-hub
-            preset's tokenizer. Defaults to None.
+        init_checkpoint: str or None. Any checkpoint `from_pretrained` reads. Defaults to None.
+        preset: str or None. Without `init_checkpoint`: a `BertBackbone` size ("tiny" ... "large") from scratch,
+            or a keras-hub preset directory or handle (its backbone and tokenizer), under a new head. Defaults to None.
+        vocab: str or None. `vocab.txt` or its directory; None: the checkpoint's, or the preset's. Defaults to None.
         cased: bool. Keep case; False: the tokenizer config's casing. Defaults to False.
     """
 
@@ -157,16 +151,12 @@ class ModelSource:
         Args:
             task_class: a `BertTask` subclass, e.g. `BertClassifier`.
             tokenizer: `BertTokenizer`. Larger than the embedding table: refused; smaller: a WARNING (padded tables).
-            preprocessor: a preprocessor or None. Attached and saved with the model (the run's packing length,
-                windows, null threshold); None: a checkpoint's own, if any. Defaults to None.
+            preprocessor: a preprocessor or None. Saved with the model; None: a checkpoint's own. Defaults to None.
             max_sequence_length: int. Position table of a model from scratch. Defaults to 512.
             backbone_dropout: float or None. The encoder's hidden and attention dropout; None: the config's.
                 Defaults to None.
             **head: the head's constructor arguments (e.g. `num_classes`, `labels`, `dropout`); a checkpoint's
                 head fills those that are None.
-
-        Returns:
-            The `task_class` model.
 
         Example:
             model = ModelSource(preset="tiny").build(BertClassifier, tokenizer, num_classes=2)
@@ -212,8 +202,7 @@ class FinetuningSettings:
     """How a fine-tuning run trains and where it writes: the settings every `finetune-*` command shares.
 
     Args:
-        output_dir: str. Where `last/`, `best/`, `training_state/` (while the run is unfinished) and the results
-            go; the run holds its `utils.output_lock`, so a second run into it meanwhile is refused.
+        output_dir: str. Where `last/`, `best/`, `training_state/` and the results go (held by `output_lock`).
         epochs: int. Passes over the training data (0: train nothing). Defaults to 3.
         batch_size: int. Training rows per update. Defaults to 32.
         eval_batch_size: int. Rows per prediction batch. Defaults to 64.
@@ -221,15 +210,13 @@ class FinetuningSettings:
         warmup_fraction: float. Share of the updates with linear warmup. Defaults to 0.1.
         weight_decay: float. Defaults to 0.01.
         length_bucketing: bool. Train on batches of rows of similar length, each padded to its bucket
-            (`make_dataset(bucket_width=...)`); False pads every batch to the packed length. Predictions are
-            padded to the packed length (bucketing reorders rows). Defaults to True.
+            (`make_dataset(bucket_width=...)`); False pads to the packed length, as predictions are. Defaults to True.
         bucket_width: int. Bucket granularity in tokens. Defaults to 32.
         jit_compile: bool. XLA on TensorFlow and JAX. Defaults to True.
         seed: int. Seed of the data order, dropout and the head. Defaults to 12345.
         verbose: int. `fit`'s verbosity; 2 adds progress lines within an epoch (`callbacks.ProgressLog`).
             Defaults to 1.
-        keep_training_state: bool. Keep `training_state/` after the run finishes (it is removed by default).
-            Defaults to False.
+        keep_training_state: bool. Keep `training_state/` after the run finishes. Defaults to False.
 
     Example:
     >>> FinetuningSettings("runs/mrpc", epochs=2).batch_size
@@ -281,23 +268,19 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
 
     Args:
         model: the task model to fine-tune, with a preprocessor.
-        train_x: dict of NumPy arrays `(N, T)` (`(N, C, T)` for multiple choice): the packed inputs (the
-            preprocessor's own output), batched by its `make_dataset`.
+        train_x: dict of NumPy arrays `(N, T)` (`(N, C, T)` for multiple choice): the preprocessor's output.
         train_y: the targets: array or dict of arrays `(N,)` (or `(N, T)` token labels).
         settings: `FinetuningSettings`.
         tokenizer: `BertTokenizer` or None. Saved beside each model directory. Defaults to None.
         counts: str. What the training data holds, e.g. `"3668 training examples"`.
         details: str. Appended to that line, e.g. `"; labels: [...]"`. Defaults to "".
         evaluate: `evaluate(model) -> dict` run at each epoch end, or None. Defaults to None.
-        monitor: str or None. The key of `evaluate`'s results that picks `best/`; None writes `last/` only.
-            Defaults to None.
-        selection_name: str. What `evaluate` scores ("dev", "held-out"), for the best-epoch line. Defaults to
-            "dev".
+        monitor: str or None. The key of `evaluate`'s results that picks `best/` (None: `last/` only). Defaults to None.
+        selection_name: str. What `evaluate` scores ("dev", "held-out"), for the best-epoch line. Defaults to "dev".
 
     Returns:
-        `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, or where it resumed;
-        `settings.epochs` when the run had finished and nothing was trained), and `history`, `best_epoch`,
-        `best_score` say what it picked.
+        `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, where it resumed, or
+        `settings.epochs` for a finished run); `history`, `best_epoch`, `best_score` say what it picked.
     """
     if settings.epochs < 1:
         raise ValueError(f"finetune trains at least one epoch, got epochs={settings.epochs}.")
@@ -423,8 +406,7 @@ def finetune_and_score(model, tokenizer, files, settings, train, *, read, pack, 
         files: `FinetuningFiles` (or a subclass).
         settings: `FinetuningSettings`. `epochs == 0` trains nothing and only scores.
         train: list. The training examples (empty when nothing is trained).
-        read: `read(path, labeled)` -> the examples of a file; `labeled=False` (the test file): labels where it
-            has them.
+        read: `read(path, labeled)` -> a file's examples; `labeled=False` (the test file): labels where it has them.
         pack: `pack(examples)` -> `(inputs, gold)`: what `predict` takes and the gold labels (None without).
         score: `score(gold, predictions)` -> dict of metrics.
         write_predictions: `write_predictions(name, inputs, predictions)` writes `<name>_predictions.*`.

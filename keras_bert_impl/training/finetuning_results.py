@@ -22,8 +22,7 @@ def save_finetuned(model, directory, tokenizer=None, results=None):
     Args:
         model: a task model with `save_pretrained`.
         directory: str. Replaced only when complete.
-        tokenizer: `BertTokenizer` or None. Its `vocab.txt` + `tokenizer_config.json` go beside the weights.
-            Defaults to None.
+        tokenizer: `BertTokenizer` or None. Saved beside the weights. Defaults to None.
         results: dict or None. Evaluation results to store. Defaults to None.
     """
     with atomic_directory(directory, what="model directory") as tmp:
@@ -43,14 +42,11 @@ def write_classification_predictions(path, logits, label_vocabulary=None, regres
         label_vocabulary: `LabelVocabulary` or None. Class names; None writes class ids. Defaults to None.
         regression: bool. Write the score. Defaults to False.
     """
-    logits = np.asarray(logits)
     lines = ["index\tprediction"]
-    for index, row in enumerate(logits):
-        if regression:
-            prediction = f"{float(row[0]):.6f}"
-        else:
-            class_id = int(np.argmax(row))
-            prediction = label_vocabulary.id_to_label(class_id) if label_vocabulary is not None else str(class_id)
+    for index, row in enumerate(np.asarray(logits)):
+        class_id = int(np.argmax(row))
+        prediction = (f"{float(row[0]):.6f}" if regression else
+                      label_vocabulary.id_to_label(class_id) if label_vocabulary is not None else str(class_id))
         lines.append(f"{index}\t{prediction}")
     atomic_write_text(path, "\n".join(lines) + "\n")
 
@@ -103,9 +99,7 @@ def classification_monitor(task=None, regression=False):
     """
     from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 
-    if task is not None:
-        return glue_task_metrics(task)[0]
-    return "pearson" if regression else "accuracy"
+    return glue_task_metrics(task)[0] if task is not None else ("pearson" if regression else "accuracy")
 
 
 def evaluate_squad_predictions(examples, features, start_logits, end_logits, dataset_json, output_dir=None,
@@ -117,15 +111,13 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
     Args:
         examples: `SquadExamples` the features were built from.
         features: `SquadFeatures`.
-        start_logits: array `(F, T)`.
-        end_logits: array `(F, T)`.
+        start_logits, end_logits: arrays `(F, T)`.
         dataset_json: dict. The SQuAD JSON with gold answers (`squad_reader.load_squad_json`).
         output_dir: str or None. Where predictions.json, nbest_predictions.json, null_odds.json (v2.0) and
             eval_results.json go. Defaults to None (nothing written).
         version_2_with_negative: bool. SQuAD v2.0. Defaults to False.
-        n_best_size: int. Defaults to 20.
-        max_answer_length: int. Defaults to 30.
-        null_score_diff_threshold: float or None. Defaults to None (tune on this data for v2.0).
+        n_best_size, max_answer_length: int. As `decode_squad_predictions`'. Default to 20 and 30.
+        null_score_diff_threshold: float or None. None: tune it on this data (v2.0). Defaults to None.
         tune_metric: str. "f1" or "exact" for tuning. Defaults to "f1".
 
     Returns:
@@ -179,8 +171,7 @@ def evaluate_classification_files(gold_path, predictions_path, task=None, label_
         gold_path: str. The labelled TSV, CSV or JSONL file.
         predictions_path: str. `index<TAB>prediction` rows (`read_prediction_tsv`): label names, or scores.
         task: str or None. A GLUE task name: its file layout, labels and metrics. Defaults to None.
-        label_column: str, int or None. The gold label column (name, or 0-based index as int or digits)
-            without `task`. Defaults to None.
+        label_column: str, int or None. Without `task`: the gold label column (name or 0-based index). Defaults to None.
         file_format: "tsv", "csv", "jsonl" or None (the extension). Defaults to None.
         has_header: bool. A TSV / CSV gold file has a header row. Defaults to True.
         regression: bool. Float labels (a regression task such as STS-B sets it). Defaults to False.

@@ -91,8 +91,7 @@ class PretrainingSettings:
         export_huggingface: bool. Also write `final_huggingface/`.
 
     Raises:
-        ValueError: settings that do not fit together (both or neither input, no vocabulary, step counts that
-            are not whole checkpoint intervals).
+        ValueError: settings that do not fit together (inputs, vocabulary, steps that are not whole intervals).
     """
 
     input_files: Optional[Sequence[str]] = None
@@ -215,8 +214,7 @@ def data_settings(settings):
             shown, again = f" {value}", f"with {again} {value}"
         raise ValueError(
             f"{flag}{shown} conflicts with {name}={wanted!r} in {source}, the settings create-data wrote the "
-            f"TFRecords with: drop {flag} to train with {wanted!r}, or re-run create-data {again}."
-        )
+            f"TFRecords with: drop {flag} to train with {wanted!r}, or re-run create-data {again}.")
     return recorded["masking"], chosen, source
 
 
@@ -267,11 +265,9 @@ def phase_dataset(settings, phase, vocabulary_size=None, files=None, seed=None):
             list(settings.input_tfrecords), phase.batch_size, preprocessor.sequence_length,
             preprocessor.max_predictions_per_seq, masker=preprocessor if phase.masking == "dynamic" else None,
             seed=seed, vocabulary_size=vocabulary_size, epochs=None)
-    return pretraining_dataset(
-        preprocessor, files=list(files or settings.input_files), batch_size=phase.batch_size, masking=phase.masking,
-        seed=seed, dupe_factor=settings.dupe_factor, input_format=settings.input_format, drop_remainder=True,
-        epochs=None,
-    )
+    return pretraining_dataset(preprocessor, files=list(files or settings.input_files), batch_size=phase.batch_size,
+                               masking=phase.masking, seed=seed, dupe_factor=settings.dupe_factor, epochs=None,
+                               input_format=settings.input_format, drop_remainder=True)
 
 
 def _build_model(settings, tokenizer, longest):
@@ -279,9 +275,7 @@ def _build_model(settings, tokenizer, longest):
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.pretrainer import BertPretrainer
 
-    overrides = {}
-    if settings.dropout is not None:
-        overrides.update(dropout=settings.dropout, attention_dropout=settings.dropout)
+    overrides = {} if settings.dropout is None else {"dropout": settings.dropout, "attention_dropout": settings.dropout}
     if settings.dtype:
         overrides["dtype"] = settings.dtype
     if settings.init_checkpoint:
@@ -374,8 +368,7 @@ class _Run:
                 name=settings.optimizer, learning_rate=phase.learning_rate, total_steps=phase.steps,
                 warmup_fraction=settings.warmup_fraction, weight_decay=settings.weight_decay,
                 gradient_accumulation_steps=settings.gradient_accumulation_steps,
-                loss_scale=settings.dtype == "mixed_float16",
-            )
+                loss_scale=settings.dtype == "mixed_float16")
             model.compile(optimizer=optimizer, jit_compile=settings.jit_compile)
         with self.scope:  # restoring builds the optimizer's slots, which belong in the strategy's scope
             state = self.checkpoints[phase.index].restore(model)
@@ -390,8 +383,7 @@ class _Run:
         from keras_bert_impl.training.callbacks import MetricsLog, ProgressLog
 
         callbacks = [
-            # The log line first: a kill between the two repeats the interval, whose line is then rewritten
-            # (`read_metrics_log` keeps the last line per step); the other order would lose the line.
+            # The log line first: a kill between the two repeats the line, which `read_metrics_log` deduplicates.
             MetricsLog(os.path.join(self.out, "metrics.jsonl"), every, extra={"phase": phase.index},
                        step_offset=steps_before, write=self.is_chief),
             self.checkpoints[phase.index],

@@ -13,18 +13,17 @@ import dataclasses
 import json
 import os
 
-from keras_bert_impl.training.finetuning import FinetuningFiles, claims_output_dir
+from keras_bert_impl.training import finetuning
 
 
 @dataclasses.dataclass(frozen=True)
-class SquadFiles(FinetuningFiles):
+class SquadFiles(finetuning.FinetuningFiles):
     """The SQuAD JSON files of a run (module docstring): `FinetuningFiles`' fields, and:
 
     Args:
         threshold_file: str or None. v2.0 only. Defaults to None.
         skip_unscorable_questions: bool. Leave out questions of the scored files that repeat an id or lack
-            `answers` without `is_impossible` (their number is printed) instead of refusing the file.
-            Defaults to False.
+            `answers` without `is_impossible` (their number is printed) instead of refusing the file. Defaults to False.
     """
 
     threshold_file: str = None
@@ -42,8 +41,7 @@ class SquadSettings:
         max_query_length: int. Questions are cut to this many tokens. Defaults to 64.
         n_best_size: int. Start and end candidates per window. Defaults to 20.
         max_answer_length: int. Longest answer in tokens. Defaults to 30.
-        null_score_diff_threshold: float or None. v2.0: a fixed threshold instead of a tuned one. Defaults to
-            None.
+        null_score_diff_threshold: float or None. v2.0: a fixed threshold instead of a tuned one. Defaults to None.
     """
 
     version_2: bool = False
@@ -81,8 +79,6 @@ class _SquadRun:
 
     def score(self, data, output_dir=None):
         """Official scores on `data` at the model's threshold; on the tuning set, tune it first (one pass)."""
-        from keras_bert_impl.training import finetuning
-
         squad_json, examples, features = data
         logits = self.logits(features)
         tunes = data is self.threshold_set
@@ -114,11 +110,10 @@ class _SquadRun:
         """Hold out the tuning articles of `train_json` and read the scored and test files (each refused now, before
         training, if it has no questions); the training articles left."""
         from keras_bert_impl.squad.squad_reader import load_squad_json, require_questions
-        from keras_bert_impl.training.finetuning import split_articles
 
         files = self.files
         if files.tune_fraction:
-            train_json, held_out = split_articles(train_json, files.tune_fraction, self.settings.seed)
+            train_json, held_out = finetuning.split_articles(train_json, files.tune_fraction, self.settings.seed)
             print(f"tune fraction {files.tune_fraction}: {len(held_out['data'])} of "
                   f"{len(held_out['data']) + len(train_json['data'])} training articles held out")
             self.tune = self.prepare(held_out, f"{files.train_file} (held-out articles)")
@@ -134,7 +129,6 @@ class _SquadRun:
     def train(self, train_json):
         """Fine-tune on `train_json`'s answered questions; the epoch the run started from."""
         from keras_bert_impl.squad import parse_squad_examples
-        from keras_bert_impl.training import finetuning
 
         train_file = self.files.train_file
         examples = parse_squad_examples(train_json, is_training=True, source=train_file)
@@ -170,7 +164,7 @@ class _SquadRun:
         print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
 
 
-@claims_output_dir
+@finetuning.claims_output_dir
 def finetune_squad(files, squad, source, settings):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
 
@@ -180,10 +174,8 @@ def finetune_squad(files, squad, source, settings):
     (v2.0) and `eval_results.json` for the dev file, and the same in `test/` for the test file.
 
     Args:
-        files: `SquadFiles`.
-        squad: `SquadSettings`.
-        source: `finetuning.ModelSource`.
-        settings: `finetuning.FinetuningSettings`.
+        files, squad: `SquadFiles`, `SquadSettings`.
+        source, settings: `finetuning.ModelSource`, `finetuning.FinetuningSettings`.
 
     Returns:
         dict: the final model's dev scores (empty without a dev file).
