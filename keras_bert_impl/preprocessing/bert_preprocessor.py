@@ -32,8 +32,7 @@ class BertPreprocessor(Preprocessor):
     Args:
         tokenizer: `BertTokenizer`.
         sequence_length: int. `T`. Defaults to 128.
-        truncation: str. `"longest_first"` or `"random_front_back"` (see `data.packing`). Defaults to
-            `"longest_first"`.
+        truncation: str. `"longest_first"` or `"random_front_back"` (`data.packing`). Defaults to `"longest_first"`.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:

@@ -107,8 +107,7 @@ class Preprocessor(keras.layers.Layer):
     `keras.utils.pack_x_y_sample_weight(model_inputs, y, sample_weight)`.
 
     Args:
-        tokenizer: `BertTokenizer` (or its `get_config()` dict). Its vocabulary and casing travel in this
-            layer's config.
+        tokenizer: `BertTokenizer` (or its `get_config()` dict), saved in this layer's config.
         sequence_length: int. `T`, the length every packed row is padded or truncated to.
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
     """
@@ -150,12 +149,10 @@ class Preprocessor(keras.layers.Layer):
         `data.length_bucketing.packed_batches` (what `keras-bert finetune-*` trains on).
 
         Args:
-            x: raw inputs as `call` takes them (str list, string array, a tuple of them for segment pairs),
-                already packed model inputs (a dict with `token_ids`), or a batched `tf.data.Dataset` of either,
-                whose tuple elements are `(x, y)` or `(x, y, sample_weight)` (text pairs without targets:
-                `((first, second),)`), mapped as it is.
-            y: targets, or None. Not allowed with a dataset.
-            sample_weight: per-example weights, or None. Not allowed with a dataset.
+            x: raw inputs as `call` takes them, packed model inputs (a dict with `token_ids`), or a batched
+                `tf.data.Dataset` of either, mapped as it is: elements `(x, y)` or `(x, y, sample_weight)` (text
+                pairs without targets: `((first, second),)`).
+            y, sample_weight: targets and per-example weights, or None; not allowed with a dataset.
             batch_size: int or None. Rows per batch for in-memory data. Defaults to 32.
             shuffle: bool. Shuffle in-memory data before batching (every epoch). Defaults to False.
             seed: int or None. The shuffle seed. Defaults to None.

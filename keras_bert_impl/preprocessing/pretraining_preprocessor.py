@@ -8,18 +8,13 @@ Shape legend: B batch, T tokens (`sequence_length`), P masked slots (`max_predic
 """
 
 import keras
-import keras.utils
 import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
 from keras_bert_impl.preprocessing.bert_preprocessor import pack_texts
-from keras_bert_impl.preprocessing.preprocessor import (
-    DEFAULT_BATCH_SIZE,
-    Preprocessor,
-    _is_model_input,
-    refuse_dataset_options,
-)
+from keras_bert_impl.preprocessing.preprocessor import (DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input,
+                                                         refuse_dataset_options)
 
 # The settings a BertPretrainingPreprocessor owns besides its tokenizer: `create_pretraining_data.py`'s defaults.
 DEFAULT_SETTINGS = {
@@ -28,10 +23,8 @@ DEFAULT_SETTINGS = {
     "random_token_rate": 0.1, "seed": 0,
 }
 # The settings that shape the masks (all but the packing ones and the seed).
-MASKING_SETTINGS = (
-    "mask_rate", "max_predictions_per_seq", "counting", "whole_word_masking", "replacement_unit", "mask_token_rate",
-    "random_token_rate",
-)
+MASKING_SETTINGS = ("mask_rate", "max_predictions_per_seq", "counting", "whole_word_masking", "replacement_unit",
+                    "mask_token_rate", "random_token_rate")
 
 
 def _is_masked_input(x):
@@ -57,11 +50,11 @@ class BertPretrainingPreprocessor(Preprocessor):
             or `"longest_first"` (see `data.packing`). Defaults to `"random_front_back"`.
         mask_rate: float. Share of the tokens to predict. Defaults to 0.15.
         max_predictions_per_seq: int. `P`, the masked-LM slots per row. Defaults to 20.
-        counting: str. How many tokens a row predicts: `"original"`, `"ceil"` or `"bernoulli"` (see
-            `data.masking`). Defaults to `"original"`.
+        counting: str. How many tokens a row predicts: `"original"`, `"ceil"` or `"bernoulli"` (`data.masking`).
+            Defaults to `"original"`.
         whole_word_masking: bool. Mask "##" pieces together with their word. Defaults to False.
-        replacement_unit: str. `"word"` or `"token"`: the unit of the 80/10/10 draw under whole-word
-            masking. Defaults to `"word"`.
+        replacement_unit: str. The unit of the 80/10/10 draw under whole-word masking, `"word"` or `"token"`.
+            Defaults to `"word"`.
         mask_token_rate: float. Share of the chosen tokens that become `[MASK]`. Defaults to 0.8.
         random_token_rate: float. Share that become a random id (the rest stay). Defaults to 0.1.
         seed: int. Seed of the masks (and of the `"random_front_back"` coins). Defaults to 0.
@@ -102,15 +95,10 @@ class BertPretrainingPreprocessor(Preprocessor):
                  mask_token_rate=DEFAULT_SETTINGS["mask_token_rate"],
                  random_token_rate=DEFAULT_SETTINGS["random_token_rate"], seed=DEFAULT_SETTINGS["seed"], **kwargs):
         super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
-        self.truncation = truncation
-        self.mask_rate = float(mask_rate)
-        self.max_predictions_per_seq = int(max_predictions_per_seq)
-        self.counting = counting
-        self.whole_word_masking = bool(whole_word_masking)
-        self.replacement_unit = replacement_unit
-        self.mask_token_rate = float(mask_token_rate)
-        self.random_token_rate = float(random_token_rate)
-        self.seed = int(seed)
+        self.truncation, self.counting, self.replacement_unit = truncation, counting, replacement_unit
+        self.mask_rate, self.mask_token_rate = float(mask_rate), float(mask_token_rate)
+        self.random_token_rate, self.max_predictions_per_seq = float(random_token_rate), int(max_predictions_per_seq)
+        self.whole_word_masking, self.seed = bool(whole_word_masking), int(seed)
         # The packer and the masker check their settings (truncation; counting, rates, P >= 1) themselves.
         self.packer = self.segment_packer(truncation=truncation, seed=self.seed)
         self.masker = MaskedLMMasker.from_tokenizer(self.tokenizer, seed=self.seed, name="masker",

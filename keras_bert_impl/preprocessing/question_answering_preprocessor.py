@@ -48,21 +48,18 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         sequence_length: int. `T`, the feature length. Defaults to 384.
         doc_stride: int. Distance between window starts, in tokens. Defaults to 128.
         max_query_length: int or None. Questions are cut to this many tokens. None: 64, or
-            `(sequence_length - 3) // 2` when that is less (so that a short model's windows keep context
-            tokens). Defaults to None.
+            `(sequence_length - 3) // 2` when that is less. Defaults to None.
         n_best_size: int. Start and end candidates per window, and size of the n-best list. Defaults to 20.
         max_answer_length: int. Longest answer in tokens. Defaults to 30.
         version_2_with_negative: bool. SQuAD v2.0: the answer may be "" (no answer). Defaults to False.
-        null_score_diff_threshold: float. v2.0: answer "" iff null score - best span score > this (tune it
-            with `squad.tune_null_threshold`). Defaults to 0.0.
+        null_score_diff_threshold: float. v2.0: answer "" iff null score - best span score > this. Defaults to 0.0.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
         x: `(questions, contexts)`: two str, or two equally long lists / arrays / tf.string tensors `(B,)`.
-        y: None, or the answers for training: a dict of `text` (str `(B,)`) and `answer_start` (int `(B,)`,
-            the answer's first code point in the context; -1, with text "", for a question without answer),
-            as SQuAD files give them. They become the labels `{"start_positions", "end_positions"}` `(F,)`: the
-            answer's tokens in a window that holds all of it, else 0 ([CLS]); one covering no token gets no rows.
+        y: None, or the answers: a dict of `text` (str `(B,)`) and `answer_start` (int `(B,)`, the first code
+            point in the context; -1, with text "", for none). They become the labels `{"start_positions",
+            "end_positions"}` `(F,)` (0 where a window does not hold all of it; no rows if it covers no token).
         sample_weight: None, or per-example weights `(B,)` (given with `y`), repeated for every window.
 
     Returns:
@@ -92,11 +89,8 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         for name, value in settings.items():
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
-        squad_span_graph.check_window_settings(self.sequence_length, int(max_query_length), int(doc_stride))
-        self.doc_stride = int(doc_stride)
-        self.max_query_length = int(max_query_length)
-        self.n_best_size = int(n_best_size)
-        self.max_answer_length = int(max_answer_length)
+            setattr(self, name, int(value))
+        squad_span_graph.check_window_settings(self.sequence_length, self.max_query_length, self.doc_stride)
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
 
@@ -108,8 +102,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
                              f"answer's first code point in its context, -1 for none); got {y!r:.80}.")
         questions, contexts, _ = _question_context(x)
         if y is not None:
-            y = {"text": as_text_batch(y["text"], "y['text']"),
-                 "answer_start": tf.reshape(y["answer_start"], [-1])}
+            y = {"text": as_text_batch(y["text"], "y['text']"), "answer_start": tf.reshape(y["answer_start"], [-1])}
         features = squad_span_graph.windowed_features(self.tokenizer, questions, contexts, self.sequence_length,
                                                       self.doc_stride, self.max_query_length, answers=y)
         if y is None:

@@ -259,9 +259,7 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
         window_start=windows["window_start"].numpy().astype(np.int32),
         token_char_starts=window_offsets["token_char_starts"].numpy().astype(np.int32),
         token_char_ends=window_offsets["token_char_ends"].numpy().astype(np.int32),
-        token_is_max_context=is_max_context.numpy(),
-        skipped_example_indices=skipped,
-    )
+        token_is_max_context=is_max_context.numpy(), skipped_example_indices=skipped)
 
 
 def _in_sequence(windows, values, sequence_length, fill):

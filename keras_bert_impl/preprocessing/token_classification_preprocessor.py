@@ -52,8 +52,7 @@ def _join_words(words):
 
 def window_features(tokenizer, packer, sequence_length, stride, texts=None, words=None, tag_ids=None,
                     first_pieces=None):
-    """Texts or pre-split words (give exactly one) -> windowed model inputs, labels and the word of every scored
-    token.
+    """Texts or pre-split words (exactly one) -> windowed model inputs, labels and each scored token's word.
 
     Args:
         tokenizer: `BertTokenizer`.
@@ -128,14 +127,8 @@ def window_features(tokenizer, packer, sequence_length, stride, texts=None, word
         dense = tf.concat([column, rows], axis=1).to_tensor(default_value=fill)  # at most width - 1 wide
         return tf.pad(dense, [[0, 0], [0, width - tf.shape(dense)[1]]], constant_values=fill)
 
-    features = {
-        "inputs": inputs,
-        "word_index": aligned(tf.cast(tf.gather(local_word, token), tf.int32), -1),
-        "example_index": example_index,
-        "text": text,
-        "word_starts": word_starts,
-        "word_ends": word_ends,
-    }
+    features = {"inputs": inputs, "word_index": aligned(tf.cast(tf.gather(local_word, token), tf.int32), -1),
+                "example_index": example_index, "text": text, "word_starts": word_starts, "word_ends": word_ends}
     if tag_ids is not None:
         word_tags = tf.cast(tag_ids.flat_values, tf.int32)
         features["labels"] = aligned(tf.gather(word_tags, tf.gather(token_word, token)), IGNORED_LABEL)
@@ -143,9 +136,8 @@ def window_features(tokenizer, packer, sequence_length, stride, texts=None, word
 
 
 def _is_word_lists(x):
-    if isinstance(x, tf.RaggedTensor):
-        return True
-    return isinstance(x, (list, tuple)) and bool(x) and isinstance(x[0], (list, tuple))
+    return isinstance(x, tf.RaggedTensor) or (isinstance(x, (list, tuple)) and bool(x)
+                                              and isinstance(x[0], (list, tuple)))
 
 
 def _as_words(words):
@@ -180,15 +172,14 @@ class BertTokenClassificationPreprocessor(Preprocessor):
     Args:
         tokenizer: `BertTokenizer`.
         sequence_length: int. `T`, the window length including `[CLS]` and `[SEP]`. Defaults to 128.
-        stride: int or None. Distance between window starts, in tokens, at most `sequence_length - 2`; None:
-            half a window, `(sequence_length - 2) // 2`. Defaults to None.
+        stride: int or None. Tokens between window starts, in [1, `sequence_length - 2`]; None: half a window.
+            Defaults to None.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
         x: raw texts (a str, a list / array / tf.string tensor `(B,)`), or pre-split words (a list of lists of
             str, or a tf.string RaggedTensor `(B, None)`).
-        y: with words only: their tag ids, a list of int lists (or an int RaggedTensor) parallel to `x`.
-            Defaults to None.
+        y: with words only: their tag ids, int lists (or an int RaggedTensor) parallel to `x`. Defaults to None.
         sample_weight: not supported.
 
     Returns:
@@ -233,16 +224,13 @@ class BertTokenClassificationPreprocessor(Preprocessor):
         if sample_weight is not None:
             raise ValueError("BertTokenClassificationPreprocessor takes no sample_weight (windows are not examples).")
         features = self._features(x, y)
-        if y is None:
-            return features["inputs"]
-        return features["inputs"], features["labels"]
+        return features["inputs"] if y is None else (features["inputs"], features["labels"])
 
     def _slices(self, x, y, sample_weight):
         if sample_weight is not None:
             self.call(x, y, sample_weight)  # the error
-        if not _is_word_lists(x):
-            return keras.utils.pack_x_y_sample_weight(as_text_batch(x, "x"), y)
-        return keras.utils.pack_x_y_sample_weight(_as_words(x), _as_tags(y))
+        x, y = (_as_words(x), _as_tags(y)) if _is_word_lists(x) else (as_text_batch(x, "x"), y)
+        return keras.utils.pack_x_y_sample_weight(x, y)
 
     @staticmethod
     def _batch(dataset, batch_size):
@@ -252,13 +240,11 @@ class BertTokenClassificationPreprocessor(Preprocessor):
         """`window_features` of `x` (and tag ids `y`) as NumPy: arrays, and lists of arrays for the ragged
         word offsets. `features["inputs"]` equals `self(x)`."""
         features = self._features(x, y)
-        numpy = {"inputs": {key: value.numpy() for key, value in features["inputs"].items()}}
-        for key in ("word_index", "example_index", "labels"):
-            if key in features:
-                numpy[key] = features[key].numpy()
+        numpy = {key: features[key].numpy() for key in ("word_index", "example_index", "labels") if key in features}
+        numpy["inputs"] = {key: value.numpy() for key, value in features["inputs"].items()}
         numpy["text"] = [text.decode("utf-8") for text in features["text"].numpy()]
-        for key in ("word_starts", "word_ends"):
-            numpy[key] = [np.asarray(row, dtype=np.int64) for row in features[key].to_list()]
+        numpy.update({key: [np.asarray(row, dtype=np.int64) for row in features[key].to_list()]
+                      for key in ("word_starts", "word_ends")})
         return numpy
 
     def decode(self, features, logits, labels):

@@ -21,8 +21,7 @@ def _fsync(path):
 
 
 def _umask_mode(base):
-    """`base` (0o666 files, 0o777 directories) less the umask, the mode `open` / `mkdir` give (not `tempfile`'s
-    owner-only 0o600 / 0o700)."""
+    """`base` (0o666 files, 0o777 directories) less the umask: what `open` / `mkdir` give, unlike `tempfile`."""
     umask = os.umask(0)
     os.umask(umask)
     return base & ~umask
@@ -251,12 +250,10 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
 
     Args:
         path: str. The output directory.
-        inputs: iterable of str or None. Paths the command reads (checkpoints); None entries are skipped.
-            Defaults to ().
+        inputs: iterable of str or None. Paths the command reads (None entries are skipped). Defaults to ().
         overwrite: bool. Replace a previous output of this package. Defaults to False.
         what: str. What is written, for the messages. Defaults to "output directory".
-        keep: bool. A run's folder that the writer adds to and resumes in: ours is used without `overwrite`.
-            Defaults to False.
+        keep: bool. A run's folder, added to and resumed in: ours is used without `overwrite`. Defaults to False.
 
     Raises:
         ValueError: `path` overlaps an input (`check_not_input`).

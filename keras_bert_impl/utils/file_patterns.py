@@ -31,8 +31,7 @@ def utf8_error_message(path):
                 bad = raw[error.start : error.end]
                 return (
                     f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
-                    "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
-                )
+                    "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`).")
     return f"{path}: the file is not valid UTF-8; convert it to UTF-8."
 
 

@@ -139,17 +139,15 @@ def _acquire(output, path):
 
 @contextlib.contextmanager
 def output_lock(path, replaced=False):
-    """Hold the lock of output `path` for the `with` block; released on exit and on exceptions. Nested in the
-    same thread (a recipe calling `finetune`) it is held once.
+    """Hold the lock of output `path` for the `with` block; nested in the same thread, it is held once.
 
     Args:
-        path: str. The output: a folder the run writes into (created if absent, and removed again if the run
-            leaves it empty), or with `replaced` a folder or file replaced as a whole.
+        path: str. The output: a folder written into (created if absent, removed if left empty), or with
+            `replaced` a folder or file replaced as a whole.
         replaced: bool. The lock goes beside `path` (`.<name>.lock`) instead of inside it. Defaults to False.
 
     Raises:
-        OutputInUseError: another run (of this or another process, on this or another host) holds the lock;
-            the message names its pid, host, start time and command.
+        OutputInUseError: another run holds the lock; the message names its pid, host, start time and command.
 
     Example:
     >>> with output_lock("/tmp/example_run"):

@@ -1,8 +1,6 @@
-"""Keep TensorFlow's native start-up log lines off stderr, unless asked for.
-
-TensorFlow writes absl lines (`Could not find cuda drivers`, oneDNN notices) to descriptor 2 before
-`TF_CPP_MIN_LOG_LEVEL` applies, so `quiet_tensorflow_startup()` (called by `keras-bert`, never on import)
-filters descriptor 2 during the first `import tensorflow` and its device listing.
+"""Keep TensorFlow's native start-up log lines off stderr: TensorFlow writes absl lines (`Could not find cuda
+drivers`, oneDNN notices) to descriptor 2 before `TF_CPP_MIN_LOG_LEVEL` applies, so `quiet_tensorflow_startup()`
+(called by `keras-bert`, never on import) filters it during the first `import tensorflow` and its device listing.
 """
 
 import contextlib
