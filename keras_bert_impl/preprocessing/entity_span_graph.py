@@ -80,8 +80,7 @@ def decode_entities(features, logits, labels):
     continues = tf.gather(is_inside_tag, word_tag) & tf.equal(word_type, previous_type)
     begins = (tf.gather(is_begin_tag, word_tag) | tf.gather(is_inside_tag, word_tag)) & ~continues
     chunk = tf.math.cumsum(tf.cast(begins, tf.int64)) - 1  # (N,) the chunk a word is in, if any
-    in_chunk = word_type >= 0
-    chunk_words = tf.where(in_chunk)[:, 0]
+    chunk_words = tf.where(word_type >= 0)[:, 0]  # the words inside a chunk
     num_chunks = tf.reduce_sum(tf.cast(begins, tf.int64))
     chunk_of_word = tf.gather(chunk, chunk_words)
     first_words = tf.where(begins)[:, 0]  # (M,) M entities of all texts

@@ -163,6 +163,5 @@ class BertPretrainingPreprocessor(Preprocessor):
         return self.call(x, y, sample_weight, seed=tf.stack([tf.constant(self.seed, tf.int64), element_seed]))
 
     def settings(self):
-        """Every constructor argument but the tokenizer, as plain values: what `keras-bert create-data` writes
-        beside its TFRecords, and `cls(tokenizer, **settings)` rebuilds."""
+        """Every constructor argument but the tokenizer (what `create-data` records; `cls(tokenizer, **settings)`)."""
         return {name: getattr(self, name) for name in DEFAULT_SETTINGS}

@@ -132,8 +132,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         return examples, self.example_features(examples)
 
     def example_features(self, examples, is_training=False):
-        """`squad.SquadFeatures` of `squad.SquadExample`s in this preprocessor's windows (`is_training`: with the
-        first answer's labels), by `convert_examples_to_features`."""
+        """`convert_examples_to_features` of `squad.SquadExample`s in this preprocessor's windows."""
         return squad_span_graph.convert_examples_to_features(
             examples, self.tokenizer, sequence_length=self.sequence_length, doc_stride=self.doc_stride,
             max_query_length=self.max_query_length, is_training=is_training)

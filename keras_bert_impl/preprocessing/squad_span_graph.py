@@ -29,8 +29,7 @@ STRIDE_SEMANTICS = ("step", "overlap")
 
 
 def check_window_settings(sequence_length, max_query_length, doc_stride, stride_semantics="step"):
-    """Raise a clear `ValueError` unless every question length leaves windows of at least one context token
-    that `doc_stride` can advance (see `squad_windows`)."""
+    """Raise a clear `ValueError` unless every question leaves windows of context tokens that `doc_stride` advances."""
     min_doc_tokens = sequence_length - max_query_length - 3  # what the longest question leaves per window
     if min_doc_tokens < 1:
         raise ValueError(f"sequence_length ({sequence_length}) must exceed max_query_length ({max_query_length}) + 3 "
@@ -338,8 +337,7 @@ def select_answers(context, best, version_2_with_negative=False, null_score_diff
     Args:
         context: tf.string `(B,)`, the repaired contexts (`windowed_features(...)["context"]`).
         best: dict from `decode_best_spans`.
-        version_2_with_negative: bool. Defaults to False.
-        null_score_diff_threshold: float. Defaults to 0.0.
+        version_2_with_negative, null_score_diff_threshold: bool and float. Default to False and 0.0.
 
     Returns:
         dict of `answer` tf.string `(B,)`, `start_char` / `end_char` int64 `(B,)` (code point offsets in the

@@ -1,5 +1,4 @@
-"""Words or raw text to windowed BERT token-classification features, and per-token logits back to words
-and entities.
+"""Words or raw text to windowed BERT token-classification features, and per-token logits back to words and entities.
 
 Labels sit on the first sub-token of each word, as the BERT paper (section 5.3) and Hugging Face do; other
 sub-tokens, `[CLS]`, `[SEP]` and padding get `IGNORED_LABEL` (-100), which `BertTokenClassifier`'s loss skips.
@@ -161,8 +160,7 @@ def _as_tags(tag_ids):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassificationPreprocessor(Preprocessor):
-    """Words or raw text to windowed BERT features for token classification (NER), and logits back to
-    tagged words and entities with character offsets.
+    """Words or raw text to windowed token-classification (NER) features, and logits back to words and entities.
 
     Words, labels and windows: the module docstring. A `BertTokenClassifier` holding it tags raw text: per text,
     its `words` (`{"text", "start", "end", "tag", "score"}`) and `entities` (`{"text", "type", "start", "end",

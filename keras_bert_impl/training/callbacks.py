@@ -1,8 +1,7 @@
-"""`fit` callbacks for long runs: checkpoint / resume / model selection (`TrainingCheckpoint`,
-`FinetuningCheckpoint`), a metrics log, progress lines within an epoch and the training-curve plot.
-
-An exact resume needs the weights with the optimizer state, the dropout RNG states (`save_weights` leaves them out)
-and a deterministic input stream to skip into. Files go through `utils.atomic_io`; `latest` is written last.
+"""`fit` callbacks for long runs: checkpoint / resume / model selection (`TrainingCheckpoint`, `FinetuningCheckpoint`),
+a metrics log, progress lines within an epoch and the training-curve plot. An exact resume needs the weights with the
+optimizer state, the dropout RNG states (`save_weights` leaves them out) and a deterministic input stream to skip into.
+Files go through `utils.atomic_io`; `latest` is written last.
 """
 
 import io
@@ -79,8 +78,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.keep, self.delete_checkpoint, self.write = int(keep), delete_checkpoint, write
 
     def saved_state(self):
-        """`(path, state)` of the newest state; `(None, record)` for a finished run whose states were removed;
-        None when the run has not saved anything."""
+        """`(path, state)` of the newest state; `(None, record)` for a finished run whose states were removed; None."""
         found = latest_training_checkpoint(self.backup_dir)
         record = os.path.join(self.backup_dir, FINISHED_FILE)
         if found is None and os.path.isfile(record):
@@ -121,8 +119,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         `model_dir`) into the compiled `model`; `ValueError` when it was saved with other `settings`.
 
         Returns:
-            dict or None: the saved state (`step`, `epoch`, `extra_state`, ...) with `restored_from`, the path
-            read; None when there is nothing to resume.
+            dict or None: the saved state (`step`, `epoch`, ...) with `restored_from`; None: nothing to resume.
         """
         found = self.saved_state()
         if found is None:
@@ -443,11 +440,8 @@ class MetricsLog(keras.callbacks.Callback):
 
     def __init__(self, path, steps_per_epoch, extra=None, step_offset=0, write=True):
         super().__init__()
-        self.path = os.fspath(path)
-        self.steps_per_epoch = int(steps_per_epoch)
-        self.extra = dict(extra or {})
-        self.step_offset = int(step_offset)
-        self.write = write
+        self.path, self.extra, self.write = os.fspath(path), dict(extra or {}), write
+        self.steps_per_epoch, self.step_offset = int(steps_per_epoch), int(step_offset)
 
     def on_epoch_end(self, epoch, logs=None):
         if not self.write:

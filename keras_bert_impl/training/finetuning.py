@@ -35,8 +35,7 @@ def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
     """The `BertTokenizer` of a fine-tuning (or data-writing) run.
 
     Args:
-        vocab: str or None. A `vocab.txt` file or a directory holding one (and maybe `tokenizer_config.json`).
-            Defaults to None: the checkpoint's directory.
+        vocab: str or None. A `vocab.txt` or its directory; None: the checkpoint's directory. Defaults to None.
         checkpoint: str or None. The initial checkpoint (directory or original-TF prefix). Defaults to None.
         lowercase: bool or None. Override the tokenizer config's casing. Defaults to None.
     """
@@ -57,9 +56,8 @@ def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
 
 
 def check_model_inputs(model, inputs, what="inputs"):
-    """Raise a ValueError naming the problem when packed NumPy `inputs` cannot go through `model` (no rows, `T`
-    beyond the position table, ids out of range): compiled steps cannot check values (an id beyond the embedding
-    table gathers garbage on GPUs and JAX).
+    """Raise a ValueError naming the problem when packed NumPy `inputs` cannot go through `model` (no rows, `T` or
+    ids out of range): compiled steps cannot check values (an out-of-range id gathers garbage on GPUs and JAX).
 
     Args:
         model: a task model (with `backbone`) or a `BertBackbone`.
@@ -153,8 +151,7 @@ class ModelSource:
             tokenizer: `BertTokenizer`. Larger than the embedding table: refused; smaller: a WARNING (padded tables).
             preprocessor: a preprocessor or None. Saved with the model; None: a checkpoint's own. Defaults to None.
             max_sequence_length: int. Position table of a model from scratch. Defaults to 512.
-            backbone_dropout: float or None. The encoder's hidden and attention dropout; None: the config's.
-                Defaults to None.
+            backbone_dropout: float or None. Encoder hidden and attention dropout; None: the config's. Defaults to None.
             **head: the head's constructor arguments (e.g. `num_classes`, `labels`, `dropout`); a checkpoint's
                 head fills those that are None.
 
@@ -412,8 +409,7 @@ def finetune_and_score(model, tokenizer, files, settings, train, *, read, pack, 
         write_predictions: `write_predictions(name, inputs, predictions)` writes `<name>_predictions.*`.
         monitor: str. The metric of `score` that picks `best/`.
         counts: `counts(train, train_x, train_y)` -> str: what `finetune` prints the training data holds.
-        predict: `predict(inputs)` -> the model's predictions, or None: `model.predict` in batches of
-            `settings.eval_batch_size`. Defaults to None.
+        predict: `predict(inputs)` -> the model's predictions, or None: `model.predict`. Defaults to None.
         training_arrays: `training_arrays(examples)` -> `(train_x, train_y)`, or None: `pack`. Defaults to None.
         details: str. Appended to the counts line. Defaults to "".
 

@@ -52,7 +52,7 @@ def write_classification_predictions(path, logits, label_vocabulary=None, regres
 
 
 def classification_scores(labels, logits, task=None, regression=False):
-    """The metrics of a classification or regression run.
+    """The metrics (dict metric name -> float) of a classification or regression run.
 
     Args:
         labels: array `(N,)`. Gold class ids (float scores for regression).
@@ -60,9 +60,6 @@ def classification_scores(labels, logits, task=None, regression=False):
         task: str or None. A GLUE task name: its official metrics (`metrics.glue_metrics`). Otherwise
             accuracy (plus F1 for two classes) or, for regression, Pearson and Spearman. Defaults to None.
         regression: bool. Defaults to False.
-
-    Returns:
-        dict metric name -> float.
     """
     logits = np.asarray(logits)
     predictions = logits[:, 0] if regression else np.argmax(logits, axis=-1)

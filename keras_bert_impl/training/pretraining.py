@@ -458,8 +458,7 @@ def pretrain(settings):
         `PretrainingResult`.
 
     Raises:
-        ValueError: a resume with other settings, a length the model cannot hold, a vocabulary of another size,
-            settings that conflict with the TFRecords' recorded ones.
+        ValueError: a resume with other settings, a length or vocabulary the model cannot take, a TFRecords conflict.
 
     Example:
     >>> settings = PretrainingSettings(input_files=["corpus.txt"], vocab_file="vocab.txt", steps=4,

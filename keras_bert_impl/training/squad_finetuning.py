@@ -1,5 +1,4 @@
-"""The SQuAD v1.1 / v2.0 recipe of `run_squad.py` as one library call, `finetune_squad` (what
-`keras-bert finetune-squad` runs): features, training, the v2.0 null-threshold tuning, `best/` and official scores.
+"""The SQuAD v1.1 / v2.0 recipe of `run_squad.py` as one library call: `finetune_squad`.
 
 Which file does what: `train_file` trains. `dev_file` is scored after every epoch and picks `best/` (v2.0: and
 tunes the null threshold, unless `threshold_file` / `tune_fraction` does). `threshold_file` only tunes the v2.0

@@ -50,8 +50,7 @@ def _not_a_directory(directory, blocker):
 
 
 def ensure_directory(path):
-    """Create the directory `path` (and its parents); return its absolute path. A file in the way or a read-only
-    folder raises one line naming it."""
+    """Create the directory `path` and return its absolute path; a file in the way or a read-only folder: one line."""
     return _ensure_parent(os.path.join(path, "_"))
 
 

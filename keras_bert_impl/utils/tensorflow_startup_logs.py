@@ -92,8 +92,7 @@ class _TensorFlowImportHook(importlib.abc.MetaPathFinder):
 
 def quiet_tensorflow_startup():
     """Filter TensorFlow's native start-up lines from stderr when it is first imported, and set
-    `TF_CPP_MIN_LOG_LEVEL=2` unless set. Does nothing when TensorFlow is already imported or the user set
-    `TF_CPP_MIN_LOG_LEVEL=0`."""
+    `TF_CPP_MIN_LOG_LEVEL=2` unless set; nothing when TensorFlow is already imported or that variable is "0"."""
     if os.environ.get(LOG_LEVEL_VARIABLE) == "0" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)
