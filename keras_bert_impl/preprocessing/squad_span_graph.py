@@ -288,8 +288,7 @@ def decode_best_spans(start_logits, end_logits, windows, context_starts, context
         start_logits, end_logits: float `(F, T)`. The logits of the features `windows` describes.
         windows: dict from `squad_windows`.
         context_starts, context_ends: int64 RaggedTensors `(B, None)`. Each context token's byte span.
-        n_best_size: int. Start and end candidates per feature.
-        max_answer_length: int. Longest answer in tokens.
+        n_best_size, max_answer_length: int. Start and end candidates per feature; longest answer in tokens.
         version_2_with_negative: bool. SQuAD v2.0 (the `n_best_size=1` null rule). Defaults to False.
 
     Returns:

@@ -58,8 +58,7 @@ def window_features(tokenizer, packer, sequence_length, stride, texts=None, word
         packer: `SegmentPacker` packing `[CLS] window [SEP]` (fixed or dynamic padding).
         sequence_length: int. T.
         stride: int. Distance between window starts, in tokens; at most `sequence_length - 2`.
-        texts: tf.string `(B,)` raw texts, or None.
-        words: tf.string RaggedTensor `(B, None)` of words, or None.
+        texts, words: tf.string `(B,)` raw texts, or a tf.string RaggedTensor `(B, None)` of words; the other None.
         tag_ids: int RaggedTensor `(B, None)`, one tag id per word (only with `words`), or None.
         first_pieces: bool `(V,)` from `first_piece_table(tokenizer)` (raw texts only), or None.
 

@@ -78,7 +78,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.keep, self.delete_checkpoint, self.write = int(keep), delete_checkpoint, write
 
     def saved_state(self):
-        """`(path, state)` of the newest state; `(None, record)` for a finished run whose states were removed; None."""
+        """`(path, state)` of the newest state, `(None, record)` of a finished run whose states are gone, or None."""
         found = latest_training_checkpoint(self.backup_dir)
         record = os.path.join(self.backup_dir, FINISHED_FILE)
         if found is None and os.path.isfile(record):
@@ -116,10 +116,13 @@ class TrainingCheckpoint(keras.callbacks.Callback):
 
     def restore(self, model):
         """Restore the saved state (weights, optimizer variables, dropout RNG states; a finished run: the weights of
-        `model_dir`) into the compiled `model`; `ValueError` when it was saved with other `settings`.
+        `model_dir`) into the compiled `model`.
 
         Returns:
             dict or None: the saved state (`step`, `epoch`, ...) with `restored_from`; None: nothing to resume.
+
+        Raises:
+            ValueError: the state was saved with other `settings` (see `check_settings`).
         """
         found = self.saved_state()
         if found is None:

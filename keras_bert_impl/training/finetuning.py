@@ -381,9 +381,9 @@ def split_articles(squad_json, fraction, seed):
 
 @dataclasses.dataclass(frozen=True)
 class FinetuningFiles:
-    """The files of a classification, multiple-choice or NER run: `train_file` trains; `dev_file` (else a
-    `tune_fraction` of the training rows, held out and seeded) is scored after every epoch and picks `best/`;
-    `test_file` is predicted, and scored when it has labels, and never picks a model. Each defaults to None."""
+    """The files of a classification, multiple-choice or NER run: `train_file` trains; `dev_file` (else a seeded
+    `tune_fraction` of the training rows) is scored after every epoch and picks `best/`; `test_file` is predicted
+    (and scored when labelled). Each defaults to None."""
 
     train_file: str = None
     dev_file: str = None

@@ -143,7 +143,11 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
 
 def read_prediction_tsv(path):
     """The predictions (list of str, in index order) of an `index<TAB>prediction` TSV such as `keras-bert predict`
-    and the fine-tuning runs write (a header row is skipped); `ValueError` for a bad row or indices not 0..N-1."""
+    and the fine-tuning runs write (a header row is skipped).
+
+    Raises:
+        ValueError: a row is not `index<TAB>prediction`, or the indices are not 0..N-1.
+    """
     import csv
 
     predictions = {}

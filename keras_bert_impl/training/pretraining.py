@@ -154,8 +154,7 @@ class PretrainingSettings:
 
 @dataclasses.dataclass
 class PretrainingPhase:
-    """One phase of a run (`training_phases`): its `preprocessor` (a `BertPretrainingPreprocessor` holding the
-    phase's length and every masking setting), `masking`, `batch_size`, `steps` and `learning_rate`."""
+    """One phase of a run: its `BertPretrainingPreprocessor` (length, masking settings), `masking` and schedule."""
 
     index: int
     preprocessor: object

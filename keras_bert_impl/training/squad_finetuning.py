@@ -1,11 +1,10 @@
 """The SQuAD v1.1 / v2.0 recipe of `run_squad.py` as one library call: `finetune_squad`.
 
-Which file does what: `train_file` trains. `dev_file` is scored after every epoch and picks `best/` (v2.0: and
-tunes the null threshold, unless `threshold_file` / `tune_fraction` does). `threshold_file` only tunes the v2.0
-threshold. `tune_fraction` holds out that share of the training articles: they tune the threshold and, without a
-dev file, pick `best/`. `test_file` is predicted and scored when it has gold answers; it never tunes or picks. A
-fixed `null_score_diff_threshold` replaces the tuning; with none of these the threshold is the initial
-checkpoint's (else 0.0).
+`train_file` trains. `dev_file` is scored after every epoch and picks `best/` (v2.0: and tunes the null threshold,
+unless `threshold_file` / `tune_fraction` does). `threshold_file` only tunes the v2.0 threshold. `tune_fraction` holds
+out that share of the training articles: they tune the threshold and, without a dev file, pick `best/`. `test_file` is
+predicted and scored when it has gold answers; it never tunes or picks. A fixed `null_score_diff_threshold` replaces the
+tuning; with none of these the threshold is the initial checkpoint's (else 0.0).
 """
 
 import dataclasses
@@ -106,8 +105,7 @@ class _SquadRun:
         return results
 
     def read(self, train_json):
-        """Hold out the tuning articles of `train_json` and read the scored and test files (each refused now, before
-        training, if it has no questions); the training articles left."""
+        """Hold out the tuning articles of `train_json`, read and check the other files; the training articles left."""
         from keras_bert_impl.squad.squad_reader import load_squad_json, require_questions
 
         files = self.files

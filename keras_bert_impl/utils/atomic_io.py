@@ -193,8 +193,7 @@ def remove_stale_temporaries(directory, name, prefix=False):
 
 @contextlib.contextmanager
 def scratch_directory(path):
-    """A scratch folder `.<name>.tmp-<pid>-*` beside `path` (on its filesystem), removed when the block ends or,
-    after a kill, by the next write of `path`."""
+    """A scratch folder `.<name>.tmp-<pid>-*` beside `path`, removed when the block ends (after a kill: next write)."""
     tmp_dir = tempfile.mkdtemp(dir=_ensure_parent(path), prefix=_temporary_prefix(path))
     try:
         yield tmp_dir

@@ -34,8 +34,7 @@ def utf8_error_message(path):
 
 
 def read_json(path, error=ValueError, schema=None):
-    """The JSON document in `path`; malformed JSON or UTF-8, or a document that does not match `schema`
-    (`check_json`), raises `error` with one line naming where."""
+    """The JSON document in `path`; bad JSON or UTF-8, or a mismatch of `schema` (`check_json`): one-line `error`."""
     try:
         with open(path, encoding="utf-8") as handle:
             document = json.load(handle)
