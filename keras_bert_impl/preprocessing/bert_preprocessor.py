@@ -27,26 +27,22 @@ class BertPreprocessor(Preprocessor):
     """Raw text to BERT inputs for the fine-tuning tasks (`BertClassifier`): tokenize and pack.
 
     Single texts become `[CLS] A [SEP]`, pairs `[CLS] A [SEP] B [SEP]` (segment ids 0 then 1), padded with
-    `[PAD]` to `sequence_length`. A pair too long for `sequence_length` is truncated as `run_classifier.py`
-    does ("longest_first": drop the last token of the longer segment until it fits).
+    `[PAD]` to `sequence_length`; a pair too long is truncated as `run_classifier.py` does ("longest_first").
 
     Args:
         tokenizer: `BertTokenizer`.
         sequence_length: int. `T`. Defaults to 128.
-        truncation: str. `"longest_first"` or `"random_front_back"` (see `data.packing`). Defaults to
-            `"longest_first"`.
+        truncation: str. `"longest_first"` or `"random_front_back"` (`data.packing`). Defaults to `"longest_first"`.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
         x: a str, a list / array / tf.string tensor `(B,)` of texts, or a tuple `(first, second)` of two such
             batches for pairs.
-        y: targets, passed through. Defaults to None.
-        sample_weight: passed through. Defaults to None.
+        y, sample_weight: passed through. Default to None.
 
     Returns:
         `x` dict (`token_ids` int32 `(B, T)`, `segment_ids` int32 `(B, T)`, `padding_mask` bool `(B, T)`; no
-        batch axis for one str), or `(x, y)` / `(x, y, sample_weight)` when those are given. NumPy arrays
-        when called eagerly, TensorFlow tensors inside `tf.data`.
+        batch axis for one str), or `(x, y)` / `(x, y, sample_weight)` when those are given.
 
     Example:
     >>> from keras_bert_impl.tokenization import BertTokenizer

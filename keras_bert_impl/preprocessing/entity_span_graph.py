@@ -1,7 +1,6 @@
 """Token-classification logits -> tagged words and entities with character offsets, as TensorFlow ops: the one
-entity decoder. `BertTokenClassificationPreprocessor.decode` runs it eagerly (`BertTokenClassifier.predict`,
-the NER recipe's conlleval scores) and a token classifier's exported `serve_text` runs it in the graph
-(`export.serving_signatures`), on the features of `token_classification_preprocessor.window_features`:
+entity decoder, run eagerly by `BertTokenClassificationPreprocessor.decode` and in the graph by the exported
+`serve_text`, on the features of `token_classification_preprocessor.window_features`:
 
 - each word's prediction is its first sub-token's, in the one window that owns it (`word_index`); a word
   without any token (made only of characters the tokenizer deletes) is tagged "O";
@@ -32,8 +31,7 @@ def _tag_tables(labels):
 
 
 def word_tags(features, logits, labels):
-    """Each word's tag id and score: the argmax of its first token's logits and that tag's softmax probability;
-    "O" and 0 for a word without any token.
+    """Each word's tag id and score (module docstring).
 
     Args:
         features: dict from `window_features`.
@@ -62,9 +60,7 @@ def decode_entities(features, logits, labels):
     """The entities of each text of `features` given the model's `logits` on `features["inputs"]`.
 
     Args:
-        features: dict from `window_features`.
-        logits: float `(W, T, C)`.
-        labels: sequence of str. The IOB2 tag of each class id, "O" among them.
+        features, logits, labels: as `word_tags`'.
 
     Returns:
         dict of `entity_text`, `entity_type` tf.string `(B, E)` ("" past a text's entities), `entity_start`,
@@ -84,8 +80,7 @@ def decode_entities(features, logits, labels):
     continues = tf.gather(is_inside_tag, word_tag) & tf.equal(word_type, previous_type)
     begins = (tf.gather(is_begin_tag, word_tag) | tf.gather(is_inside_tag, word_tag)) & ~continues
     chunk = tf.math.cumsum(tf.cast(begins, tf.int64)) - 1  # (N,) the chunk a word is in, if any
-    in_chunk = word_type >= 0
-    chunk_words = tf.where(in_chunk)[:, 0]
+    chunk_words = tf.where(word_type >= 0)[:, 0]  # the words inside a chunk
     num_chunks = tf.reduce_sum(tf.cast(begins, tf.int64))
     chunk_of_word = tf.gather(chunk, chunk_words)
     first_words = tf.where(begins)[:, 0]  # (M,) M entities of all texts

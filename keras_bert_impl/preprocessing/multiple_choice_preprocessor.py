@@ -14,28 +14,21 @@ from keras_bert_impl.preprocessing.preprocessor import _as_string_tensor
 class BertMultipleChoicePreprocessor(BertPreprocessor):
     """Raw text to `BertMultipleChoice` inputs: pack each choice with its context, `(B, C, T)`.
 
-    Choice `c` of example `b` becomes `[CLS] contexts[b] [SEP] endings[b][c] [SEP]` (segment ids 0 then
-    1), packed, padded and truncated exactly as `BertPreprocessor` packs a sentence pair (the same
-    `SegmentPacker`). For SWAG, the context is `sent1` and each ending is `sent2 + " " + endingN`, as Hugging
-    Face's `run_swag.py` builds them (`data.multiple_choice_data.multiple_choice_inputs` does).
+    Choice `c` of example `b` becomes `[CLS] contexts[b] [SEP] endings[b][c] [SEP]`, packed as `BertPreprocessor`
+    packs a sentence pair. For SWAG, the context is `sent1` and each ending `sent2 + " " + endingN`, as Hugging
+    Face's `run_swag.py` builds them (`data.multiple_choice_data.multiple_choice_inputs`).
 
     Args:
-        tokenizer: `BertTokenizer`.
-        sequence_length: int. `T`, per choice. Defaults to 128.
-        truncation: str. `"longest_first"` or `"random_front_back"` (see `data.packing`). Defaults to
-            `"longest_first"`.
-        **kwargs: passed to `keras.layers.Layer`.
+        tokenizer, sequence_length, truncation, **kwargs: as `BertPreprocessor`'s; `T` is per choice.
 
     Call arguments:
         x: a tuple `(contexts, endings)`: contexts a list / array / tf.string tensor `(B,)`, endings `(B, C)`
             (a list of equally long lists); or one example, a str and `(C,)` endings.
-        y: targets (the index of the right choice), passed through. Defaults to None.
-        sample_weight: passed through. Defaults to None.
+        y, sample_weight: the index of the right choice, and weights; passed through. Default to None.
 
     Returns:
         `x` dict (`token_ids` int32 `(B, C, T)`, `segment_ids` int32 `(B, C, T)`, `padding_mask` bool
         `(B, C, T)`; `(C, T)` for one example), or `(x, y)` / `(x, y, sample_weight)` when those are given.
-        NumPy arrays when called eagerly, TensorFlow tensors inside `tf.data`.
 
     Example:
     >>> from keras_bert_impl.tokenization import BertTokenizer

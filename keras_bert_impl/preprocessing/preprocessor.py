@@ -1,14 +1,9 @@
 """The base of the preprocessors: a tokenizer and its settings as one serializable Keras layer.
 
-TensorFlow at the data edge: a preprocessor runs TensorFlow ops on purpose (the tokenizer is tensorflow-text,
-the packer and masker are ragged TensorFlow ops), so it runs inside `tf.data.Dataset.map` whatever the Keras
-backend, and eagerly on Python lists. It is a Keras layer for its config (`get_config` / `from_config`, and a
-place inside a task's config and `.keras` file); it holds no weights and is never part of a compute graph, so
-`__call__` goes straight to `call` without Keras' input conversion (the tensors it takes and returns are
-TensorFlow tensors in `tf.data`, NumPy arrays when called eagerly).
-
-A task that holds a preprocessor (`BertTask(preprocessor=...)`) feeds `fit` / `evaluate` / `predict` through
-`make_dataset`, so those take raw strings.
+TensorFlow at the data edge: a preprocessor runs TensorFlow ops on purpose, inside `tf.data.Dataset.map` whatever
+the Keras backend, and eagerly on Python lists (returning NumPy arrays). It is a Keras layer for its config (and a
+place in a task's `.keras` file); it holds no weights, so `__call__` skips Keras' input conversion. A task holding
+one feeds `fit` / `evaluate` / `predict` through `make_dataset`, so those take raw strings.
 """
 
 import keras
@@ -36,13 +31,8 @@ def _is_model_input(x):
 
 def _to_numpy(structure):
     """TensorFlow tensors (dense) to NumPy arrays, for results of an eager call."""
-
-    def convert(value):
-        if isinstance(value, (tf.Tensor, tf.Variable)):
-            return value.numpy()
-        return value
-
-    return tf.nest.map_structure(convert, structure)
+    return tf.nest.map_structure(lambda value: value.numpy() if isinstance(value, (tf.Tensor, tf.Variable)) else value,
+                                 structure)
 
 
 def _as_string_tensor(texts, name, rank=1):
@@ -117,8 +107,7 @@ class Preprocessor(keras.layers.Layer):
     `keras.utils.pack_x_y_sample_weight(model_inputs, y, sample_weight)`.
 
     Args:
-        tokenizer: `BertTokenizer` (or its `get_config()` dict). Its vocabulary and casing travel in this
-            layer's config.
+        tokenizer: `BertTokenizer` (or its `get_config()` dict), saved in this layer's config.
         sequence_length: int. `T`, the length every packed row is padded or truncated to.
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
     """
@@ -128,9 +117,8 @@ class Preprocessor(keras.layers.Layer):
 
     def __init__(self, tokenizer, sequence_length=128, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(sequence_length, (int, np.integer)) or isinstance(sequence_length, bool) or (
-            sequence_length < 3
-        ):
+        if isinstance(sequence_length, bool) or not isinstance(sequence_length, (int, np.integer)) or (
+                sequence_length < 3):
             raise ValueError(f"sequence_length must be an int >= 3 ([CLS] x [SEP]), got {sequence_length!r}.")
         self.tokenizer = _as_tokenizer(tokenizer)
         self.sequence_length = int(sequence_length)
@@ -153,33 +141,27 @@ class Preprocessor(keras.layers.Layer):
         """int32 token ids of a batch of texts: a `(B, None)` RaggedTensor (`(None,)` for one text)."""
         return self.tokenizer.tokenize_tensor(_as_string_tensor(texts, name))
 
-    # -- datasets -----------------------------------------------------------------------------------------
-
     def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, seed=None,
                      bucket_width=None, epochs=None):
         """Batched, preprocessed `tf.data.Dataset` of model inputs (and targets) from raw data.
 
-        In-memory data with `bucket_width` or `epochs`, and packed model inputs, are featurized here (eagerly)
-        and batched by `data.length_bucketing.packed_batches`: the batches `keras-bert finetune-*` trains on.
+        In-memory data with `bucket_width` or `epochs`, and packed inputs, are featurized eagerly and batched by
+        `data.length_bucketing.packed_batches` (what `keras-bert finetune-*` trains on).
 
         Args:
-            x: raw inputs as `call` takes them (str list, string array, a tuple of them for segment pairs),
-                already packed model inputs (a dict with `token_ids`), or a batched `tf.data.Dataset` of either,
-                whose tuple elements are `(x, y)` or `(x, y, sample_weight)` (text pairs without targets:
-                `((first, second),)`), mapped as it is.
-            y: targets, or None. Not allowed with a dataset.
-            sample_weight: per-example weights, or None. Not allowed with a dataset.
+            x: raw inputs as `call` takes them, packed model inputs (a dict with `token_ids`), or a batched
+                `tf.data.Dataset` of either, mapped as it is: elements `(x, y)` or `(x, y, sample_weight)` (text
+                pairs without targets: `((first, second),)`).
+            y, sample_weight: targets and per-example weights, or None; not allowed with a dataset.
             batch_size: int or None. Rows per batch for in-memory data. Defaults to 32.
             shuffle: bool. Shuffle in-memory data before batching (every epoch). Defaults to False.
             seed: int or None. The shuffle seed. Defaults to None.
-            bucket_width: int or None. Length bucketing: rows cut to their length, batched with rows of
-                similar length and padded to their bucket (a multiple of `bucket_width`, or
-                `sequence_length`); the row order changes, so predict on fixed padding. None: every batch
-                padded to `sequence_length`. Defaults to None.
+            bucket_width: int or None. Length bucketing: rows batched with rows of similar length and padded to
+                their bucket (a multiple of `bucket_width`); the row order changes, so predict on fixed padding.
+                None: every batch padded to `sequence_length`. Defaults to None.
             epochs: int or None. The batches of epochs `0 .. epochs - 1` as one stream, epoch `e` in an order
-                fixed by `(seed, e)` (`data.length_bucketing.epoch_order`): fit it with
-                `steps_per_epoch=cardinality // epochs`, and resume at epoch `i` on `dataset.skip(i * steps)`.
-                None: one epoch, reshuffled on every iteration. Defaults to None.
+                fixed by `(seed, e)`: fit with `steps_per_epoch=cardinality // epochs`, resume at epoch `i` on
+                `dataset.skip(i * steps)`. None: one epoch, reshuffled on every iteration. Defaults to None.
 
         Returns:
             `tf.data.Dataset` of `x`, `(x, y)` or `(x, y, sample_weight)` batches.
@@ -223,8 +205,7 @@ class Preprocessor(keras.layers.Layer):
         return dataset.batch(batch_size)
 
     def _preprocess_element(self, *element):
-        # tf.data passes a tuple element as positional arguments: (x,), (x, y) or (x, y, sample_weight), as
-        # `keras.utils.pack_x_y_sample_weight` builds them (a text pair without targets is `((first, second),)`).
+        # tf.data passes a tuple element as positional arguments: (x,), (x, y) or (x, y, sample_weight).
         return self.call(*element)
 
     @staticmethod
@@ -236,15 +217,11 @@ class Preprocessor(keras.layers.Layer):
             raise ValueError("validation_split needs in-memory data (lists or arrays), not a dataset.")
         split_at = int(np.floor(length * (1.0 - validation_split)))
         if split_at in (0, length):
-            raise ValueError(
-                f"{length} examples cannot be split into a training and a validation set with "
-                f"validation_split={validation_split}."
-            )
+            raise ValueError(f"{length} examples cannot be split into a training and a validation set with "
+                             f"validation_split={validation_split}.")
         train = tuple(_slice_structure(value, 0, split_at) for value in (x, y, sample_weight))
         validation = tuple(_slice_structure(value, split_at, length) for value in (x, y, sample_weight))
         return train, keras.utils.pack_x_y_sample_weight(*validation)
-
-    # -- config -------------------------------------------------------------------------------------------
 
     def get_config(self):
         config = super().get_config()
@@ -254,6 +231,5 @@ class Preprocessor(keras.layers.Layer):
 
     @classmethod
     def from_pretrained(cls, directory, **kwargs):
-        """Build this preprocessor on the tokenizer of a checkpoint directory (`vocab.txt` and, where
-        present, `tokenizer_config.json`); `kwargs` are the preprocessor's own settings."""
+        """This preprocessor on the tokenizer of a checkpoint directory; `kwargs` are its own settings."""
         return cls(BertTokenizer.from_pretrained(directory), **kwargs)

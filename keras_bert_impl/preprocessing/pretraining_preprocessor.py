@@ -1,47 +1,30 @@
 """Text (or text pairs) to BERT pretraining batches: tokenize, pack `[CLS] A [SEP] B [SEP]`, mask.
 
-`BertPretrainingPreprocessor` owns every packing and masking setting of pretraining, so that one object
-(and its config, or the settings JSON `keras-bert create-data` writes beside its TFRecords) carries them
-from data creation to training. It wraps `data.packing.SegmentPacker` and `data.masking.MaskedLMMasker`;
-the pretraining data pipeline (`data.pretraining_batches`, `data.pretraining_tfrecords`) takes this preprocessor
-as an argument and masks its instances with its masker.
+`BertPretrainingPreprocessor` owns every packing and masking setting, so that one object (its config, or the
+settings JSON `keras-bert create-data` writes beside its TFRecords) carries them from data creation to training;
+the pretraining data pipeline masks its instances with its masker.
 
 Shape legend: B batch, T tokens (`sequence_length`), P masked slots (`max_predictions_per_seq`).
 """
 
 import keras
-import keras.utils
 import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 from keras_bert_impl.data.pretraining_batches import to_inputs_and_targets
 from keras_bert_impl.preprocessing.bert_preprocessor import pack_texts
-from keras_bert_impl.preprocessing.preprocessor import (
-    DEFAULT_BATCH_SIZE,
-    Preprocessor,
-    _is_model_input,
-    refuse_dataset_options,
-)
+from keras_bert_impl.preprocessing.preprocessor import (DEFAULT_BATCH_SIZE, Preprocessor, _is_model_input,
+                                                         refuse_dataset_options)
 
-# The settings a BertPretrainingPreprocessor owns besides its tokenizer, with their defaults (the original
-# `create_pretraining_data.py` recipe at length 128).
+# The settings a BertPretrainingPreprocessor owns besides its tokenizer: `create_pretraining_data.py`'s defaults.
 DEFAULT_SETTINGS = {
-    "sequence_length": 128,
-    "truncation": "random_front_back",
-    "mask_rate": 0.15,
-    "max_predictions_per_seq": 20,
-    "counting": "original",
-    "whole_word_masking": False,
-    "replacement_unit": "word",
-    "mask_token_rate": 0.8,
-    "random_token_rate": 0.1,
-    "seed": 0,
+    "sequence_length": 128, "truncation": "random_front_back", "mask_rate": 0.15, "max_predictions_per_seq": 20,
+    "counting": "original", "whole_word_masking": False, "replacement_unit": "word", "mask_token_rate": 0.8,
+    "random_token_rate": 0.1, "seed": 0,
 }
 # The settings that shape the masks (all but the packing ones and the seed).
-MASKING_SETTINGS = (
-    "mask_rate", "max_predictions_per_seq", "counting", "whole_word_masking", "replacement_unit", "mask_token_rate",
-    "random_token_rate",
-)
+MASKING_SETTINGS = ("mask_rate", "max_predictions_per_seq", "counting", "whole_word_masking", "replacement_unit",
+                    "mask_token_rate", "random_token_rate")
 
 
 def _is_masked_input(x):
@@ -52,38 +35,34 @@ def _is_masked_input(x):
 class BertPretrainingPreprocessor(Preprocessor):
     """Raw text to `BertPretrainer` inputs and targets: tokenize, pack, and choose the masked-LM targets.
 
-    Single texts become `[CLS] A [SEP]`, pairs `[CLS] A [SEP] B [SEP]` (segment ids 0 then 1), padded to
-    `sequence_length`; then `MaskedLMMasker` picks the tokens to predict (`mask_rate` of them, at most
-    `max_predictions_per_seq`) and replaces them (80% `[MASK]`, 10% a random id, 10% unchanged by default).
-    The next-sentence labels are the `y` given (0 = IsNext, 1 = random next), 0 when none is given.
+    Texts are packed as `BertPreprocessor` packs them; then `MaskedLMMasker` picks the tokens to predict
+    (`mask_rate` of them, at most `max_predictions_per_seq`) and replaces them (80% `[MASK]`, 10% a random id,
+    10% unchanged by default). The next-sentence labels are `y` (0 = IsNext, 1 = random next), else 0.
 
-    Randomness: masks are stateless functions of a seed. A call with `seed=` (an int tensor `(2,)`) masks the
-    same way every time; a call without one draws a seed from the layer's `seed` (new masks per call).
-    `make_dataset` (what `BertPretrainer.fit` / `evaluate` / `predict` use on raw text) keys each batch by a
-    seed from `tf.data.Dataset.random(seed)`: new masks every epoch, the same ones on every run.
+    Masks are stateless functions of a seed: a call with `seed=` (int `(2,)`) masks the same way every time, one
+    without draws from the layer's `seed`; `make_dataset` keys each batch by a seed from
+    `tf.data.Dataset.random(seed)`: new masks every epoch, the same ones on every run.
 
     Args:
         tokenizer: `BertTokenizer`.
         sequence_length: int. `T`. Defaults to 128.
-        truncation: str. How a pair too long for `T` is cut: `"random_front_back"` (the default, as
-            `create_pretraining_data.py`: each removed token from the front or the back of the longer
-            segment) or `"longest_first"` (see `data.packing`).
+        truncation: str. How a pair too long for `T` is cut: `"random_front_back"` (`create_pretraining_data.py`'s)
+            or `"longest_first"` (see `data.packing`). Defaults to `"random_front_back"`.
         mask_rate: float. Share of the tokens to predict. Defaults to 0.15.
         max_predictions_per_seq: int. `P`, the masked-LM slots per row. Defaults to 20.
-        counting: str. How many tokens a row predicts: `"original"`, `"ceil"` or `"bernoulli"` (see
-            `data.masking`). Defaults to `"original"`.
+        counting: str. How many tokens a row predicts: `"original"`, `"ceil"` or `"bernoulli"` (`data.masking`).
+            Defaults to `"original"`.
         whole_word_masking: bool. Mask "##" pieces together with their word. Defaults to False.
-        replacement_unit: str. `"word"` or `"token"`: the unit of the 80/10/10 draw under whole-word
-            masking. Defaults to `"word"`.
+        replacement_unit: str. The unit of the 80/10/10 draw under whole-word masking, `"word"` or `"token"`.
+            Defaults to `"word"`.
         mask_token_rate: float. Share of the chosen tokens that become `[MASK]`. Defaults to 0.8.
         random_token_rate: float. Share that become a random id (the rest stay). Defaults to 0.1.
         seed: int. Seed of the masks (and of the `"random_front_back"` coins). Defaults to 0.
         **kwargs: passed to `keras.layers.Layer` (e.g. `name`).
 
     Call arguments:
-        x: a str, a list / array / tf.string tensor `(B,)` of texts, a tuple `(first, second)` of two such
-            batches for pairs, or already packed inputs (a dict with `token_ids`, `segment_ids` and
-            optionally `padding_mask`), which are masked only.
+        x: texts or pairs as `BertPreprocessor` takes them, or packed inputs (a dict with `token_ids`,
+            `segment_ids`, optionally `padding_mask`), which are masked only.
         y: next-sentence labels, int `(B,)`, or None (all 0). Defaults to None.
         sample_weight: passed through. Defaults to None.
         seed: int tensor `(2,)` or None: the stateless seed of the masks. Defaults to None.
@@ -92,8 +71,7 @@ class BertPretrainingPreprocessor(Preprocessor):
         `(x, y)` (or `(x, y, sample_weight)`): `x` a dict of `token_ids` int32 `(B, T)` (masked),
         `segment_ids` int32 `(B, T)`, `padding_mask` bool `(B, T)`, `mask_positions` int32 `(B, P)`; `y` a
         dict of `mask_ids` int32 `(B, P)`, `mask_weights` float32 `(B, P)`, `next_sentence_labels` int32
-        `(B,)`: what `BertPretrainer` takes. No batch axis for one str. NumPy arrays when called eagerly,
-        TensorFlow tensors inside `tf.data`.
+        `(B,)`: what `BertPretrainer` takes. No batch axis for one str.
 
     Example:
     >>> from keras_bert_impl.tokenization import BertTokenizer
@@ -109,62 +87,38 @@ class BertPretrainingPreprocessor(Preprocessor):
 
     _config_keys = tuple(name for name in DEFAULT_SETTINGS if name != "sequence_length")
 
-    def __init__(
-        self,
-        tokenizer,
-        sequence_length=DEFAULT_SETTINGS["sequence_length"],
-        truncation=DEFAULT_SETTINGS["truncation"],
-        mask_rate=DEFAULT_SETTINGS["mask_rate"],
-        max_predictions_per_seq=DEFAULT_SETTINGS["max_predictions_per_seq"],
-        counting=DEFAULT_SETTINGS["counting"],
-        whole_word_masking=DEFAULT_SETTINGS["whole_word_masking"],
-        replacement_unit=DEFAULT_SETTINGS["replacement_unit"],
-        mask_token_rate=DEFAULT_SETTINGS["mask_token_rate"],
-        random_token_rate=DEFAULT_SETTINGS["random_token_rate"],
-        seed=DEFAULT_SETTINGS["seed"],
-        **kwargs,
-    ):
+    def __init__(self, tokenizer, sequence_length=DEFAULT_SETTINGS["sequence_length"],
+                 truncation=DEFAULT_SETTINGS["truncation"], mask_rate=DEFAULT_SETTINGS["mask_rate"],
+                 max_predictions_per_seq=DEFAULT_SETTINGS["max_predictions_per_seq"],
+                 counting=DEFAULT_SETTINGS["counting"], whole_word_masking=DEFAULT_SETTINGS["whole_word_masking"],
+                 replacement_unit=DEFAULT_SETTINGS["replacement_unit"],
+                 mask_token_rate=DEFAULT_SETTINGS["mask_token_rate"],
+                 random_token_rate=DEFAULT_SETTINGS["random_token_rate"], seed=DEFAULT_SETTINGS["seed"], **kwargs):
         super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
-        self.truncation = truncation
-        self.mask_rate = float(mask_rate)
-        self.max_predictions_per_seq = int(max_predictions_per_seq)
-        self.counting = counting
-        self.whole_word_masking = bool(whole_word_masking)
-        self.replacement_unit = replacement_unit
-        self.mask_token_rate = float(mask_token_rate)
-        self.random_token_rate = float(random_token_rate)
-        self.seed = int(seed)
+        self.truncation, self.counting, self.replacement_unit = truncation, counting, replacement_unit
+        self.mask_rate, self.mask_token_rate = float(mask_rate), float(mask_token_rate)
+        self.random_token_rate, self.max_predictions_per_seq = float(random_token_rate), int(max_predictions_per_seq)
+        self.whole_word_masking, self.seed = bool(whole_word_masking), int(seed)
         # The packer and the masker check their settings (truncation; counting, rates, P >= 1) themselves.
         self.packer = self.segment_packer(truncation=truncation, seed=self.seed)
-        self.masker = MaskedLMMasker.from_tokenizer(
-            self.tokenizer, seed=self.seed, name="masker", **{name: getattr(self, name) for name in MASKING_SETTINGS}
-        )
-
-    # -- masking packed instances (the pretraining data pipeline) -------------------------------------------
+        self.masker = MaskedLMMasker.from_tokenizer(self.tokenizer, seed=self.seed, name="masker",
+                                                    **{name: getattr(self, name) for name in MASKING_SETTINGS})
 
     def mask(self, features, seed=None):
-        """Mask already packed rows with this preprocessor's masker.
+        """`features` masked by this preprocessor's `MaskedLMMasker`: `token_ids` masked, `mask_positions`,
+        `mask_ids`, `mask_weights` added.
 
         Args:
-            features: dict with `token_ids` (int `(B, T)` dense or ragged, or `(T,)`) and optionally
-                `padding_mask`; other keys pass through.
-            seed: int tensor `(2,)` (a stateless seed), a scalar (combined with `seed` of the layer) or None.
-
-        Returns:
-            `features` with `token_ids` masked and `mask_positions`, `mask_ids`, `mask_weights` added
-            (TensorFlow tensors; see `MaskedLMMasker`).
+            features: dict with `token_ids` (int `(B, T)` dense or ragged, or `(T,)`), optionally `padding_mask`.
+            seed: int tensor `(2,)` (stateless), a scalar (combined with the layer's `seed`) or None.
         """
         return self.masker(features, seed=seed)
 
     def mask_dataset(self, dataset, seed=None, new_masks_each_epoch=True, epoch=None):
-        """`data.masking.mask_dataset` with this preprocessor's masker: each element of `dataset` (dicts of
-        packed rows, batched or not) masked under its own reproducible seed, drawn from `seed` (default: the
-        layer's); new masks every epoch (dynamic) or the same ones (static). With `epoch` (int or int64
-        scalar tensor) the masks are keyed by `(seed, epoch)`, the same on every pass over the result."""
+        """`data.masking.mask_dataset` with this preprocessor's masker and `seed` (default: the layer's): new masks
+        every epoch (dynamic) or the same ones (static); with `epoch`, masks keyed by `(seed, epoch)`."""
         return mask_dataset(dataset, self.masker, seed=self.seed if seed is None else seed,
                             new_masks_each_epoch=new_masks_each_epoch, epoch=epoch)
-
-    # -- raw text -------------------------------------------------------------------------------------------
 
     def call(self, x, y=None, sample_weight=None, seed=None):
         if isinstance(x, dict):
@@ -184,10 +138,8 @@ class BertPretrainingPreprocessor(Preprocessor):
     def make_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         """Batched `(x, y)` pretraining batches from raw texts (or text pairs) and next-sentence labels.
 
-        As `Preprocessor.make_dataset`, but each batch is masked under its own seed from
-        `tf.data.Dataset.random(self.seed)`: new masks every epoch, reproducible across runs. Data that already
-        holds masked model inputs (a dict with `token_ids` and `mask_positions`) passes through; packed but
-        unmasked inputs (`token_ids`, `segment_ids`) are masked.
+        As `Preprocessor.make_dataset`, each batch masked under its own seed from `tf.data.Dataset.random(seed)`.
+        Masked inputs (with `mask_positions`) pass through; packed but unmasked inputs are masked.
         """
         if isinstance(x, tf.data.Dataset):
             refuse_dataset_options(y=y, sample_weight=sample_weight, batch_size=batch_size)
@@ -202,19 +154,14 @@ class BertPretrainingPreprocessor(Preprocessor):
             if _is_masked_input(x):
                 return dataset.prefetch(tf.data.AUTOTUNE)
         seeds = tf.data.Dataset.random(seed=self.seed, rerandomize_each_iteration=True)
-        dataset = tf.data.Dataset.zip((dataset, seeds)).map(
-            self._preprocess_seeded, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
-        )
+        dataset = tf.data.Dataset.zip((dataset, seeds)).map(self._preprocess_seeded, deterministic=True,
+                                                             num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _preprocess_seeded(self, element, element_seed):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(element)
         return self.call(x, y, sample_weight, seed=tf.stack([tf.constant(self.seed, tf.int64), element_seed]))
 
-    # -- settings -------------------------------------------------------------------------------------------
-
     def settings(self):
-        """The packing and masking settings (every constructor argument but the tokenizer) as a dict of plain
-        values: what `keras-bert create-data` writes beside its TFRecords, and `cls(tokenizer, **settings)`
-        rebuilds."""
+        """Every constructor argument but the tokenizer (what `create-data` records; `cls(tokenizer, **settings)`)."""
         return {name: getattr(self, name) for name in DEFAULT_SETTINGS}

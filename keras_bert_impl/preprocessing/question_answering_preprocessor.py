@@ -1,6 +1,5 @@
-"""Raw `(question, context)` pairs (and answers) to windowed SQuAD features, and span logits back to answers:
-`preprocessing.squad_span_graph`'s windowing and `squad.decode_squad_predictions`, the ones the offline evaluation
-and the served answer run.
+"""Raw `(question, context)` pairs (and answers) to windowed SQuAD features (`squad_span_graph`), and span logits
+back to answers (`squad.decode_squad_predictions`).
 
 Shape legend: B examples, F features (document windows of all examples), T `sequence_length`.
 """
@@ -10,11 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.preprocessing import squad_span_graph
-from keras_bert_impl.preprocessing.preprocessor import (
-    Preprocessor,
-    _as_string_tensor,
-    as_text_batch,
-)
+from keras_bert_impl.preprocessing.preprocessor import Preprocessor, _as_string_tensor, as_text_batch
 from keras_bert_impl.squad.squad_decoding import decode_squad_predictions
 from keras_bert_impl.squad.squad_reader import SquadExample
 
@@ -34,9 +29,8 @@ def _question_context(x):
     single = questions.shape.rank == 0
     questions, contexts = tf.reshape(questions, [-1]), as_text_batch(x[1], "contexts")
     if None not in (questions.shape[0], contexts.shape[0]) and questions.shape[0] != contexts.shape[0]:
-        raise ValueError(
-            f"Got {questions.shape[0]} questions and {contexts.shape[0]} contexts; give one context per question."
-        )
+        raise ValueError(f"Got {questions.shape[0]} questions and {contexts.shape[0]} contexts; give one context per "
+                         f"question.")
     return questions, contexts, single
 
 
@@ -44,42 +38,33 @@ def _question_context(x):
 class BertQuestionAnsweringPreprocessor(Preprocessor):
     """Raw `(question, context)` to BERT SQuAD features, and the start / end logits back to answers.
 
-    Each example becomes one or more features `[CLS] question [SEP] window [SEP]` padded to
-    `sequence_length`, the context windowed as `run_squad.py` windows it (`squad_span_graph.squad_windows`);
-    logits are decoded as its `write_predictions` (`squad.decode_squad_predictions`).
-
-    A `BertQuestionAnswerer` holding this preprocessor answers raw questions:
-    `model.predict(questions, contexts)` returns `{"text", "start", "end", "score"}` per question.
-    `make_dataset` batches `batch_size` examples (each batch as many rows as windows); `(question, context)`
-    datasets may hold pairs, `{"question", "context"}` dicts or `(x, y)`.
+    Each example becomes one or more features `[CLS] question [SEP] window [SEP]` padded to `sequence_length`,
+    windowed and decoded as `run_squad.py` does. A `BertQuestionAnswerer` holding it answers raw questions
+    (`{"text", "start", "end", "score"}` each). `make_dataset` batches `batch_size` examples (as many rows as
+    windows); datasets may hold `(question, context)` pairs, `{"question", "context"}` dicts or `(x, y)`.
 
     Args:
         tokenizer: `BertTokenizer`.
         sequence_length: int. `T`, the feature length. Defaults to 384.
         doc_stride: int. Distance between window starts, in tokens. Defaults to 128.
         max_query_length: int or None. Questions are cut to this many tokens. None: 64, or
-            `(sequence_length - 3) // 2` when that is less (so that a short model's windows keep context
-            tokens). Defaults to None.
+            `(sequence_length - 3) // 2` when that is less. Defaults to None.
         n_best_size: int. Start and end candidates per window, and size of the n-best list. Defaults to 20.
         max_answer_length: int. Longest answer in tokens. Defaults to 30.
         version_2_with_negative: bool. SQuAD v2.0: the answer may be "" (no answer). Defaults to False.
-        null_score_diff_threshold: float. v2.0: answer "" iff null score - best span score > this (tune it
-            with `squad.tune_null_threshold`). Defaults to 0.0.
+        null_score_diff_threshold: float. v2.0: answer "" iff null score - best span score > this. Defaults to 0.0.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
         x: `(questions, contexts)`: two str, or two equally long lists / arrays / tf.string tensors `(B,)`.
-        y: None, or the answers for training: a dict of `text` (str `(B,)`) and `answer_start` (int `(B,)`,
-            the answer's first code point in the context; -1, with text "", for a question without answer),
-            as SQuAD files and Hugging Face's `squad` datasets give them. They become run_squad.py's labels
-            `{"start_positions", "end_positions"}` `(F,)`: the answer's tokens in the window that holds all of
-            it, else 0 ([CLS]); an example whose answer covers no token gets no rows.
+        y: None, or the answers: a dict of `text` (str `(B,)`) and `answer_start` (int `(B,)`, the first code
+            point in the context; -1, with text "", for none). They become the labels `{"start_positions",
+            "end_positions"}` `(F,)` (0 where a window does not hold all of it; no rows if it covers no token).
         sample_weight: None, or per-example weights `(B,)` (given with `y`), repeated for every window.
 
     Returns:
         dict of `token_ids`, `segment_ids` int32 `(F, T)` and `padding_mask` bool `(F, T)`, F >= B rows
-        (example by example, window by window), or `(x, y)` / `(x, y, sample_weight)` with targets. NumPy arrays
-        when called eagerly, TensorFlow tensors inside `tf.data`.
+        (example by example, window by window), or `(x, y)` / `(x, y, sample_weight)` with targets.
 
     Example:
     >>> from keras_bert_impl.tokenization import BertTokenizer
@@ -94,18 +79,8 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
     _config_keys = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "version_2_with_negative",
                     "null_score_diff_threshold")
 
-    def __init__(
-        self,
-        tokenizer,
-        sequence_length=384,
-        doc_stride=128,
-        max_query_length=None,
-        n_best_size=20,
-        max_answer_length=30,
-        version_2_with_negative=False,
-        null_score_diff_threshold=0.0,
-        **kwargs,
-    ):
+    def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=None, n_best_size=20,
+                 max_answer_length=30, version_2_with_negative=False, null_score_diff_threshold=0.0, **kwargs):
         super().__init__(tokenizer, sequence_length=sequence_length, **kwargs)
         if max_query_length is None:
             max_query_length = min(DEFAULT_MAX_QUERY_LENGTH, max(1, (self.sequence_length - 3) // 2))
@@ -114,15 +89,10 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         for name, value in settings.items():
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
-        squad_span_graph.check_window_settings(self.sequence_length, int(max_query_length), int(doc_stride))
-        self.doc_stride = int(doc_stride)
-        self.max_query_length = int(max_query_length)
-        self.n_best_size = int(n_best_size)
-        self.max_answer_length = int(max_answer_length)
+            setattr(self, name, int(value))
+        squad_span_graph.check_window_settings(self.sequence_length, self.max_query_length, self.doc_stride)
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
-
-    # -- features (TensorFlow ops: tf.data, and the SavedModel's featurization) -----------------------------
 
     def call(self, x, y=None, sample_weight=None):
         if sample_weight is not None and y is None:
@@ -132,12 +102,9 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
                              f"answer's first code point in its context, -1 for none); got {y!r:.80}.")
         questions, contexts, _ = _question_context(x)
         if y is not None:
-            y = {"text": as_text_batch(y["text"], "y['text']"),
-                 "answer_start": tf.reshape(y["answer_start"], [-1])}
-        features = squad_span_graph.windowed_features(
-            self.tokenizer, questions, contexts, self.sequence_length, self.doc_stride, self.max_query_length,
-            answers=y,
-        )
+            y = {"text": as_text_batch(y["text"], "y['text']"), "answer_start": tf.reshape(y["answer_start"], [-1])}
+        features = squad_span_graph.windowed_features(self.tokenizer, questions, contexts, self.sequence_length,
+                                                      self.doc_stride, self.max_query_length, answers=y)
         if y is None:
             return features["inputs"]
         windows = features["windows"]
@@ -155,8 +122,6 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
             element = (element,)  # a dataset of (question, context) pairs without targets
         return self.call(*element)
 
-    # -- the offline pipeline: features with their context offsets, and decoding -------------------------
-
     def featurize(self, x):
         """`(examples, features)`: the `squad.SquadExample`s (ids "0", "1", ...) of `x = (questions, contexts)`
         and their `squad.SquadFeatures` (`features.inputs()` equals `self(x)` row for row)."""
@@ -167,31 +132,23 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         return examples, self.example_features(examples)
 
     def example_features(self, examples, is_training=False):
-        """`squad.SquadFeatures` of `squad.SquadExample`s in this preprocessor's windows (`is_training`: with the
-        first answer's labels), by `convert_examples_to_features`."""
+        """`convert_examples_to_features` of `squad.SquadExample`s in this preprocessor's windows."""
         return squad_span_graph.convert_examples_to_features(
             examples, self.tokenizer, sequence_length=self.sequence_length, doc_stride=self.doc_stride,
-            max_query_length=self.max_query_length, is_training=is_training,
-        )
+            max_query_length=self.max_query_length, is_training=is_training)
 
     def decode(self, examples, features, outputs):
         """`squad.SquadPredictions` (answers, n-best lists, v2.0 null odds) of the model's `outputs`
         (`{"start_logits", "end_logits"}` `(F, T)` on `features`), with this preprocessor's settings."""
-        start_logits, end_logits = (keras.ops.convert_to_numpy(outputs[name]) for name in ("start_logits",
-                                                                                          "end_logits"))
+        start_logits, end_logits = (keras.ops.convert_to_numpy(outputs[key]) for key in ("start_logits", "end_logits"))
         return decode_squad_predictions(
             examples, features, start_logits, end_logits, n_best_size=self.n_best_size,
             max_answer_length=self.max_answer_length, version_2_with_negative=self.version_2_with_negative,
-            null_score_diff_threshold=self.null_score_diff_threshold,
-        )
+            null_score_diff_threshold=self.null_score_diff_threshold)
 
     def answers(self, x, outputs):
-        """The answers to `x = (questions, contexts)` given the model's `outputs` on `self(x)`.
-
-        Returns:
-            a list of `SquadPredictions.answer` dicts `{"text", "start", "end", "score"}` (v2.0 adds `null_odds`),
-            one dict for a single str pair.
-        """
+        """The answers to `x = (questions, contexts)` given the model's `outputs` on `self(x)`: a list of
+        `SquadPredictions.answer` dicts `{"text", "start", "end", "score"}` (v2.0: `null_odds`), one for one pair."""
         single = _question_context(x)[2]
         examples, features = self.featurize(x)
         decoded = self.decode(examples, features, outputs)

@@ -1,8 +1,6 @@
-"""SQuAD windowing and answer decoding as TensorFlow graph ops (run in `tf.data` and inside an exported SavedModel),
-after `run_squad.py`: the featurizer of `BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`,
-and the exported question answerer's `serve_text`. Decoding is `squad.span_ranking`, the decoder of
-`squad.decode_squad_predictions`, on the windows' token offsets, so the served answer is the offline one (only
-the n-best list and its probabilities are not built).
+"""SQuAD windowing and answer decoding as TensorFlow graph ops (in `tf.data` and an exported SavedModel), after
+`run_squad.py`: the featurizer of `BertQuestionAnsweringPreprocessor` and `convert_examples_to_features`, and the
+exported `serve_text`, which decodes with `squad.span_ranking` as `squad.decode_squad_predictions` does.
 
 Shape legend: B examples, F features (windows, all examples together), T `sequence_length`,
 N context tokens of all examples together.
@@ -23,39 +21,31 @@ logger = logging.getLogger(__name__)
 
 def repair_utf8(text):
     """Replace invalid UTF-8 byte sequences in a tf.string tensor by U+FFFD (what the tokenizer sees)."""
-    return tf.strings.unicode_transcode(
-        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD, replace_control_characters=False
-    )
+    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD,
+                                        replace_control_characters=False)
 
 
 STRIDE_SEMANTICS = ("step", "overlap")
 
 
 def check_window_settings(sequence_length, max_query_length, doc_stride, stride_semantics="step"):
-    """Raise a clear `ValueError` unless every question length leaves windows of at least one context token
-    that `doc_stride` can advance (see `squad_windows`)."""
-    # The longest question leaves sequence_length - max_query_length - 3 context tokens per window.
-    min_doc_tokens = sequence_length - max_query_length - 3
+    """Raise a clear `ValueError` unless every question leaves windows of context tokens that `doc_stride` advances."""
+    min_doc_tokens = sequence_length - max_query_length - 3  # what the longest question leaves per window
     if min_doc_tokens < 1:
-        raise ValueError(
-            f"sequence_length ({sequence_length}) must exceed max_query_length ({max_query_length}) + 3 so "
-            f"that a window holds at least one document token."
-        )
+        raise ValueError(f"sequence_length ({sequence_length}) must exceed max_query_length ({max_query_length}) + 3 "
+                         f"so that a window holds at least one document token.")
     if stride_semantics not in STRIDE_SEMANTICS:
         raise ValueError(f"stride_semantics must be one of {STRIDE_SEMANTICS}, got {stride_semantics!r}.")
     if stride_semantics == "step" and doc_stride < 1:
         raise ValueError(f"doc_stride must be at least 1 with stride_semantics='step', got {doc_stride}.")
     if stride_semantics == "overlap" and not 0 <= doc_stride < min_doc_tokens:
-        raise ValueError(
-            f"With stride_semantics='overlap', doc_stride ({doc_stride}) must be >= 0 and smaller than "
-            f"sequence_length - max_query_length - 3 = {min_doc_tokens} (the smallest window)."
-        )
+        raise ValueError(f"With stride_semantics='overlap', doc_stride ({doc_stride}) must be >= 0 and smaller than "
+                         f"sequence_length - max_query_length - 3 = {min_doc_tokens} (the smallest window).")
 
 
 def _answer_token_spans(token_starts, token_ends, answer_start, answer_end):
-    """The tightest token span `(first, last)` `(B,)` covering each answer `[answer_start, answer_end)` (in the
-    offsets' unit): the first token ending after the answer's start and the last token starting before its end.
-    `first > last` where no token overlaps the answer."""
+    """The tightest token span `(first, last)` `(B,)` covering each answer `[answer_start, answer_end)`: the first
+    token ending after its start, the last starting before its end; `first > last` where no token overlaps it."""
     example = token_starts.value_rowids()  # (N,)
     position = tf.ragged.range(token_starts.row_lengths()).flat_values  # (N,) token index within its context
     num_examples = token_starts.nrows()
@@ -72,21 +62,15 @@ def squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_qu
     """Cut each example's context tokens into windows with max-context flags (and training labels), as
     `run_squad.py`'s `convert_examples_to_features`.
 
-    The question is cut to `max_query_length` tokens; windows hold `max_tokens_for_doc = sequence_length -
-    len(question) - 3` context tokens. With `stride_semantics="step"` (the original) window starts are
-    `min(max_tokens_for_doc, doc_stride)` apart; with `"overlap"` (Hugging Face's tokenizer `stride`)
-    consecutive windows share `doc_stride` tokens. The last window ends at the last context token; an empty
-    context gets one empty window. A context token is "at max context" in the first window with the largest
-    `min(left, right) + 0.01 * window length`.
-
-    Training labels (`answer_spans` given): the answer's tightest token span, placed in the feature
-    `[CLS] question [SEP] window [SEP]`; a window that does not hold all of it, and an example without an answer
-    (`answer_start < 0`), gets start = end = 0 ([CLS]). An example whose answer covers no token (only characters
-    the tokenizer drops) gets no window (`skipped`).
+    Windows hold `max_tokens_for_doc = sequence_length - len(question) - 3` context tokens; their starts are
+    `min(max_tokens_for_doc, doc_stride)` apart ("step", the original), or they share `doc_stride` tokens
+    ("overlap", Hugging Face's). An empty context gets one empty window. A token is "at max context" in the first
+    window with the largest `min(left, right) + 0.01 * window length`. Training labels (`answer_spans`): the
+    answer's tightest token span in `[CLS] question [SEP] window [SEP]`, 0 ([CLS]) for a window that does not
+    hold all of it or no answer (`answer_start < 0`); an example whose answer covers no token gets no window.
 
     Args:
-        question_ids: int RaggedTensor `(B, None)`. Question token ids.
-        context_ids: int RaggedTensor `(B, None)`. Context token ids.
+        question_ids, context_ids: int RaggedTensors `(B, None)`. Question and context token ids.
         sequence_length: int. T, the packed length.
         doc_stride: int. See `stride_semantics` (checked by `check_window_settings`).
         max_query_length: int. Questions are cut to this many tokens.
@@ -128,27 +112,19 @@ def squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_qu
     # Max context: the original's score, in float64 as Python computes it; first window wins ties.
     i = position.flat_values
     token_window_length = tf.gather(length, feature_of_token)
-    score = tf.cast(tf.minimum(i, token_window_length - 1 - i), tf.float64) + 0.01 * tf.cast(
-        token_window_length, tf.float64
-    )
+    score = (tf.cast(tf.minimum(i, token_window_length - 1 - i), tf.float64)
+             + 0.01 * tf.cast(token_window_length, tf.float64))
     num_context_tokens = tf.shape(context_ids.flat_values, out_type=tf.int64)[0]
     token = window_index.flat_values  # (W,) which context token
     best_score = tf.math.unsorted_segment_max(score, token, num_context_tokens)
     has_best = tf.equal(score, tf.gather(best_score, token))
     no_feature = tf.shape(start, out_type=tf.int64)[0]
-    first_best = tf.math.unsorted_segment_min(
-        tf.where(has_best, feature_of_token, no_feature), token, num_context_tokens
-    )
+    first_best = tf.math.unsorted_segment_min(tf.where(has_best, feature_of_token, no_feature), token,
+                                              num_context_tokens)
     is_max_context = position.with_flat_values(tf.equal(feature_of_token, tf.gather(first_best, token)))
-    windows = {
-        "example_index": example_index,
-        "question_ids": tf.gather(question_ids, example_index),
-        "window_start": start,
-        "window_index": window_index,
-        "window_length": length,
-        "is_max_context": is_max_context,
-        "num_windows": num_windows,
-    }
+    windows = {"example_index": example_index, "question_ids": tf.gather(question_ids, example_index),
+               "window_start": start, "window_index": window_index, "window_length": length,
+               "is_max_context": is_max_context, "num_windows": num_windows}
     if answer_spans is not None:
         # Window-relative span; inside the window it moves by the [CLS] question [SEP] before the window.
         span_first, span_last = (tf.gather(value, example_index) - start for value in (first, last))
@@ -178,8 +154,7 @@ def windowed_features(tokenizer, question, context, sequence_length, doc_stride,
 
     Args:
         tokenizer: `BertTokenizer`.
-        question: tf.string `(B,)`.
-        context: tf.string `(B,)`.
+        question, context: tf.string `(B,)`.
         sequence_length: int. T.
         doc_stride: int. Distance between window starts.
         max_query_length: int. Questions are cut to this many tokens.
@@ -197,13 +172,8 @@ def windowed_features(tokenizer, question, context, sequence_length, doc_stride,
     answer_spans = None if answers is None else (context_starts, context_ends, *_answer_bytes(context, answers))
     windows = squad_windows(question_ids, context_ids, sequence_length, doc_stride, max_query_length,
                             answer_spans=answer_spans)
-    return {
-        "inputs": _pack_windows(tokenizer, sequence_length, windows, context_ids),
-        "windows": windows,
-        "context": context,
-        "context_starts": context_starts,
-        "context_ends": context_ends,
-    }
+    return {"inputs": _pack_windows(tokenizer, sequence_length, windows, context_ids), "windows": windows,
+            "context": context, "context_starts": context_starts, "context_ends": context_ends}
 
 
 def _pack_windows(tokenizer, sequence_length, windows, context_ids):
@@ -224,23 +194,19 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
                                  is_training=False, stride_semantics="step"):
     """Turns SQuAD examples into windowed features, as `run_squad.py`'s `convert_examples_to_features`.
 
-    `squad_windows` and `_pack_windows` run eagerly on the tokenizer's character offsets (instead of the
-    original's whitespace-word bookkeeping): every window token carries the context characters it covers, which
-    decoding slices. Training labels come from each example's first answer; an example whose answer covers no
-    token is skipped (logged, and listed in `skipped_example_indices`).
+    `squad_windows` runs eagerly on the tokenizer's character offsets (not the original's whitespace words), which
+    decoding slices. Training labels come from each example's first answer; one that covers no token is skipped
+    (logged, and listed in `skipped_example_indices`).
 
     Args:
         examples: sequence of `SquadExample` (e.g. from `read_squad_examples`).
-        tokenizer: `keras_bert_impl.tokenization.BertTokenizer` or anything with `tokenize(list[str])`,
-            `tokenize_with_offsets(list[str])`, `cls_token_id`, `sep_token_id` and `pad_token_id`.
+        tokenizer: `BertTokenizer`, or anything with its `tokenize`, `tokenize_with_offsets` and special ids.
         sequence_length: int. T, the packed length. Defaults to 384.
         doc_stride: int. Window stride; see `stride_semantics`. Defaults to 128.
         max_query_length: int. Questions are truncated to this many tokens. Defaults to 64.
-        is_training: bool. Compute `start_positions` / `end_positions` from the first answer. Defaults to
-            False.
-        stride_semantics: str. "step" (the original: doc_stride is the distance between window starts) or
-            "overlap" (Hugging Face: doc_stride tokens are shared by consecutive windows). Defaults to
-            "step".
+        is_training: bool. Labels (`start_positions`, `end_positions`) from the first answer. Defaults to False.
+        stride_semantics: str. "step" (the original: `doc_stride` between window starts) or "overlap" (Hugging
+            Face: `doc_stride` tokens shared by consecutive windows). Defaults to "step".
 
     Returns:
         `squad.SquadFeatures`.
@@ -265,10 +231,9 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
     if is_training:
         for example in examples:
             if not example.is_impossible and (not example.answers or example.answers[0].answer_start is None):
-                raise ValueError(
-                    f"Training example {example.qas_id!r} needs an answer with answer_start (or "
-                    f"is_impossible=True); read training files with read_squad_examples(path, is_training=True)."
-                )
+                raise ValueError(f"Training example {example.qas_id!r} needs an answer with answer_start (or "
+                                 f"is_impossible=True); read training files with read_squad_examples(path, "
+                                 f"is_training=True).")
         answer_offsets = [(-1, -1) if example.is_impossible else (example.answers[0].answer_start,
                                                                   example.answers[0].answer_end)
                           for example in examples]
@@ -293,9 +258,7 @@ def convert_examples_to_features(examples, tokenizer, sequence_length=384, doc_s
         window_start=windows["window_start"].numpy().astype(np.int32),
         token_char_starts=window_offsets["token_char_starts"].numpy().astype(np.int32),
         token_char_ends=window_offsets["token_char_ends"].numpy().astype(np.int32),
-        token_is_max_context=is_max_context.numpy(),
-        skipped_example_indices=skipped,
-    )
+        token_is_max_context=is_max_context.numpy(), skipped_example_indices=skipped)
 
 
 def _in_sequence(windows, values, sequence_length, fill):
@@ -322,13 +285,10 @@ def decode_best_spans(start_logits, end_logits, windows, context_starts, context
     `squad.decode_squad_predictions`).
 
     Args:
-        start_logits: float `(F, T)`. Start logits of the features `squad_windows` describes.
-        end_logits: float `(F, T)`. End logits.
+        start_logits, end_logits: float `(F, T)`. The logits of the features `windows` describes.
         windows: dict from `squad_windows`.
-        context_starts: int64 RaggedTensor `(B, None)`. Byte offset where each context token starts.
-        context_ends: int64 RaggedTensor `(B, None)`. Byte offset where each context token ends (exclusive).
-        n_best_size: int. Start and end candidates per feature.
-        max_answer_length: int. Longest answer in tokens.
+        context_starts, context_ends: int64 RaggedTensors `(B, None)`. Each context token's byte span.
+        n_best_size, max_answer_length: int. Start and end candidates per feature; longest answer in tokens.
         version_2_with_negative: bool. SQuAD v2.0 (the `n_best_size=1` null rule). Defaults to False.
 
     Returns:
@@ -357,8 +317,7 @@ def byte_span_to_answer(context, byte_start, byte_end):
 
     Args:
         context: tf.string `(B,)`, valid UTF-8 (see `repair_utf8`).
-        byte_start: int64 `(B,)`.
-        byte_end: int64 `(B,)`, exclusive.
+        byte_start, byte_end: int64 `(B,)`, end exclusive.
 
     Returns:
         (tf.string `(B,)`, int64 `(B,)`, int64 `(B,)`): the answer and its Unicode code point offsets.
@@ -377,8 +336,7 @@ def select_answers(context, best, version_2_with_negative=False, null_score_diff
     Args:
         context: tf.string `(B,)`, the repaired contexts (`windowed_features(...)["context"]`).
         best: dict from `decode_best_spans`.
-        version_2_with_negative: bool. Defaults to False.
-        null_score_diff_threshold: float. Defaults to 0.0.
+        version_2_with_negative, null_score_diff_threshold: bool and float. Default to False and 0.0.
 
     Returns:
         dict of `answer` tf.string `(B,)`, `start_char` / `end_char` int64 `(B,)` (code point offsets in the
@@ -389,12 +347,8 @@ def select_answers(context, best, version_2_with_negative=False, null_score_diff
     if version_2_with_negative:
         found &= ~(best["null_odds"] > null_score_diff_threshold)
     answer, start_char, end_char = byte_span_to_answer(context, best["byte_start"], best["byte_end"])
-    outputs = {
-        "answer": tf.where(found, answer, ""),
-        "start_char": tf.where(found, start_char, -1),
-        "end_char": tf.where(found, end_char, -1),
-        "score": tf.cast(best["score"], tf.float32),
-    }
+    outputs = {"answer": tf.where(found, answer, ""), "start_char": tf.where(found, start_char, -1),
+               "end_char": tf.where(found, end_char, -1), "score": tf.cast(best["score"], tf.float32)}
     if version_2_with_negative:
         outputs["null_odds"] = tf.cast(best["null_odds"], tf.float32)
     return outputs

@@ -1,28 +1,19 @@
-"""Words or raw text to windowed BERT token-classification features, and per-token logits back to words
-and entities.
+"""Words or raw text to windowed BERT token-classification features, and per-token logits back to words and entities.
 
 Labels sit on the first sub-token of each word, as the BERT paper (section 5.3) and Hugging Face do; other
-sub-tokens, `[CLS]`, `[SEP]` and padding get `IGNORED_LABEL` (-100, Hugging Face's value), which
-`BertTokenClassifier`'s loss skips.
+sub-tokens, `[CLS]`, `[SEP]` and padding get `IGNORED_LABEL` (-100), which `BertTokenClassifier`'s loss skips.
 
-What a word is:
-- pre-split words (a CoNLL sentence, a list of str per example): each given word; the words are joined with
-  one space into the text the tokenizer sees, so offsets index that joined text;
-- raw text: the tokenizer's words (text split on whitespace and around punctuation, as BERT's basic
-  tokenizer does and as Hugging Face's token-classification pipeline groups sub-tokens): a word starts at
-  every token that is not a `##` continuation piece.
+What a word is: for pre-split words (a CoNLL sentence), each given word, joined with one space into the text the
+tokenizer sees (offsets index that text); for raw text, the tokenizer's words: one starts at every token that is
+not a `##` continuation piece.
 
-Windows: a sentence longer than `sequence_length - 2` tokens is not truncated: it is cut into windows of that
-many tokens whose starts are `stride` tokens apart, each packed `[CLS] window [SEP]`. Every token belongs to
-exactly one window, the one where it sits nearest the middle (window k owns the tokens from
-`k * stride + (window - stride) // 2` up to where window k + 1's begin; the first window owns the sentence's
-start, the last its end), and only there does it carry a label (training) and a prediction (decoding). So
-each word is labelled and predicted once, with at least `(window - stride) // 2` tokens of context on both
-sides when the sentence allows.
+Windows: a sentence longer than `sequence_length - 2` tokens is cut into windows of that many tokens, `stride`
+apart, each packed `[CLS] window [SEP]`. Every token belongs to the one window where it sits nearest the middle
+(window k owns the tokens from `k * stride + (window - stride) // 2` on), and only there carries a label and a
+prediction: each word is labelled and predicted once, with at least `(window - stride) // 2` tokens of context.
 
-The featurization is TensorFlow ops (`window_features`), the one implementation that `tf.data` training,
-eager `predict` and the exported SavedModel's `serve_text` run; so is the decoding back to words and entities
-(`preprocessing.entity_span_graph`, which reads chunks with the conlleval convention of `metrics.entity_chunks`).
+Featurization (`window_features`) and decoding (`entity_span_graph`) are TensorFlow ops, the one implementation
+that `tf.data` training, eager `predict` and the exported SavedModel's `serve_text` run.
 
 Shape legend: B examples, W windows (feature rows, all examples together), T `sequence_length`,
 C tags (`num_classes`).
@@ -60,17 +51,14 @@ def _join_words(words):
 
 def window_features(tokenizer, packer, sequence_length, stride, texts=None, words=None, tag_ids=None,
                     first_pieces=None):
-    """Texts or pre-split words -> windowed model inputs, labels and the word of every scored token.
-
-    Give exactly one of `texts` and `words`.
+    """Texts or pre-split words (exactly one) -> windowed model inputs, labels and each scored token's word.
 
     Args:
         tokenizer: `BertTokenizer`.
         packer: `SegmentPacker` packing `[CLS] window [SEP]` (fixed or dynamic padding).
         sequence_length: int. T.
         stride: int. Distance between window starts, in tokens; at most `sequence_length - 2`.
-        texts: tf.string `(B,)` raw texts, or None.
-        words: tf.string RaggedTensor `(B, None)` of words, or None.
+        texts, words: tf.string `(B,)` raw texts, or a tf.string RaggedTensor `(B, None)` of words; the other None.
         tag_ids: int RaggedTensor `(B, None)`, one tag id per word (only with `words`), or None.
         first_pieces: bool `(V,)` from `first_piece_table(tokenizer)` (raw texts only), or None.
 
@@ -137,14 +125,8 @@ def window_features(tokenizer, packer, sequence_length, stride, texts=None, word
         dense = tf.concat([column, rows], axis=1).to_tensor(default_value=fill)  # at most width - 1 wide
         return tf.pad(dense, [[0, 0], [0, width - tf.shape(dense)[1]]], constant_values=fill)
 
-    features = {
-        "inputs": inputs,
-        "word_index": aligned(tf.cast(tf.gather(local_word, token), tf.int32), -1),
-        "example_index": example_index,
-        "text": text,
-        "word_starts": word_starts,
-        "word_ends": word_ends,
-    }
+    features = {"inputs": inputs, "word_index": aligned(tf.cast(tf.gather(local_word, token), tf.int32), -1),
+                "example_index": example_index, "text": text, "word_starts": word_starts, "word_ends": word_ends}
     if tag_ids is not None:
         word_tags = tf.cast(tag_ids.flat_values, tf.int32)
         features["labels"] = aligned(tf.gather(word_tags, tf.gather(token_word, token)), IGNORED_LABEL)
@@ -152,9 +134,8 @@ def window_features(tokenizer, packer, sequence_length, stride, texts=None, word
 
 
 def _is_word_lists(x):
-    if isinstance(x, tf.RaggedTensor):
-        return True
-    return isinstance(x, (list, tuple)) and bool(x) and isinstance(x[0], (list, tuple))
+    return isinstance(x, tf.RaggedTensor) or (isinstance(x, (list, tuple)) and bool(x)
+                                              and isinstance(x[0], (list, tuple)))
 
 
 def _as_words(words):
@@ -178,35 +159,29 @@ def _as_tags(tag_ids):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassificationPreprocessor(Preprocessor):
-    """Words or raw text to windowed BERT features for token classification (NER), and logits back to
-    tagged words and entities with character offsets.
+    """Words or raw text to windowed token-classification (NER) features, and logits back to words and entities.
 
-    See the module docstring for what a word is, where labels go and how long sentences are windowed.
-    A `BertTokenClassifier` holding this preprocessor tags raw text: `model.predict(texts)` returns, per text,
+    Words, labels and windows: the module docstring. A `BertTokenClassifier` holding it tags raw text: per text,
     its `words` (`{"text", "start", "end", "tag", "score"}`) and `entities` (`{"text", "type", "start", "end",
-    "score"}`, read from the tags as conlleval reads them; `score` is the mean probability of the entity's
-    tags), with character offsets into the text.
-    `make_dataset` batches `batch_size` sentences (each batch as many rows as windows; with `bucket_width` or
-    `epochs`, `batch_size` windows).
+    "score"}`, read as conlleval reads them; `score`: the mean probability of its tags), with character offsets.
+    `make_dataset` batches `batch_size` sentences (with `bucket_width` or `epochs`, `batch_size` windows).
 
     Args:
         tokenizer: `BertTokenizer`.
         sequence_length: int. `T`, the window length including `[CLS]` and `[SEP]`. Defaults to 128.
-        stride: int or None. Distance between window starts, in tokens, at most `sequence_length - 2`; None:
-            half a window, `(sequence_length - 2) // 2`. Defaults to None.
+        stride: int or None. Tokens between window starts, in [1, `sequence_length - 2`]; None: half a window.
+            Defaults to None.
         **kwargs: passed to `keras.layers.Layer`.
 
     Call arguments:
         x: raw texts (a str, a list / array / tf.string tensor `(B,)`), or pre-split words (a list of lists of
             str, or a tf.string RaggedTensor `(B, None)`).
-        y: with words only: their tag ids, a list of int lists (or an int RaggedTensor) parallel to `x`.
-            Defaults to None.
+        y: with words only: their tag ids, int lists (or an int RaggedTensor) parallel to `x`. Defaults to None.
         sample_weight: not supported.
 
     Returns:
         the model inputs dict (`token_ids`, `segment_ids` int32, `padding_mask` bool, `(W, T)`, W >= B windows
-        in example order), and with `y` the labels int32 `(W, T)` as `(x, y)`. NumPy arrays when called
-        eagerly, TensorFlow tensors inside `tf.data`.
+        in example order), and with `y` the labels int32 `(W, T)` as `(x, y)`.
 
     Example:
     >>> from keras_bert_impl.tokenization import BertTokenizer
@@ -240,46 +215,38 @@ class BertTokenClassificationPreprocessor(Preprocessor):
         if self._first_pieces is None:
             self._first_pieces = first_piece_table(self.tokenizer)
         return window_features(self.tokenizer, self.packer, self.sequence_length, self.stride,
-                               texts=as_text_batch(x, "x"),
-                               first_pieces=self._first_pieces)
+                               texts=as_text_batch(x, "x"), first_pieces=self._first_pieces)
 
     def call(self, x, y=None, sample_weight=None):
         if sample_weight is not None:
             raise ValueError("BertTokenClassificationPreprocessor takes no sample_weight (windows are not examples).")
         features = self._features(x, y)
-        if y is None:
-            return features["inputs"]
-        return features["inputs"], features["labels"]
+        return features["inputs"] if y is None else (features["inputs"], features["labels"])
 
     def _slices(self, x, y, sample_weight):
         if sample_weight is not None:
             self.call(x, y, sample_weight)  # the error
-        if not _is_word_lists(x):
-            return keras.utils.pack_x_y_sample_weight(as_text_batch(x, "x"), y)
-        return keras.utils.pack_x_y_sample_weight(_as_words(x), _as_tags(y))
+        x, y = (_as_words(x), _as_tags(y)) if _is_word_lists(x) else (as_text_batch(x, "x"), y)
+        return keras.utils.pack_x_y_sample_weight(x, y)
 
     @staticmethod
     def _batch(dataset, batch_size):
         return dataset.ragged_batch(batch_size)
 
-    # -- the offline pipeline: features with their words, and decoding -----------------------------------
-
     def featurize(self, x, y=None):
         """`window_features` of `x` (and tag ids `y`) as NumPy: arrays, and lists of arrays for the ragged
         word offsets. `features["inputs"]` equals `self(x)`."""
         features = self._features(x, y)
-        numpy = {"inputs": {key: value.numpy() for key, value in features["inputs"].items()}}
-        for key in ("word_index", "example_index", "labels"):
-            if key in features:
-                numpy[key] = features[key].numpy()
+        numpy = {key: features[key].numpy() for key in ("word_index", "example_index", "labels") if key in features}
+        numpy["inputs"] = {key: value.numpy() for key, value in features["inputs"].items()}
         numpy["text"] = [text.decode("utf-8") for text in features["text"].numpy()]
-        for key in ("word_starts", "word_ends"):
-            numpy[key] = [np.asarray(row, dtype=np.int64) for row in features[key].to_list()]
+        numpy.update({key: [np.asarray(row, dtype=np.int64) for row in features[key].to_list()]
+                      for key in ("word_starts", "word_ends")})
         return numpy
 
     def decode(self, features, logits, labels):
-        """Tagged words and entities of each example from the model's `logits` `(W, T, C)` on `features`: the
-        graph decoding of `entity_span_graph` (the one a SavedModel's `serve_text` runs), run eagerly.
+        """Tagged words and entities of each example from the model's `logits` on `features` (`entity_span_graph`,
+        what a SavedModel's `serve_text` runs, run eagerly).
 
         Args:
             features: dict from `featurize`.
@@ -287,8 +254,7 @@ class BertTokenClassificationPreprocessor(Preprocessor):
             labels: sequence of str. The tag of each class id (IOB2: "O", "B-PER", ...).
 
         Returns:
-            list (one per example) of dicts `{"words": [...], "entities": [...]}` as the class docstring says;
-            offsets are character offsets into the text (the words joined by spaces for pre-split words).
+            list (one per example) of dicts `{"words": [...], "entities": [...]}` as the class docstring says.
         """
         labels = list(labels)
         graph_features = dict(features, text=tf.constant(features["text"], tf.string))

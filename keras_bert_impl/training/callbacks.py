@@ -1,10 +1,7 @@
-"""`fit` callbacks for long training runs: one checkpoint / resume / model-selection mechanism
-(`TrainingCheckpoint`, and `FinetuningCheckpoint` for fine-tuning), a metrics log, progress lines within an epoch,
-and the training-curve plot.
-
-An exact resume needs the weights with the optimizer state (its `iterations` drive the schedule), the dropout RNG
-states (which `save_weights` leaves out) and a deterministic input stream that a resumed run skips into. Every
-file goes through `utils.atomic_io`: a checkpoint appears complete or not at all, and `latest` only after it.
+"""`fit` callbacks for long runs: checkpoint / resume / model selection (`TrainingCheckpoint`, `FinetuningCheckpoint`),
+a metrics log, progress lines within an epoch and the training-curve plot. An exact resume needs the weights with the
+optimizer state, the dropout RNG states (`save_weights` leaves them out) and a deterministic input stream to skip into.
+Files go through `utils.atomic_io`; `latest` is written last.
 """
 
 import io
@@ -20,10 +17,8 @@ import zipfile
 import keras
 import numpy as np
 
-from keras_bert_impl.utils.atomic_io import (
-    atomic_directory, atomic_write, atomic_write_json, atomic_write_text, remove_stale_temporaries,
-    require_free_space,
-)
+from keras_bert_impl.utils.atomic_io import (atomic_directory, atomic_write, atomic_write_json, atomic_write_text,
+                                             remove_stale_temporaries, require_free_space)
 from keras_bert_impl.training.finetuning_results import json_ready, save_finetuned
 from keras_bert_impl.utils.file_patterns import POSITIVE, read_json
 
@@ -47,30 +42,23 @@ class NonFiniteLossError(RuntimeError):
 
 
 class TrainingCheckpoint(keras.callbacks.Callback):
-    """Back up the resumable training state at every `fit` epoch end, restore it exactly, and remove it when the
-    run has finished: Keras' `BackupAndRestore` conventions, with an exact resume and a settings check.
-
-    Each epoch end writes `backup_dir/step_XXXXXXXX/` (weights with optimizer state, dropout RNG states,
-    `training_state.json`), then the `latest` pointer. A non-finite loss stops training (`NonFiniteLossError`)
-    before diverged weights are saved. `restore(model)` refuses a state written with other `settings`.
-    `finish()` writes `finished.json` and removes the states unless `delete_checkpoint=False`; `restore` of a
-    finished run loads the weights of `model_dir`.
+    """Keras' `BackupAndRestore` with an exact resume and a settings check: each epoch end writes
+    `backup_dir/step_XXXXXXXX/` (weights with optimizer state, dropout RNG states, `training_state.json`), then
+    `latest`; a non-finite loss raises `NonFiniteLossError` before anything diverged is saved. `finish()` writes
+    `finished.json` and removes the states; `restore` of a finished run loads the weights of `model_dir`.
 
     Args:
         backup_dir: str. Folder of this run's states (created when missing).
-        steps_per_epoch: int or None. Batches per `fit` epoch, so epoch `e` ends at step
-            `(e + 1) * steps_per_epoch`; None: `fit`'s. Defaults to None.
+        steps_per_epoch: int or None. Batches per `fit` epoch (epoch `e` ends at step `(e + 1) * steps_per_epoch`);
+            None: `fit`'s. Defaults to None.
         settings: dict or None. JSON values a resumed run must match (batch size, seed, ...). Defaults to None.
         changeable: sequence of str. Settings that may change on resume when `allow_changed`. Defaults to ().
         allow_changed: bool. Let the `changeable` settings change. Defaults to False.
-        model_dir: str or None. The `save_pretrained` directory holding the finished run's weights (`final/`,
-            `last/`). Defaults to None.
+        model_dir: str or None. The directory of the finished run's weights (`final/`, `last/`). Defaults to None.
         keep: int. Number of newest states kept. Defaults to 1.
-        delete_checkpoint: bool. Remove the states when the run finishes, as `BackupAndRestore` does; False keeps
-            them (a finished run can then be extended exactly). Defaults to True.
+        delete_checkpoint: bool. Remove the states when the run finishes (False: it can be extended). Defaults to True.
         extra_state: dict or None. More JSON values stored in every state (e.g. the phase). Defaults to None.
-        write: bool. Whether this process writes (False on non-chief workers of a multi-worker run).
-            Defaults to True.
+        write: bool. Whether this process writes (False on non-chief workers of a multi-worker run). Defaults to True.
 
     Example:
     >>> checkpoint = TrainingCheckpoint("/tmp/run/checkpoints", steps_per_epoch=100, model_dir="/tmp/run/final")
@@ -84,20 +72,13 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         super().__init__()
         if int(keep) < 1:
             raise ValueError(f"`keep` must be >= 1, got {keep}.")
-        self.backup_dir = os.fspath(backup_dir)
-        self.steps_per_epoch = steps_per_epoch
-        self.settings = dict(settings or {})
-        self.changeable = tuple(changeable)
-        self.allow_changed = allow_changed
-        self.model_dir = model_dir
-        self.keep = int(keep)
-        self.delete_checkpoint = delete_checkpoint
-        self.extra_state = dict(extra_state or {})
-        self.write = write
+        self.backup_dir, self.steps_per_epoch, self.model_dir = os.fspath(backup_dir), steps_per_epoch, model_dir
+        self.settings, self.extra_state = dict(settings or {}), dict(extra_state or {})
+        self.changeable, self.allow_changed = tuple(changeable), allow_changed
+        self.keep, self.delete_checkpoint, self.write = int(keep), delete_checkpoint, write
 
     def saved_state(self):
-        """`(path, state)` of the newest state; `(None, record)` for a finished run whose states were removed;
-        None when the run has not saved anything."""
+        """`(path, state)` of the newest state, `(None, record)` of a finished run whose states are gone, or None."""
         found = latest_training_checkpoint(self.backup_dir)
         record = os.path.join(self.backup_dir, FINISHED_FILE)
         if found is None and os.path.isfile(record):
@@ -134,13 +115,11 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             f"Run with the same settings to resume, choose a new --output-dir to start over{allow_hint}.")
 
     def restore(self, model):
-        """Restore the saved state into the compiled `model`: weights, optimizer variables (step, hence learning
-        rate; moments) and dropout RNG states; for a finished run whose states were removed, the weights of
-        `model_dir`.
+        """Restore the saved state (weights, optimizer variables, dropout RNG states; a finished run: the weights of
+        `model_dir`) into the compiled `model`.
 
         Returns:
-            dict or None: the saved state (`step`, `epoch`, `extra_state`, ...) with `restored_from`, the path
-            read; None when there is nothing to resume.
+            dict or None: the saved state (`step`, `epoch`, ...) with `restored_from`; None: nothing to resume.
 
         Raises:
             ValueError: the state was saved with other `settings` (see `check_settings`).
@@ -177,8 +156,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                     shutil.rmtree(os.path.join(self.backup_dir, name), ignore_errors=True)
 
     def on_train_begin(self, logs=None):
-        """Remove the temp folders of checkpoint writes a kill interrupted (`.step_*.tmp-*`): no later write needs
-        them. Also run at the train end."""
+        """Remove the temp folders of checkpoint writes a kill interrupted (`.step_*.tmp-*`); also at the end."""
         if self.write and os.path.isdir(self.backup_dir):
             for path in remove_stale_temporaries(self.backup_dir, "step_", prefix=True):
                 logger.info("Removed %s, left by an interrupted checkpoint write", path)
@@ -190,9 +168,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             found = latest_training_checkpoint(self.backup_dir)
         except FileNotFoundError as error:
             return f"unreadable ({error})"
-        if found is None:
-            return f"none yet in {self.backup_dir} (the run restarts from the beginning)"
-        return f"{found[0]} (step {found[1]['step']})"
+        return (f"none yet in {self.backup_dir} (the run restarts from the beginning)" if found is None
+                else f"{found[0]} (step {found[1]['step']})")
 
     def on_train_batch_end(self, batch, logs=None):
         loss = _as_float(logs["loss"]) if logs and "loss" in logs else 0.0
@@ -201,8 +178,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             raise NonFiniteLossError(
                 f"Loss became {loss} at batch {batch} of this epoch (optimizer step {step:.0f}); logs: "
                 f"{ {name: _as_float(value) for name, value in logs.items()} }. The last good checkpoint is "
-                f"{self._last_good()}; resume from it with a lower learning rate or more warmup."
-            )
+                f"{self._last_good()}; resume from it with a lower learning rate or more warmup.")
 
     def _checkpoint_bytes(self):
         """About what a checkpoint takes: every model and optimizer variable, plus HDF5 overhead."""
@@ -229,8 +205,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             self.model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
             np.savez(os.path.join(tmp, RNG_STATE_FILE), *[
                 keras.ops.convert_to_numpy(v.value) for v in _seed_states(self.model)])
-            with open(os.path.join(tmp, STATE_FILE), "w", encoding="utf-8") as handle:
-                json.dump(state, handle, indent=2)
+            atomic_write_json(os.path.join(tmp, STATE_FILE), state)
         atomic_write_text(os.path.join(self.backup_dir, LATEST_FILE), os.path.basename(path) + "\n")
         logger.info("Checkpoint at step %d: %s", step, path)
         self._delete_old_checkpoints(os.path.basename(path))
@@ -246,21 +221,17 @@ class TrainingCheckpoint(keras.callbacks.Callback):
 
 
 class FinetuningCheckpoint(TrainingCheckpoint):
-    """The `TrainingCheckpoint` of a fine-tuning run, which also selects models (Keras' `ModelCheckpoint` with a
-    `monitor`): each epoch end evaluates, saves `directory/last/` (and `directory/best/` when `monitor` improves;
-    each a `save_finetuned` directory), then the training state in `directory/training_state/` with the selection
-    record (`history`, `best_score`, `best_epoch`) a resumed run continues. A finished run restores `last/`.
+    """The `TrainingCheckpoint` of a fine-tuning run that also selects models (`ModelCheckpoint` with a `monitor`):
+    each epoch end evaluates, saves `directory/last/` (and `best/` when `monitor` improves), then the training
+    state in `directory/training_state/` with the selection record a resumed run continues.
 
     Args:
         directory: str. Output directory.
         tokenizer: `BertTokenizer` or None. Saved with the model. Defaults to None.
-        evaluate: callable or None. `evaluate(model) -> dict` of metrics (e.g. dev GLUE / SQuAD scores).
-            Defaults to None (save `last` only).
-        monitor: str or None. Key of `evaluate`'s result that selects `best` (higher is better, as every
-            metric of this package's tasks). Defaults to None.
+        evaluate: callable or None. `evaluate(model) -> dict` of metrics; None: save `last` only. Defaults to None.
+        monitor: str or None. Key of `evaluate`'s result that selects `best` (higher is better). Defaults to None.
         steps_per_epoch: int or None. As `TrainingCheckpoint`'s. Defaults to None.
-        settings: dict or None. The run's settings a resumed run must share, as `TrainingCheckpoint`'s.
-            Defaults to None.
+        settings: dict or None. As `TrainingCheckpoint`'s. Defaults to None.
         delete_checkpoint: bool. Remove `training_state/` when the run finishes. Defaults to True.
 
     After `fit`: `history` (a list of each epoch's results), `best_score`, `best_epoch` (0-based).
@@ -304,10 +275,8 @@ class FinetuningCheckpoint(TrainingCheckpoint):
 
 
 def _seed_generators(model):
-    """Every `keras.random.SeedGenerator` reachable from `model` through `Model.layers` and public instance
-    attributes (a layer, a generator, or a list / tuple / dict of them), each once. A generator held only under a
-    private attribute is not found: every layer of this package holds its dropout under a public name.
-    """
+    """Every `keras.random.SeedGenerator` reachable from `model` through `Model.layers` and public attributes
+    (layers, generators, lists / tuples / dicts of them), each once; every layer here names its dropout publicly."""
     found, seen = [], set()
 
     def visit(value):
@@ -325,11 +294,8 @@ def _seed_generators(model):
             names = set(vars(value)) | (set(dir(value)) - set(dir(type(value))))
             for name in sorted(name for name in names if not name.startswith("_")):
                 visit(getattr(value, name))
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                visit(item)
-        elif isinstance(value, dict):
-            for item in value.values():
+        elif isinstance(value, (list, tuple, dict)):
+            for item in value.values() if isinstance(value, dict) else value:
                 visit(item)
 
     visit(model)
@@ -357,8 +323,7 @@ def latest_training_checkpoint(directory):
     if not os.path.isfile(state_path) or not os.path.isfile(os.path.join(path, WEIGHTS_FILE)):
         raise FileNotFoundError(
             f"{pointer} names {path}, which lacks {WEIGHTS_FILE} or {STATE_FILE}; the checkpoint directory was "
-            f"modified by hand. Remove {pointer} to start over."
-        )
+            f"modified by hand. Remove {pointer} to start over.")
     try:
         return path, read_json(state_path, schema=STATE_SCHEMA)
     except ValueError as error:  # malformed JSON, or not the fields a state holds
@@ -383,8 +348,7 @@ def _corrupt_message(path, filename, error):
 
 
 def restore_training_checkpoint(model, path):
-    """Load weights, optimizer state and dropout RNG states saved by `TrainingCheckpoint` into a compiled
-    `model`."""
+    """Load the weights, optimizer state and dropout RNG states of a `TrainingCheckpoint` into a compiled `model`."""
     if getattr(model, "optimizer", None) is None:
         raise ValueError("Compile the model (with the same optimizer) before restoring a training checkpoint.")
     if not model.optimizer.built:
@@ -403,8 +367,7 @@ def restore_training_checkpoint(model, path):
     if len(values) != len(states):
         raise ValueError(
             f"{path}/{RNG_STATE_FILE} holds {len(values)} RNG states but the model has {len(states)} dropout "
-            f"seed generators: the checkpoint is from a different architecture."
-        )
+            f"seed generators: the checkpoint is from a different architecture.")
     for variable, value in zip(states, values):
         variable.assign(value)
 
@@ -480,11 +443,8 @@ class MetricsLog(keras.callbacks.Callback):
 
     def __init__(self, path, steps_per_epoch, extra=None, step_offset=0, write=True):
         super().__init__()
-        self.path = os.fspath(path)
-        self.steps_per_epoch = int(steps_per_epoch)
-        self.extra = dict(extra or {})
-        self.step_offset = int(step_offset)
-        self.write = write
+        self.path, self.extra, self.write = os.fspath(path), dict(extra or {}), write
+        self.steps_per_epoch, self.step_offset = int(steps_per_epoch), int(step_offset)
 
     def on_epoch_end(self, epoch, logs=None):
         if not self.write:
@@ -515,13 +475,13 @@ def read_metrics_log(path):
 
 
 def plot_training_curves(entries, path, title="BERT pretraining"):
-    """Write a PNG with loss, accuracy and learning-rate panels from `read_metrics_log` entries (`val_*` dashed).
-    Needs matplotlib.
+    """Write a PNG (atomically; needs matplotlib) of loss, accuracy and learning-rate panels from `read_metrics_log`
+    entries, `val_*` dashed.
 
     Args:
         entries: list of dict. Each has `step` and any of `loss`, `mlm_loss`, `nsp_loss`, `mlm_accuracy`,
             `nsp_accuracy`, `learning_rate` (and `val_` versions).
-        path: str. The PNG file, written atomically.
+        path: str. The PNG file.
         title: str. Figure title. Defaults to "BERT pretraining".
     """
     try:
@@ -533,11 +493,8 @@ def plot_training_curves(entries, path, title="BERT pretraining"):
         raise ImportError("plot_training_curves needs matplotlib: `pip install matplotlib`.") from error
     if not entries:
         raise ValueError("No metrics to plot: the log is empty.")
-    panels = (
-        ("loss", ("loss", "mlm_loss", "nsp_loss")),
-        ("accuracy", ("mlm_accuracy", "nsp_accuracy")),
-        ("learning rate", ("learning_rate",)),
-    )
+    panels = (("loss", ("loss", "mlm_loss", "nsp_loss")), ("accuracy", ("mlm_accuracy", "nsp_accuracy")),
+              ("learning rate", ("learning_rate",)))
     figure, axes = pyplot.subplots(1, len(panels), figsize=(15, 4))
     for axis, (label, names) in zip(axes, panels):
         for name in names:

@@ -1,8 +1,6 @@
-"""The classification recipes, each one library call on `finetuning.finetune_and_score`: sentence (pair)
-classification as `run_classifier.py` (`finetune_classifier`, what `keras-bert finetune-classifier` runs), multiple
-choice as the paper's SWAG run (`finetune_multiple_choice`, `finetune-multiple-choice`; each choice packed
-`[CLS] sent1 [SEP] sent2 endingN [SEP]`) and named-entity recognition as its CoNLL-2003 run
-(`finetune_token_classifier`, `finetune-ner`).
+"""The classification recipes on `finetuning.finetune_and_score`: sentence (pair) classification as
+`run_classifier.py` (`finetune_classifier`), multiple choice as the paper's SWAG run (`finetune_multiple_choice`)
+and named-entity recognition as its CoNLL-2003 run (`finetune_token_classifier`).
 """
 
 import dataclasses
@@ -15,14 +13,11 @@ from keras_bert_impl.training import finetuning
 
 @dataclasses.dataclass(frozen=True)
 class ClassificationFiles(finetuning.FinetuningFiles):
-    """`FinetuningFiles` (`train_file`, `dev_file`, `test_file`, `tune_fraction`) and how a classification run
-    reads them.
+    """`FinetuningFiles` and how a classification run reads them.
 
     Args:
-        task: str or None. A GLUE task (`data.classification_data.GLUE_LAYOUTS`): its columns, labels and
-            official metrics. Defaults to None.
-        text_columns: sequence of str or int. One or two text columns (names, or 0-based indices), without
-            `task`. Defaults to ().
+        task: str or None. A GLUE task (`classification_data.GLUE_LAYOUTS`): its layout and metrics. Defaults to None.
+        text_columns: sequence of str or int. One or two text columns (names or 0-based indices). Defaults to ().
         label_column: str, int or None. The label column, without `task`. Defaults to None.
         file_format: str or None. "tsv", "csv" or "jsonl"; None: the file extension. Defaults to None.
         has_header: bool. The first row names the columns. Defaults to True.
@@ -64,8 +59,7 @@ class ClassificationFiles(finetuning.FinetuningFiles):
 
 
 def _label_vocabulary(files, train):
-    """The run's labels: the GLUE task's fixed set, else those of the training rows; None for regression and
-    for a run that trains nothing (the checkpoint's labels then)."""
+    """The run's labels: the GLUE task's, else the training rows'; None for regression or no training."""
     from keras_bert_impl.data.classification_data import LabelVocabulary, glue_layout
 
     if files.is_regression:
@@ -80,18 +74,13 @@ def _label_vocabulary(files, train):
 def finetune_classifier(files, source, settings, classifier_dropout=None, monitor=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertClassifier` as `run_classifier.py`.
 
-    Writes into `settings.output_dir`: `last/` and `best/` (`finetuning.finetune`), and for the final model
-    `dev_predictions.tsv` with `eval_results.json` (GLUE's official metrics for a task), `test_predictions.tsv`
-    and, for a labelled test file, `test_results.json`.
+    Writes `last/`, `best/` and the final model's `dev_predictions.tsv`, `test_predictions.tsv` and results
+    (GLUE's official metrics for a task) into `settings.output_dir` (`finetuning.finetune_and_score`).
 
     Args:
-        files: `ClassificationFiles`.
-        source: `finetuning.ModelSource`: the checkpoint or preset, and the vocabulary.
-        settings: `finetuning.FinetuningSettings`.
-        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1.
-            Defaults to None.
-        monitor: str or None. The dev (or held-out) metric that picks `best/`; None: the task's first metric.
-            Defaults to None.
+        files, source, settings: `ClassificationFiles`, `finetuning.ModelSource`, `finetuning.FinetuningSettings`.
+        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1. Defaults to None.
+        monitor: str or None. The dev (or held-out) metric that picks `best/`; None: the task's first. Defaults to None.
 
     Returns:
         dict: the final model's dev scores (empty without a dev file).
@@ -131,17 +120,14 @@ def finetune_classifier(files, source, settings, classifier_dropout=None, monito
 def finetune_multiple_choice(files, source, settings, sequence_length=128, dropout=None):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertMultipleChoice` on SWAG files.
 
-    Writes into `settings.output_dir`: `last/` and `best/` by accuracy, and for the final model
-    `dev_predictions.tsv` (`index<TAB>choice`) with `eval_results.json`, `test_predictions.tsv` and, when the test
-    file has labels, `test_results.json` (`finetuning.finetune_and_score`).
+    Each choice is packed `[CLS] sent1 [SEP] sent2 endingN [SEP]`. Writes `last/`, `best/` (by accuracy) and the
+    final model's `dev_predictions.tsv` / `test_predictions.tsv` (`index<TAB>choice`) with their results into
+    `settings.output_dir` (`finetuning.finetune_and_score`).
 
     Args:
-        files: `finetuning.FinetuningFiles`.
-        source: `finetuning.ModelSource`.
-        settings: `finetuning.FinetuningSettings`.
+        files, source, settings: `finetuning.FinetuningFiles`, `ModelSource` and `FinetuningSettings`.
         sequence_length: int. Tokens per packed choice; longer ones are truncated. Defaults to 128.
-        dropout: float or None. Dropout before the scoring layer; None: the checkpoint's, else 0.1. Defaults
-            to None.
+        dropout: float or None. Dropout before the scoring layer; None: the checkpoint's, else 0.1. Defaults to None.
 
     Returns:
         dict: the final model's dev scores (empty without a dev file).
@@ -181,19 +167,14 @@ def finetune_token_classifier(files, source, settings, sequence_length=128, stri
                               monitor="f1"):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertTokenClassifier` on CoNLL files.
 
-    Writes into `settings.output_dir`: `last/` and `best/` by `monitor`, and for the final model
-    `dev_predictions.txt` / `test_predictions.txt` (`word gold predicted`, conlleval's input) with
-    `eval_results.json` / `test_results.json` (`finetuning.finetune_and_score`).
+    Writes `last/`, `best/` (by `monitor`) and the final model's `dev_predictions.txt` / `test_predictions.txt`
+    (`word gold predicted`, conlleval's input) with their results into `settings.output_dir`.
 
     Args:
-        files: `finetuning.FinetuningFiles`.
-        source: `finetuning.ModelSource`.
-        settings: `finetuning.FinetuningSettings`.
+        files, source, settings: `finetuning.FinetuningFiles`, `ModelSource` and `FinetuningSettings`.
         sequence_length: int. Tokens per window, [CLS] and [SEP] included. Defaults to 128.
-        stride: int or None. Tokens between the starts of a long sentence's windows; None: half a window.
-            Defaults to None.
-        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1.
-            Defaults to None.
+        stride: int or None. Tokens between the starts of a long sentence's windows (None: half). Defaults to None.
+        classifier_dropout: float or None. Dropout before the head; None: the checkpoint's, else 0.1. Defaults to None.
         monitor: str. The dev (or held-out) metric that picks `best/`: f1, precision, recall, accuracy or
             `<TYPE>_f1`. Defaults to "f1".
 

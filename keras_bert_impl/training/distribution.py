@@ -2,20 +2,15 @@
 
 TensorFlow appears here only at the edge (strategy objects and a tf.data map), imported when asked for.
 
-| name                | backend    | what                                                                  |
-|---------------------|------------|-----------------------------------------------------------------------|
-| `none`              | any        | one device                                                            |
-| `mirrored`          | tensorflow | `tf.distribute.MirroredStrategy`: every local GPU (or given devices)  |
-| `multi_worker`      | tensorflow | `MultiWorkerMirroredStrategy`; each worker's `TF_CONFIG` names the     |
-|                     |            | cluster, the same command runs on every worker, the chief writes      |
-| `tpu`               | tensorflow | `TPUStrategy` on the TPU named by `tpu` or `TPU_NAME` (a name,        |
-|                     |            | `grpc://` address, or `local` on a Cloud TPU VM)                      |
-| `jax_data_parallel` | jax        | `keras.distribution.DataParallel` over every JAX device; on several   |
-|                     |            | hosts, the same command on each with `JAX_PROCESS_VARIABLES` set      |
+- `none` (any backend): one device;
+- `mirrored` (tensorflow): `MirroredStrategy` over every local GPU (or given devices);
+- `multi_worker` (tensorflow): `MultiWorkerMirroredStrategy`; the same command on every worker (`TF_CONFIG`);
+- `tpu` (tensorflow): `TPUStrategy` on `tpu` or `TPU_NAME` (a name, `grpc://` address, or `local` on a TPU VM);
+- `jax_data_parallel` (jax): `keras.distribution.DataParallel` over every device; on several hosts, the same
+  command on each with `JAX_PROCESS_VARIABLES` set.
 
-The batch size given to the input pipeline is always the global batch, split across replicas.
-Under tf.distribute each replica normalises the MLM loss by its own mask weights (as the original's per-TPU-core
-loss); JAX `DataParallel` traces the step over the global batch. They agree when replicas hold equal mask-weight sums.
+The batch size is the global batch. Under tf.distribute each replica normalises the MLM loss by its own mask
+weights (as the original's per-TPU-core loss); JAX traces the step over the global batch.
 """
 
 import contextlib
@@ -31,17 +26,14 @@ _BACKEND_OF = {"mirrored": "tensorflow", "multi_worker": "tensorflow", "tpu": "t
 
 
 def make_distribution(name, tpu="", devices=None):
-    """Set up distribution `name`; return `(scope, strategy, is_chief)`, logging the replicas or device mesh.
-
-    Build and compile the model inside `scope` (re-enterable; a no-op for `none` and `jax_data_parallel`, whose
-    layout is global state set here). `strategy` is the tf.distribute strategy or None; `is_chief` says whether
-    this process writes checkpoints and logs (every process of a JAX run does, see `process_directory`).
+    """Set up distribution `name`; return `(scope, strategy, is_chief)`: build and compile the model inside the
+    re-enterable `scope` (a no-op where the layout is global state); `strategy` is the tf.distribute one or None;
+    `is_chief`: this process writes checkpoints and logs.
 
     Args:
         name: str. One of `DISTRIBUTIONS`.
         tpu: str. TPU name or address for `"tpu"`. Defaults to "" (the local / environment TPU).
-        devices: list of str or None. Devices for `"mirrored"` / `"jax_data_parallel"`; None means all.
-            Defaults to None.
+        devices: list of str or None. Devices for `"mirrored"` / `"jax_data_parallel"` (None: all). Defaults to None.
     """
     if name not in DISTRIBUTIONS:
         raise ValueError(f"Unknown distribution {name!r}; choose one of {DISTRIBUTIONS}.")
@@ -70,8 +62,7 @@ def make_distribution(name, tpu="", devices=None):
         resolver = strategy.cluster_resolver
         is_chief = resolver.task_type in (None, "chief") or (
             resolver.task_type == "worker" and resolver.task_id == 0
-            and "chief" not in resolver.cluster_spec().as_dict()
-        )
+            and "chief" not in resolver.cluster_spec().as_dict())
     else:
         tpu = tpu or os.environ.get("TPU_NAME", "")
         if not tpu:  # TensorFlow would look for a Cloud TPU for minutes, then say "Please provide a TPU Name"
@@ -117,10 +108,8 @@ def _initialize_jax_processes():
 
 
 def _multi_worker_strategy():
-    """A `tf.distribute.MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3's trainer gives it: a nested
-    structure, as `MirroredStrategy.reduce` does (keras-team/keras#20329), and scalars with `axis=0` (their mean
-    over the replicas).
-    """
+    """A `MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3's trainer gives it: a nested structure
+    (keras-team/keras#20329), and scalars with `axis=0` (their mean over the replicas)."""
     import tensorflow as tf
 
     class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
@@ -137,10 +126,8 @@ def _multi_worker_strategy():
 
 
 def process_directory(directory, name):
-    """Where this process of a run under distribution `name` writes: `directory`, or `directory/process<i>` for
-    process i > 0 of a multi-host JAX run, where reading a weight is a collective every process must join, so
-    each process writes the same checkpoints into its own folder.
-    """
+    """Where this process writes: `directory`, or `directory/process<i>` for process i > 0 of a multi-host JAX run
+    (reading a weight is a collective every process joins, so each writes the same checkpoints)."""
     if name != "jax_data_parallel":
         return directory
     import jax
@@ -154,9 +141,8 @@ def replica_count(strategy=None):
     if strategy is not None:
         return int(strategy.num_replicas_in_sync)
     distribution = keras.distribution.distribution()
-    if isinstance(distribution, keras.distribution.DataParallel):
-        return int(distribution.device_mesh.devices.size)
-    return 1
+    data_parallel = isinstance(distribution, keras.distribution.DataParallel)
+    return int(distribution.device_mesh.devices.size) if data_parallel else 1
 
 
 class StrategyScope:
@@ -164,23 +150,19 @@ class StrategyScope:
     `strategy.scope()` object is single-use)."""
 
     def __init__(self, strategy):
-        self.strategy = strategy
-        self._entered = []
+        self.strategy, self._entered = strategy, []
 
     def __enter__(self):
-        scope = self.strategy.scope()
-        self._entered.append(scope)
-        return scope.__enter__()
+        self._entered.append(self.strategy.scope())
+        return self._entered[-1].__enter__()
 
     def __exit__(self, *exception):
         return self._entered.pop().__exit__(*exception)
 
 
 def for_tf_distribute(dataset):
-    """Prepare a stream of `(x, y)` batches for tf.distribute: boolean features cast to int32 (Keras 3 averages
-    a distributed batch to build the model, which TensorFlow cannot do for booleans), and sharding by data, so
-    every worker reads the whole stream and a multi-worker run trains on the batches of a one-device run.
-    """
+    """`(x, y)` batches for tf.distribute: boolean features cast to int32 (Keras 3 averages a distributed batch to
+    build the model), sharded by data, so a multi-worker run trains on the batches of a one-device run."""
     import tensorflow as tf
 
     def cast_booleans(features):

@@ -1,8 +1,6 @@
-"""The fine-tuning recipe every `keras-bert finetune-*` command runs (`FinetuningSettings` -> `finetune`: resumable
-`model.fit` on `preprocessor.make_dataset` batches), with its tokenizer loading, input checks and optimizer, and
-`finetune_and_score`, what the classification, multiple-choice and NER recipes share.
-
-The metrics and output files (`finetuning_results`) are importable from here too.
+"""The fine-tuning recipe of every `keras-bert finetune-*` command (`FinetuningSettings` -> `finetune`: resumable
+`model.fit` on `preprocessor.make_dataset` batches), its tokenizer loading and input checks, and `finetune_and_score`,
+what the classification, multiple-choice and NER recipes share. `finetuning_results`' names are importable here too.
 """
 
 import dataclasses
@@ -18,36 +16,18 @@ import numpy as np
 
 # Re-exported: callers use them as `finetuning.<name>` (the recipes, CLI, examples and tests).
 from keras_bert_impl.training.finetuning_results import (
-    EVAL_RESULTS_FILENAME,
-    classification_monitor,
-    classification_scores,
-    evaluate_squad_predictions,
-    json_ready,
-    save_finetuned,
-    write_classification_predictions,
-)
+    EVAL_RESULTS_FILENAME, classification_monitor, classification_scores, evaluate_squad_predictions, json_ready,
+    save_finetuned, write_classification_predictions)
 from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
 from keras_bert_impl.utils.output_lock import output_lock
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "EVAL_RESULTS_FILENAME",
-    "FinetuningCheckpoint",
-    "FinetuningFiles",
-    "FinetuningSettings",
-    "ModelSource",
-    "check_model_inputs",
-    "claims_output_dir",
-    "classification_monitor",
-    "classification_scores",
-    "evaluate_squad_predictions",
-    "finetune",
-    "finetune_and_score",
-    "load_tokenizer",
-    "save_finetuned",
-    "write_classification_predictions",
-    "xla_jit_compile",
+    "EVAL_RESULTS_FILENAME", "FinetuningCheckpoint", "FinetuningFiles", "FinetuningSettings", "ModelSource",
+    "check_model_inputs", "claims_output_dir", "classification_monitor", "classification_scores",
+    "evaluate_squad_predictions", "finetune", "finetune_and_score", "load_tokenizer", "save_finetuned",
+    "write_classification_predictions", "xla_jit_compile",
 ]
 
 
@@ -55,13 +35,9 @@ def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
     """The `BertTokenizer` of a fine-tuning (or data-writing) run.
 
     Args:
-        vocab: str or None. A `vocab.txt` file or a directory holding one (and maybe `tokenizer_config.json`).
-            Defaults to None: the checkpoint's directory.
+        vocab: str or None. A `vocab.txt` or its directory; None: the checkpoint's directory. Defaults to None.
         checkpoint: str or None. The initial checkpoint (directory or original-TF prefix). Defaults to None.
         lowercase: bool or None. Override the tokenizer config's casing. Defaults to None.
-
-    Returns:
-        `BertTokenizer`.
     """
     from keras_bert_impl.tokenization import BertTokenizer
 
@@ -80,11 +56,8 @@ def load_tokenizer(vocab=None, checkpoint=None, lowercase=None):
 
 
 def check_model_inputs(model, inputs, what="inputs"):
-    """Raise a ValueError naming the problem when packed NumPy `inputs` cannot go through `model`.
-
-    Compiled steps cannot check values (an id beyond the embedding table gathers garbage on GPUs and JAX), so
-    this checks before batching: at least one row; `T` within the position table; `token_ids` in
-    `[0, vocabulary_size)` and `segment_ids` in `[0, num_segments)`.
+    """Raise a ValueError naming the problem when packed NumPy `inputs` cannot go through `model` (no rows, `T` or
+    ids out of range): compiled steps cannot check values (an out-of-range id gathers garbage on GPUs and JAX).
 
     Args:
         model: a task model (with `backbone`) or a `BertBackbone`.
@@ -112,10 +85,8 @@ def check_model_inputs(model, inputs, what="inputs"):
 
 
 def xla_jit_compile(requested=True):
-    """The `jit_compile` value for `Model.compile` that means "compile with XLA where the backend has it".
-
-    False on torch: its `jit_compile=True` is `torch.compile`, which cannot trace the tf.data-fed steps of this
-    package, so torch steps run eagerly.
+    """The `jit_compile` of `Model.compile` for "XLA where the backend has it": False on torch, whose
+    `torch.compile` cannot trace this package's tf.data-fed steps.
 
     Args:
         requested: bool. Whether XLA is wanted at all. Defaults to True.
@@ -132,13 +103,10 @@ class ModelSource:
     """Where a fine-tuning run's model and vocabulary come from.
 
     Args:
-        init_checkpoint: str or None. Any checkpoint `from_pretrained` reads (ours, Hugging Face, original TF).
-            Defaults to None.
-        preset: str or None. Without `init_checkpoint`: a `BertBackbone` size ("tiny" ... "large") from scratch
-            (random weights), or a keras-hub preset directory or handle (its backbone, with its own sizes, and its
-            tokenizer; `save_to_preset` writes one). The head starts new. Defaults to None.
-        vocab: str or None. `vocab.txt` or its directory; None: the checkpoint's directory, or the keras-hub
-            preset's tokenizer. Defaults to None.
+        init_checkpoint: str or None. Any checkpoint `from_pretrained` reads. Defaults to None.
+        preset: str or None. Without `init_checkpoint`: a `BertBackbone` size ("tiny" ... "large") from scratch,
+            or a keras-hub preset directory or handle (its backbone and tokenizer), under a new head. Defaults to None.
+        vocab: str or None. `vocab.txt` or its directory; None: the checkpoint's, or the preset's. Defaults to None.
         cased: bool. Keep case; False: the tokenizer config's casing. Defaults to False.
     """
 
@@ -149,8 +117,7 @@ class ModelSource:
 
     @property
     def keras_hub_preset(self):
-        """The keras-hub preset the run starts from (a `preset` that is no published size), or None; a `preset`
-        that is neither is refused in one line."""
+        """The keras-hub preset the run starts from (a `preset` that is no published size), or None."""
         from keras_bert_impl.checkpoints.keras_hub_presets import keras_hub_preset_names
         from keras_bert_impl.models.presets import PRESETS
 
@@ -176,24 +143,17 @@ class ModelSource:
 
     def build(self, task_class, tokenizer, preprocessor=None, max_sequence_length=512, backbone_dropout=None,
               **head):
-        """The run's task model: `task_class.from_pretrained(init_checkpoint)`, or from scratch a backbone of size
-        `preset` sized to `tokenizer` (a keras-hub preset: its pretrained backbone, its sizes kept) under a new
-        head; checked against `tokenizer`.
+        """The run's task model: `task_class.from_pretrained(init_checkpoint)`, or a new head on a backbone of size
+        `preset` (a keras-hub preset: its pretrained backbone), checked against `tokenizer`.
 
         Args:
             task_class: a `BertTask` subclass, e.g. `BertClassifier`.
-            tokenizer: `BertTokenizer`. A vocabulary larger than the embedding table is refused in one line; a
-                smaller one is allowed with a WARNING (some checkpoints pad the table).
-            preprocessor: a preprocessor or None. Attached and saved with the model (the run's packing length,
-                windows, null threshold); None: a checkpoint's own, if any. Defaults to None.
+            tokenizer: `BertTokenizer`. Larger than the embedding table: refused; smaller: a WARNING (padded tables).
+            preprocessor: a preprocessor or None. Saved with the model; None: a checkpoint's own. Defaults to None.
             max_sequence_length: int. Position table of a model from scratch. Defaults to 512.
-            backbone_dropout: float or None. The encoder's hidden and attention dropout; None: the config's.
-                Defaults to None.
+            backbone_dropout: float or None. Encoder hidden and attention dropout; None: the config's. Defaults to None.
             **head: the head's constructor arguments (e.g. `num_classes`, `labels`, `dropout`); a checkpoint's
                 head fills those that are None.
-
-        Returns:
-            The `task_class` model.
 
         Example:
             model = ModelSource(preset="tiny").build(BertClassifier, tokenizer, num_classes=2)
@@ -239,8 +199,7 @@ class FinetuningSettings:
     """How a fine-tuning run trains and where it writes: the settings every `finetune-*` command shares.
 
     Args:
-        output_dir: str. Where `last/`, `best/`, `training_state/` (while the run is unfinished) and the results
-            go; the run holds its `utils.output_lock`, so a second run into it meanwhile is refused.
+        output_dir: str. Where `last/`, `best/`, `training_state/` and the results go (held by `output_lock`).
         epochs: int. Passes over the training data (0: train nothing). Defaults to 3.
         batch_size: int. Training rows per update. Defaults to 32.
         eval_batch_size: int. Rows per prediction batch. Defaults to 64.
@@ -248,15 +207,13 @@ class FinetuningSettings:
         warmup_fraction: float. Share of the updates with linear warmup. Defaults to 0.1.
         weight_decay: float. Defaults to 0.01.
         length_bucketing: bool. Train on batches of rows of similar length, each padded to its bucket
-            (`make_dataset(bucket_width=...)`); False pads every batch to the packed length. Predictions are
-            padded to the packed length (bucketing reorders rows). Defaults to True.
+            (`make_dataset(bucket_width=...)`); False pads to the packed length, as predictions are. Defaults to True.
         bucket_width: int. Bucket granularity in tokens. Defaults to 32.
         jit_compile: bool. XLA on TensorFlow and JAX. Defaults to True.
         seed: int. Seed of the data order, dropout and the head. Defaults to 12345.
         verbose: int. `fit`'s verbosity; 2 adds progress lines within an epoch (`callbacks.ProgressLog`).
             Defaults to 1.
-        keep_training_state: bool. Keep `training_state/` after the run finishes (it is removed by default).
-            Defaults to False.
+        keep_training_state: bool. Keep `training_state/` after the run finishes. Defaults to False.
 
     Example:
     >>> FinetuningSettings("runs/mrpc", epochs=2).batch_size
@@ -279,14 +236,10 @@ class FinetuningSettings:
 
 
 def claims_output_dir(recipe):
-    """Decorate a fine-tuning recipe `recipe(..., settings, ...)` (and `source`, if it takes one): before it reads or
-    builds anything, check `settings.output_dir` and create it with this package's marker
-    (`utils.atomic_io.claimed_output_directory`): one line if it is, is inside or holds `source.init_checkpoint`
-    (its results would land in the input), is
-    someone else's non-empty folder, or is not writable. A previous run's folder is used as is (the run resumes
-    there); a failed run removes a folder it created and left empty. The run then holds the folder's lock
-    (`utils.output_lock`): a second run into it refuses in one line naming this one.
-    """
+    """Decorate a fine-tuning recipe `recipe(..., settings, ...)` (and `source`, if it takes one): first, claim
+    `settings.output_dir` (`utils.atomic_io.claimed_output_directory`: refused if it overlaps
+    `source.init_checkpoint`, is someone else's or is not writable; a previous run's folder resumes) and hold its
+    `utils.output_lock` for the call."""
     from keras_bert_impl.utils.atomic_io import claimed_output_directory
 
     signature = inspect.signature(recipe)
@@ -305,33 +258,26 @@ def claims_output_dir(recipe):
 @claims_output_dir
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
-    """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` (`BertTask.compile`'s
-    `AdamWeightDecay` with `WarmupLinearDecay` for this run's length, XLA where the backend has it) and fit it for
-    `settings.epochs` on `model.preprocessor.make_dataset(train_x, train_y, ...)` batches, resumably
-    (`FinetuningCheckpoint`: `last/`, `best/` by `monitor`, the training state). Run again on the same
-    `output_dir` after a kill, it continues after the last finished epoch to the uninterrupted run's weights (bit
-    for bit on TensorFlow and JAX on one device); a state saved with other settings is refused. Prints what it
-    trains and, with a monitor, the best epoch.
+    """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` do (`BertTask.compile`) and
+    fit it for `settings.epochs` on `model.preprocessor.make_dataset` batches, resumably (`FinetuningCheckpoint`):
+    rerun on the same `output_dir` after a kill, it reaches the uninterrupted run's weights (bit for bit on
+    TensorFlow and JAX on one device); other settings are refused. Prints what it trains and the best epoch.
 
     Args:
         model: the task model to fine-tune, with a preprocessor.
-        train_x: dict of NumPy arrays `(N, T)` (`(N, C, T)` for multiple choice): the packed inputs (the
-            preprocessor's own output), batched by its `make_dataset`.
+        train_x: dict of NumPy arrays `(N, T)` (`(N, C, T)` for multiple choice): the preprocessor's output.
         train_y: the targets: array or dict of arrays `(N,)` (or `(N, T)` token labels).
         settings: `FinetuningSettings`.
         tokenizer: `BertTokenizer` or None. Saved beside each model directory. Defaults to None.
         counts: str. What the training data holds, e.g. `"3668 training examples"`.
         details: str. Appended to that line, e.g. `"; labels: [...]"`. Defaults to "".
         evaluate: `evaluate(model) -> dict` run at each epoch end, or None. Defaults to None.
-        monitor: str or None. The key of `evaluate`'s results that picks `best/`; None writes `last/` only.
-            Defaults to None.
-        selection_name: str. What `evaluate` scores ("dev", "held-out"), for the best-epoch line. Defaults to
-            "dev".
+        monitor: str or None. The key of `evaluate`'s results that picks `best/` (None: `last/` only). Defaults to None.
+        selection_name: str. What `evaluate` scores ("dev", "held-out"), for the best-epoch line. Defaults to "dev".
 
     Returns:
-        `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, or where it resumed;
-        `settings.epochs` when the run had finished and nothing was trained), and `history`, `best_epoch`,
-        `best_score` say what it picked.
+        `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, where it resumed, or
+        `settings.epochs` for a finished run); `history`, `best_epoch`, `best_score` say what it picked.
     """
     if settings.epochs < 1:
         raise ValueError(f"finetune trains at least one epoch, got epochs={settings.epochs}.")
@@ -373,19 +319,15 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
     return checkpoint
 
 
-# Tuning data held out of the training data (`--tune-fraction`): rows for classification, whole articles for
-# SQuAD, since the questions of one article share its paragraphs and a split by question would let the
-# held-out questions be answered from text the model trained on.
+# Tuning data held out of the training data (`--tune-fraction`): rows, or whole SQuAD articles (questions of one
+# article share its paragraphs, so a split by question would tune on text the model trained on).
 def held_out_count(total, fraction, what):
-    """How many of `total` items a `fraction` in (0, 1) holds out: rounded, at least 1, leaving at least 1.
+    """How many of `total` items a `fraction` holds out: rounded, at least 1, leaving at least 1.
 
     Args:
         total: int. Items to split.
         fraction: float. Share held out, in (0, 1).
         what: str. The items, for the error message ("training rows", "articles").
-
-    Returns:
-        int.
 
     Example:
     >>> held_out_count(12, 0.2, "articles")
@@ -399,42 +341,33 @@ def held_out_count(total, fraction, what):
     return min(total - 1, max(1, round(total * fraction)))
 
 
-def _held_out_indices(total, fraction, seed, what):
-    count = held_out_count(total, fraction, what)
-    return set(np.random.default_rng(seed).permutation(total)[:count].tolist())
-
-
-def split_rows(rows, fraction, seed):
-    """`(kept, held_out)`: a seeded random `fraction` of `rows` held out, both in their original order.
+def split_rows(rows, fraction, seed, what="training rows"):
+    """`(kept, held_out)` lists: a seeded random `fraction` of `rows` held out, both in their original order.
 
     Args:
         rows: sequence. Training examples.
         fraction: float. Share held out, in (0, 1).
         seed: int. The same seed holds out the same rows.
-
-    Returns:
-        (list, list).
+        what: str. The rows, for the error message. Defaults to "training rows".
 
     Example:
     >>> kept, held = split_rows(list(range(10)), 0.3, seed=0)
     >>> len(kept), len(held), sorted(kept + held) == list(range(10))
     (7, 3, True)
     """
-    held = _held_out_indices(len(rows), fraction, seed, "training rows")
+    count = held_out_count(len(rows), fraction, what)
+    held = set(np.random.default_rng(seed).permutation(len(rows))[:count].tolist())
     return ([row for index, row in enumerate(rows) if index not in held],
             [row for index, row in enumerate(rows) if index in held])
 
 
 def split_articles(squad_json, fraction, seed):
-    """`(kept, held_out)` SQuAD JSON objects: a seeded random `fraction` of the articles (`data[]`) held out.
+    """`(kept, held_out)` SQuAD JSON objects: `split_rows` of the articles.
 
     Args:
         squad_json: dict. A SQuAD file's object (`{"version", "data": [article, ...]}`).
         fraction: float. Share of the articles held out, in (0, 1).
         seed: int. The same seed holds out the same articles.
-
-    Returns:
-        (dict, dict): each the input's top level with its part of `data`, articles in their original order.
 
     Example:
     >>> data = {"version": "v2.0", "data": [{"title": t, "paragraphs": []} for t in "abcde"]}
@@ -442,17 +375,15 @@ def split_articles(squad_json, fraction, seed):
     >>> len(kept["data"]), len(held["data"])
     (4, 1)
     """
-    articles = squad_json["data"]
-    held = _held_out_indices(len(articles), fraction, seed, "articles")
-    return ({**squad_json, "data": [a for index, a in enumerate(articles) if index not in held]},
-            {**squad_json, "data": [a for index, a in enumerate(articles) if index in held]})
+    kept, held = split_rows(squad_json["data"], fraction, seed, "articles")
+    return {**squad_json, "data": kept}, {**squad_json, "data": held}
 
 
 @dataclasses.dataclass(frozen=True)
 class FinetuningFiles:
-    """The files of a classification, multiple-choice or NER run: `train_file` trains; `dev_file` (else a
-    `tune_fraction` of the training rows, held out and seeded) is scored after every epoch and picks `best/`;
-    `test_file` is predicted, and scored when it has labels, and never picks a model. Each defaults to None."""
+    """The files of a classification, multiple-choice or NER run: `train_file` trains; `dev_file` (else a seeded
+    `tune_fraction` of the training rows) is scored after every epoch and picks `best/`; `test_file` is predicted
+    (and scored when labelled). Each defaults to None."""
 
     train_file: str = None
     dev_file: str = None
@@ -463,9 +394,8 @@ class FinetuningFiles:
 def finetune_and_score(model, tokenizer, files, settings, train, *, read, pack, score, write_predictions, monitor,
                        counts, predict=None, training_arrays=None, details=""):
     """Fine-tune `model` on `train` (`finetune`; `best/` picked by `monitor` on the dev file, else on the held-out
-    `files.tune_fraction` of `train`), then score the final model on the dev and test files: writes
-    `dev_predictions.*` with `eval_results.json`, `test_predictions.*` and, when the test file has labels,
-    `test_results.json` into `settings.output_dir`.
+    `files.tune_fraction`), then score the final model: `dev_predictions.*` with `eval_results.json`,
+    `test_predictions.*` and, for a labelled test file, `test_results.json` in `settings.output_dir`.
 
     Args:
         model: the task model, with its preprocessor.
@@ -473,15 +403,13 @@ def finetune_and_score(model, tokenizer, files, settings, train, *, read, pack, 
         files: `FinetuningFiles` (or a subclass).
         settings: `FinetuningSettings`. `epochs == 0` trains nothing and only scores.
         train: list. The training examples (empty when nothing is trained).
-        read: `read(path, labeled)` -> the examples of a file; `labeled=False` (the test file): labels where it
-            has them.
+        read: `read(path, labeled)` -> a file's examples; `labeled=False` (the test file): labels where it has them.
         pack: `pack(examples)` -> `(inputs, gold)`: what `predict` takes and the gold labels (None without).
         score: `score(gold, predictions)` -> dict of metrics.
         write_predictions: `write_predictions(name, inputs, predictions)` writes `<name>_predictions.*`.
         monitor: str. The metric of `score` that picks `best/`.
         counts: `counts(train, train_x, train_y)` -> str: what `finetune` prints the training data holds.
-        predict: `predict(inputs)` -> the model's predictions, or None: `model.predict` in batches of
-            `settings.eval_batch_size`. Defaults to None.
+        predict: `predict(inputs)` -> the model's predictions, or None: `model.predict`. Defaults to None.
         training_arrays: `training_arrays(examples)` -> `(train_x, train_y)`, or None: `pack`. Defaults to None.
         details: str. Appended to the counts line. Defaults to "".
 

@@ -1,7 +1,5 @@
-"""A fine-tuning run's results: the official metrics of fine-tuned models (GLUE, or accuracy / F1 / correlations,
-for classification and regression; SQuAD v1.1 / v2.0 with automatic null-threshold tuning for question answering)
-and the files that carry them, each written atomically: model directories with their tokenizer and
-`eval_results.json`, and classification prediction files."""
+"""A fine-tuning run's results: official metrics (GLUE, accuracy / F1 / correlations; SQuAD v1.1 / v2.0 with
+null-threshold tuning) and the files that carry them, each written atomically."""
 
 import os
 
@@ -13,14 +11,7 @@ EVAL_RESULTS_FILENAME = "eval_results.json"
 
 
 def json_ready(results):
-    """`results` with NumPy and Python numbers as floats (what `json` writes); other values unchanged.
-
-    Args:
-        results: dict of metric name -> value.
-
-    Returns:
-        dict.
-    """
+    """The dict `results` with NumPy and Python numbers as floats (what `json` writes); other values unchanged."""
     return {key: (float(value) if isinstance(value, (int, float, np.floating, np.integer)) else value)
             for key, value in results.items()}
 
@@ -31,8 +22,7 @@ def save_finetuned(model, directory, tokenizer=None, results=None):
     Args:
         model: a task model with `save_pretrained`.
         directory: str. Replaced only when complete.
-        tokenizer: `BertTokenizer` or None. Its `vocab.txt` + `tokenizer_config.json` go beside the weights.
-            Defaults to None.
+        tokenizer: `BertTokenizer` or None. Saved beside the weights. Defaults to None.
         results: dict or None. Evaluation results to store. Defaults to None.
     """
     with atomic_directory(directory, what="model directory") as tmp:
@@ -52,20 +42,17 @@ def write_classification_predictions(path, logits, label_vocabulary=None, regres
         label_vocabulary: `LabelVocabulary` or None. Class names; None writes class ids. Defaults to None.
         regression: bool. Write the score. Defaults to False.
     """
-    logits = np.asarray(logits)
     lines = ["index\tprediction"]
-    for index, row in enumerate(logits):
-        if regression:
-            prediction = f"{float(row[0]):.6f}"
-        else:
-            class_id = int(np.argmax(row))
-            prediction = label_vocabulary.id_to_label(class_id) if label_vocabulary is not None else str(class_id)
+    for index, row in enumerate(np.asarray(logits)):
+        class_id = int(np.argmax(row))
+        prediction = (f"{float(row[0]):.6f}" if regression else
+                      label_vocabulary.id_to_label(class_id) if label_vocabulary is not None else str(class_id))
         lines.append(f"{index}\t{prediction}")
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def classification_scores(labels, logits, task=None, regression=False):
-    """The metrics of a classification or regression run.
+    """The metrics (dict metric name -> float) of a classification or regression run.
 
     Args:
         labels: array `(N,)`. Gold class ids (float scores for regression).
@@ -73,9 +60,6 @@ def classification_scores(labels, logits, task=None, regression=False):
         task: str or None. A GLUE task name: its official metrics (`metrics.glue_metrics`). Otherwise
             accuracy (plus F1 for two classes) or, for regression, Pearson and Spearman. Defaults to None.
         regression: bool. Defaults to False.
-
-    Returns:
-        dict metric name -> float.
     """
     logits = np.asarray(logits)
     predictions = logits[:, 0] if regression else np.argmax(logits, axis=-1)
@@ -104,20 +88,15 @@ def prediction_scores(labels, predictions, num_classes, task=None, regression=Fa
 
 
 def classification_monitor(task=None, regression=False):
-    """The metric of `classification_scores` that selects the best checkpoint.
+    """The metric (str) of `classification_scores` that selects the best checkpoint.
 
     Args:
         task: str or None. A GLUE task name: its first official metric. Defaults to None.
         regression: bool. Without a task: "pearson" for regression, "accuracy" otherwise. Defaults to False.
-
-    Returns:
-        str.
     """
     from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 
-    if task is not None:
-        return glue_task_metrics(task)[0]
-    return "pearson" if regression else "accuracy"
+    return glue_task_metrics(task)[0] if task is not None else ("pearson" if regression else "accuracy")
 
 
 def evaluate_squad_predictions(examples, features, start_logits, end_logits, dataset_json, output_dir=None,
@@ -129,34 +108,25 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
     Args:
         examples: `SquadExamples` the features were built from.
         features: `SquadFeatures`.
-        start_logits: array `(F, T)`.
-        end_logits: array `(F, T)`.
+        start_logits, end_logits: arrays `(F, T)`.
         dataset_json: dict. The SQuAD JSON with gold answers (`squad_reader.load_squad_json`).
         output_dir: str or None. Where predictions.json, nbest_predictions.json, null_odds.json (v2.0) and
             eval_results.json go. Defaults to None (nothing written).
         version_2_with_negative: bool. SQuAD v2.0. Defaults to False.
-        n_best_size: int. Defaults to 20.
-        max_answer_length: int. Defaults to 30.
-        null_score_diff_threshold: float or None. Defaults to None (tune on this data for v2.0).
+        n_best_size, max_answer_length: int. As `decode_squad_predictions`'. Default to 20 and 30.
+        null_score_diff_threshold: float or None. None: tune it on this data (v2.0). Defaults to None.
         tune_metric: str. "f1" or "exact" for tuning. Defaults to "f1".
 
     Returns:
         dict: v1.1 `exact_match`, `f1`; v2.0 the official `evaluate_v2` keys plus `null_score_diff_threshold`.
     """
-    from keras_bert_impl.squad import (
-        decode_squad_predictions,
-        evaluate_v1,
-        evaluate_v2,
-        tune_null_threshold,
-        write_squad_predictions,
-    )
+    from keras_bert_impl.squad import (decode_squad_predictions, evaluate_v1, evaluate_v2, tune_null_threshold,
+                                       write_squad_predictions)
 
     threshold = 0.0 if null_score_diff_threshold is None else null_score_diff_threshold
-    decoded = decode_squad_predictions(
-        examples, features, start_logits, end_logits, n_best_size=n_best_size,
-        max_answer_length=max_answer_length, version_2_with_negative=version_2_with_negative,
-        null_score_diff_threshold=threshold,
-    )
+    decoded = decode_squad_predictions(examples, features, start_logits, end_logits, n_best_size=n_best_size,
+                                       max_answer_length=max_answer_length, null_score_diff_threshold=threshold,
+                                       version_2_with_negative=version_2_with_negative)
     if version_2_with_negative:
         if null_score_diff_threshold is None:
             tuned = tune_null_threshold(dataset_json, decoded.best_non_null, decoded.null_odds, metric=tune_metric)
@@ -172,14 +142,8 @@ def evaluate_squad_predictions(examples, features, start_logits, end_logits, dat
 
 
 def read_prediction_tsv(path):
-    """The predictions of an `index<TAB>prediction` TSV (what `keras-bert predict --output-file` and the
-    fine-tuning runs write; a header row is skipped), in index order.
-
-    Args:
-        path: str. The predictions file.
-
-    Returns:
-        list of str, the prediction of index i at position i.
+    """The predictions (list of str, in index order) of an `index<TAB>prediction` TSV such as `keras-bert predict`
+    and the fine-tuning runs write (a header row is skipped).
 
     Raises:
         ValueError: a row is not `index<TAB>prediction`, or the indices are not 0..N-1.
@@ -208,8 +172,7 @@ def evaluate_classification_files(gold_path, predictions_path, task=None, label_
         gold_path: str. The labelled TSV, CSV or JSONL file.
         predictions_path: str. `index<TAB>prediction` rows (`read_prediction_tsv`): label names, or scores.
         task: str or None. A GLUE task name: its file layout, labels and metrics. Defaults to None.
-        label_column: str, int or None. The gold label column (name, or 0-based index as int or digits)
-            without `task`. Defaults to None.
+        label_column: str, int or None. Without `task`: the gold label column (name or 0-based index). Defaults to None.
         file_format: "tsv", "csv", "jsonl" or None (the extension). Defaults to None.
         has_header: bool. A TSV / CSV gold file has a header row. Defaults to True.
         regression: bool. Float labels (a regression task such as STS-B sets it). Defaults to False.
@@ -218,15 +181,10 @@ def evaluate_classification_files(gold_path, predictions_path, task=None, label_
         dict metric name -> float.
 
     Raises:
-        ValueError: the files do not fit together (row counts, a label the gold file lacks, a score that
-            is no number), naming the file.
+        ValueError: the files do not fit together (row counts, an unknown label, a score that is no number).
     """
-    from keras_bert_impl.data.classification_data import (
-        LabelVocabulary,
-        glue_layout,
-        read_classification_examples,
-        read_glue_examples,
-    )
+    from keras_bert_impl.data.classification_data import (LabelVocabulary, glue_layout, read_classification_examples,
+                                                          read_glue_examples)
 
     if task is None and label_column is None:
         raise ValueError(f"{gold_path}: give the GLUE task or the label column the gold labels are in.")

@@ -1,6 +1,5 @@
-"""BERT pretraining (masked LM + next sentence prediction) in one or two phases, resumable: `pretrain(settings)`.
-
-The recipe of the original `run_pretraining.py`, on `model.fit`; `keras-bert pretrain` and the quickstart call it.
+"""BERT pretraining (masked LM + next sentence prediction) in one or two phases, resumable: `pretrain(settings)`,
+the recipe of the original `run_pretraining.py` on `model.fit` (`keras-bert pretrain` and the quickstart call it).
 
     from keras_bert_impl.training.pretraining import PretrainingSettings, pretrain
 
@@ -8,12 +7,10 @@ The recipe of the original `run_pretraining.py`, on `model.fit`; `keras-bert pre
                                           steps=2000, output_dir="runs/tiny"))
     result.evaluation, result.final_directory
 
-Outputs in `output_dir`: `checkpoints/phase<i>/` (`callbacks.TrainingCheckpoint`, removed when the run finishes
-unless `keep_training_state`), `tensorboard/`, `metrics.jsonl`, `training_curves.png`, `summary.json` and `final/`
-(a `BertPretrainer.save_pretrained` directory with the vocabulary). One Keras "epoch" is one checkpoint interval
-(`steps_per_epoch=checkpoint_every`); the input is an endless stream fixed by (seed, data epoch), and a resumed
-run skips the batches already consumed (`dataset.skip(step)`). Phase 2 starts a fresh optimizer and schedule on
-the phase-1 weights, as the original re-run with `--init_checkpoint`.
+Outputs in `output_dir`: `checkpoints/phase<i>/` (`callbacks.TrainingCheckpoint`), `tensorboard/`, `metrics.jsonl`,
+`training_curves.png`, `summary.json` and `final/` (`save_pretrained` with the vocabulary). One Keras "epoch" is one
+checkpoint interval; the input is an endless stream fixed by the seed, which a resumed run skips into. Phase 2 starts a
+fresh optimizer and schedule on the phase-1 weights, as the original re-run with `--init_checkpoint`.
 """
 
 import contextlib
@@ -27,21 +24,13 @@ logger = logging.getLogger(__name__)
 
 # Settings field -> `BertPretrainingPreprocessor` argument, for the packing and masking settings (None in
 # `PretrainingSettings`: not given, so taken from the TFRecords' recorded settings or the defaults).
-PREPROCESSOR_SETTINGS = {
-    "sequence_length": "sequence_length",
-    "max_predictions_per_seq": "max_predictions_per_seq",
-    "mask_rate": "mask_rate",
-    "masking_rule": "counting",
-    "whole_word_masking": "whole_word_masking",
-    "replacement_unit": "replacement_unit",
-    "mask_token_rate": "mask_token_rate",
-    "random_token_rate": "random_token_rate",
-}
+PREPROCESSOR_SETTINGS = {name: name for name in (
+    "sequence_length", "max_predictions_per_seq", "mask_rate", "masking_rule", "whole_word_masking", "replacement_unit",
+    "mask_token_rate", "random_token_rate")} | {"masking_rule": "counting"}
 SEQUENCE_LENGTH = 128  # phase 1 without recorded settings
 MAX_PREDICTIONS_PER_SEQ = 20  # 20 at length 128, 80 at 512 (~15% of the tokens)
 MASKING = "dynamic"
-# Longest instance a new model may be built for (its position table): longer ones need attention memory that
-# grows with the square of the length and no BERT checkpoint has such a table.
+# Longest position table a new model is built with (attention memory grows with the square of the length).
 MAX_NEW_MODEL_SEQUENCE_LENGTH = 4096
 # What a resume may change with `allow_changed_settings`; every other setting of `phase_run_settings` must stay.
 CHANGEABLE_SETTINGS = ("steps",)
@@ -56,17 +45,15 @@ def _flag(name):
 
 @dataclasses.dataclass
 class PretrainingSettings:
-    """Everything that defines a pretraining run; each field is the `keras-bert pretrain` flag of the same name
-    (`input_files` is `--input-files`, and messages name it so). The defaults are the original recipe's where
-    one exists, sized down (batch 32 and 1,000 steps; the paper: 256 and 1,000,000).
+    """Everything that defines a pretraining run; each field is the `keras-bert pretrain` flag of its name
+    (`input_files`: `--input-files`). Defaults: the original recipe's, sized down (batch 32, 1,000 steps).
 
     Args:
         input_files: list of str. Text files (globs ok): one sentence per line, a blank line between
             documents (or see `input_format`). Give this or `input_tfrecords`.
         input_format: str. `"sentence_per_line"` (the original's) or `"document_per_line"`.
         input_tfrecords: list of str. `keras-bert create-data` shards (globs ok), instead of `input_files`.
-        eval_files: list of str or None. Held-out text: MLM / NSP accuracy is measured on `eval_steps`
-            batches of it at the end.
+        eval_files: list of str or None. Held-out text scored (`eval_steps` batches) at the end.
         eval_steps: int. Defaults to 20.
         vocab_file: str or None. vocab.txt; None takes the `init_checkpoint` directory's.
         cased: bool. Do not lowercase.
@@ -74,9 +61,8 @@ class PretrainingSettings:
         seed: int. Data order, masks and initialisation.
         masking: `"dynamic"`, `"static"` or None (the recorded one for TFRecords, else dynamic).
         sequence_length, max_predictions_per_seq, mask_rate, masking_rule, whole_word_masking,
-            replacement_unit, mask_token_rate, random_token_rate: phase 1's packing and masking
-            (`BertPretrainingPreprocessor`; `masking_rule` is its `counting`). None: the recorded settings
-            of `input_tfrecords`, else the defaults (length 128, 20 predictions, the preprocessor's rest).
+            replacement_unit, mask_token_rate, random_token_rate: phase 1's `BertPretrainingPreprocessor` settings
+            (`masking_rule` is its `counting`); None: those recorded with `input_tfrecords`, else the defaults.
         preset: str. Model size from scratch (tiny .. large), unless `init_checkpoint`.
         init_checkpoint: str or None. Continue pretraining this checkpoint (any path `from_pretrained` reads).
         dropout: float or None. Hidden and attention dropout, instead of the model's.
@@ -100,14 +86,12 @@ class PretrainingSettings:
         keep_checkpoints: int. Newest checkpoints kept per phase.
         max_steps_this_run: int or None. Stop after this many updates; the same settings continue later.
         allow_changed_settings: bool. Resume although the step counts differ from the run's.
-        keep_training_state: bool. Keep the checkpoints after the run finishes (removed by default), so that a
-            finished run can be extended (`allow_changed_settings`).
+        keep_training_state: bool. Keep the checkpoints after the run finishes, so that it can be extended.
         verbose: int. `fit`'s verbosity; 2 adds progress lines within an epoch (`callbacks.ProgressLog`).
         export_huggingface: bool. Also write `final_huggingface/`.
 
     Raises:
-        ValueError: settings that do not fit together (both or neither input, no vocabulary, step counts that
-            are not whole checkpoint intervals).
+        ValueError: settings that do not fit together (inputs, vocabulary, steps that are not whole intervals).
     """
 
     input_files: Optional[Sequence[str]] = None
@@ -170,8 +154,7 @@ class PretrainingSettings:
 
 @dataclasses.dataclass
 class PretrainingPhase:
-    """One phase of a run (`training_phases`): its `preprocessor` (a `BertPretrainingPreprocessor` holding the
-    phase's length and every masking setting), `masking`, `batch_size`, `steps` and `learning_rate`."""
+    """One phase of a run: its `BertPretrainingPreprocessor` (length, masking settings), `masking` and schedule."""
 
     index: int
     preprocessor: object
@@ -201,11 +184,9 @@ class PretrainingResult:
 
 
 def data_settings(settings):
-    """The phase-1 packing and masking settings: `(masking, preprocessor settings, source)`.
-
-    The settings `create-data` recorded beside `input_tfrecords` (`source`: that file) win; a setting given that
-    disagrees with them is a one-line `ValueError`. Otherwise the settings given and the defaults (`source` None).
-    """
+    """The phase-1 packing and masking settings: `(masking, preprocessor settings, source)`: those `create-data`
+    recorded beside `input_tfrecords` (`source`: that file; a setting given that disagrees is a `ValueError`), else
+    the settings given and the defaults (`source` None)."""
     given = {argument: getattr(settings, name) for name, argument in PREPROCESSOR_SETTINGS.items()
              if getattr(settings, name) is not None}
     flags = {argument: _flag(name) for name, argument in PREPROCESSOR_SETTINGS.items()}
@@ -232,8 +213,7 @@ def data_settings(settings):
             shown, again = f" {value}", f"with {again} {value}"
         raise ValueError(
             f"{flag}{shown} conflicts with {name}={wanted!r} in {source}, the settings create-data wrote the "
-            f"TFRecords with: drop {flag} to train with {wanted!r}, or re-run create-data {again}."
-        )
+            f"TFRecords with: drop {flag} to train with {wanted!r}, or re-run create-data {again}.")
     return recorded["masking"], chosen, source
 
 
@@ -256,8 +236,7 @@ def training_phases(settings, tokenizer):
 
 
 def phase_run_settings(settings, phase):
-    """The settings that define `phase` of this run, stored with each of its checkpoints: a resume that
-    changes one would train a different run from the middle, so it is refused (`TrainingCheckpoint.restore`)."""
+    """The settings that define `phase`, stored with its checkpoints: a resume that changes one is refused."""
     shared = ("seed", "optimizer", "warmup_fraction", "weight_decay", "dropout", "dtype",
               "gradient_accumulation_steps", "checkpoint_every", "input_format", "dupe_factor", "cased")
     return {"model": settings.init_checkpoint or f"preset {settings.preset}",
@@ -272,8 +251,7 @@ def phase_dataset(settings, phase, vocabulary_size=None, files=None, seed=None):
     Args:
         settings: `PretrainingSettings`. Its `input_tfrecords` or `input_files`.
         phase: `PretrainingPhase`. Its preprocessor gives the length and every masking setting.
-        vocabulary_size: int or None. The model's: range-checks the token ids read from TFRecord shards, which
-            may have been written with another vocabulary. Defaults to None.
+        vocabulary_size: int or None. Range-checks the token ids of TFRecord shards. Defaults to None.
         files: list of str or None. Other text files (e.g. `eval_files`). Defaults to None.
         seed: int or None. Defaults to None: `settings.seed` + the phase index.
     """
@@ -286,11 +264,9 @@ def phase_dataset(settings, phase, vocabulary_size=None, files=None, seed=None):
             list(settings.input_tfrecords), phase.batch_size, preprocessor.sequence_length,
             preprocessor.max_predictions_per_seq, masker=preprocessor if phase.masking == "dynamic" else None,
             seed=seed, vocabulary_size=vocabulary_size, epochs=None)
-    return pretraining_dataset(
-        preprocessor, files=list(files or settings.input_files), batch_size=phase.batch_size, masking=phase.masking,
-        seed=seed, dupe_factor=settings.dupe_factor, input_format=settings.input_format, drop_remainder=True,
-        epochs=None,
-    )
+    return pretraining_dataset(preprocessor, files=list(files or settings.input_files), batch_size=phase.batch_size,
+                               masking=phase.masking, seed=seed, dupe_factor=settings.dupe_factor, epochs=None,
+                               input_format=settings.input_format, drop_remainder=True)
 
 
 def _build_model(settings, tokenizer, longest):
@@ -298,9 +274,7 @@ def _build_model(settings, tokenizer, longest):
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.pretrainer import BertPretrainer
 
-    overrides = {}
-    if settings.dropout is not None:
-        overrides.update(dropout=settings.dropout, attention_dropout=settings.dropout)
+    overrides = {} if settings.dropout is None else {"dropout": settings.dropout, "attention_dropout": settings.dropout}
     if settings.dtype:
         overrides["dtype"] = settings.dtype
     if settings.init_checkpoint:
@@ -321,8 +295,8 @@ def _build_model(settings, tokenizer, longest):
 
 
 class _Run:
-    """One call of `pretrain`: the distribution, the output directory (its `output_lock` entered on `held`, an
-    `ExitStack`, by the chief) and the phases' checkpoints."""
+    """One call of `pretrain`: the distribution, the output directory (the chief's `output_lock` on the `held`
+    `ExitStack`) and the phases' checkpoints."""
 
     def __init__(self, settings, held):
         import keras
@@ -356,8 +330,7 @@ class _Run:
             self.checkpoints[self.resume_phase].check_settings(*saved[self.resume_phase])
 
     def checkpoint(self, phase):
-        """The `TrainingCheckpoint` of `phase` in `checkpoints/phase<i>/`: one per checkpoint interval, with the
-        phase's `phase_run_settings`; a finished run's weights are in `final/`."""
+        """The `TrainingCheckpoint` of `phase` in `checkpoints/phase<i>/`; a finished run's weights are in `final/`."""
         from keras_bert_impl.training.callbacks import TrainingCheckpoint
 
         settings = self.settings
@@ -370,8 +343,7 @@ class _Run:
             write=self.is_chief)
 
     def finish(self):
-        """The run is done and `final/` written: keep the last phase's record, remove the checkpoints (unless
-        `keep_training_state`)."""
+        """After `final/` is written: keep the last phase's record, remove the checkpoints (unless kept)."""
         import shutil
 
         if self.is_chief and not self.settings.keep_training_state:
@@ -395,8 +367,7 @@ class _Run:
                 name=settings.optimizer, learning_rate=phase.learning_rate, total_steps=phase.steps,
                 warmup_fraction=settings.warmup_fraction, weight_decay=settings.weight_decay,
                 gradient_accumulation_steps=settings.gradient_accumulation_steps,
-                loss_scale=settings.dtype == "mixed_float16",
-            )
+                loss_scale=settings.dtype == "mixed_float16")
             model.compile(optimizer=optimizer, jit_compile=settings.jit_compile)
         with self.scope:  # restoring builds the optimizer's slots, which belong in the strategy's scope
             state = self.checkpoints[phase.index].restore(model)
@@ -411,8 +382,7 @@ class _Run:
         from keras_bert_impl.training.callbacks import MetricsLog, ProgressLog
 
         callbacks = [
-            # The log line first: a kill between the two repeats the interval, whose line is then rewritten
-            # (`read_metrics_log` keeps the last line per step); the other order would lose the line.
+            # The log line first: a kill between the two repeats the line, which `read_metrics_log` deduplicates.
             MetricsLog(os.path.join(self.out, "metrics.jsonl"), every, extra={"phase": phase.index},
                        step_offset=steps_before, write=self.is_chief),
             self.checkpoints[phase.index],
@@ -477,9 +447,8 @@ class _Run:
 
 
 def pretrain(settings):
-    """Pretrain a `BertPretrainer` as `settings` say, resuming from the newest checkpoint in `output_dir` (at the
-    same step, learning rate and data position; other settings are refused), then evaluate on `eval_files` and
-    write `final/`, `training_curves.png` and `summary.json`.
+    """Pretrain a `BertPretrainer` as `settings` say, resuming from the newest checkpoint in `output_dir` (other
+    settings are refused), then evaluate on `eval_files` and write `final/`, `training_curves.png`, `summary.json`.
 
     Args:
         settings: `PretrainingSettings`.
@@ -488,8 +457,7 @@ def pretrain(settings):
         `PretrainingResult`.
 
     Raises:
-        ValueError: a resume with other settings, a length the model cannot hold, a vocabulary of another size,
-            settings that conflict with the TFRecords' recorded ones.
+        ValueError: a resume with other settings, a length or vocabulary the model cannot take, a TFRecords conflict.
 
     Example:
     >>> settings = PretrainingSettings(input_files=["corpus.txt"], vocab_file="vocab.txt", steps=4,

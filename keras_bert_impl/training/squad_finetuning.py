@@ -1,35 +1,27 @@
 """The SQuAD v1.1 / v2.0 recipe of `run_squad.py` as one library call: `finetune_squad`.
 
-Features, training, the v2.0 null-threshold tuning, the choice of `best/` and the official scores, in the
-order `keras-bert finetune-squad` runs them; the command only turns its flags into these arguments.
-
-Which file does what: `train_file` trains. `dev_file` is scored after every epoch and picks `best/` (v2.0: and
-tunes the null threshold, unless `threshold_file` / `tune_fraction` does). `threshold_file` (a labelled SQuAD
-file) only tunes the v2.0 null threshold. `tune_fraction` holds out that share of the training articles (whole
-articles, so no held-out question is about a paragraph trained on): they tune the threshold and, without a dev
-file, pick `best/`. `test_file` is predicted with the threshold so chosen and scored when it has gold answers:
-it never tunes or picks anything. A fixed `null_score_diff_threshold` replaces the tuning; with none of these
-the threshold is the initial checkpoint's saved one (else 0.0).
+`train_file` trains. `dev_file` is scored after every epoch and picks `best/` (v2.0: and tunes the null threshold,
+unless `threshold_file` / `tune_fraction` does). `threshold_file` only tunes the v2.0 threshold. `tune_fraction` holds
+out that share of the training articles: they tune the threshold and, without a dev file, pick `best/`. `test_file` is
+predicted and scored when it has gold answers; it never tunes or picks. A fixed `null_score_diff_threshold` replaces the
+tuning; with none of these the threshold is the initial checkpoint's (else 0.0).
 """
 
 import dataclasses
 import json
 import os
 
-from keras_bert_impl.training.finetuning import FinetuningFiles, claims_output_dir
+from keras_bert_impl.training import finetuning
 
 
 @dataclasses.dataclass(frozen=True)
-class SquadFiles(FinetuningFiles):
-    """The SQuAD JSON files of a run and what each is for (see the module docstring): `FinetuningFiles`'
-    `train_file` (answered questions; None trains nothing), `dev_file`, `test_file` and `tune_fraction` (a share
-    of the training articles held out, seeded), and:
+class SquadFiles(finetuning.FinetuningFiles):
+    """The SQuAD JSON files of a run (module docstring): `FinetuningFiles`' fields, and:
 
     Args:
         threshold_file: str or None. v2.0 only. Defaults to None.
         skip_unscorable_questions: bool. Leave out questions of the scored files that repeat an id or lack
-            `answers` without `is_impossible` (their number is printed) instead of refusing the file.
-            Defaults to False.
+            `answers` without `is_impossible` (their number is printed) instead of refusing the file. Defaults to False.
     """
 
     threshold_file: str = None
@@ -47,8 +39,7 @@ class SquadSettings:
         max_query_length: int. Questions are cut to this many tokens. Defaults to 64.
         n_best_size: int. Start and end candidates per window. Defaults to 20.
         max_answer_length: int. Longest answer in tokens. Defaults to 30.
-        null_score_diff_threshold: float or None. v2.0: a fixed threshold instead of a tuned one. Defaults to
-            None.
+        null_score_diff_threshold: float or None. v2.0: a fixed threshold instead of a tuned one. Defaults to None.
     """
 
     version_2: bool = False
@@ -86,8 +77,6 @@ class _SquadRun:
 
     def score(self, data, output_dir=None):
         """Official scores on `data` at the model's threshold; on the tuning set, tune it first (one pass)."""
-        from keras_bert_impl.training import finetuning
-
         squad_json, examples, features = data
         logits = self.logits(features)
         tunes = data is self.threshold_set
@@ -116,14 +105,12 @@ class _SquadRun:
         return results
 
     def read(self, train_json):
-        """Hold out the tuning articles of `train_json` and read the scored and test files (each refused now, before
-        training, if it has no questions); the training articles left."""
+        """Hold out the tuning articles of `train_json`, read and check the other files; the training articles left."""
         from keras_bert_impl.squad.squad_reader import load_squad_json, require_questions
-        from keras_bert_impl.training.finetuning import split_articles
 
         files = self.files
         if files.tune_fraction:
-            train_json, held_out = split_articles(train_json, files.tune_fraction, self.settings.seed)
+            train_json, held_out = finetuning.split_articles(train_json, files.tune_fraction, self.settings.seed)
             print(f"tune fraction {files.tune_fraction}: {len(held_out['data'])} of "
                   f"{len(held_out['data']) + len(train_json['data'])} training articles held out")
             self.tune = self.prepare(held_out, f"{files.train_file} (held-out articles)")
@@ -139,7 +126,6 @@ class _SquadRun:
     def train(self, train_json):
         """Fine-tune on `train_json`'s answered questions; the epoch the run started from."""
         from keras_bert_impl.squad import parse_squad_examples
-        from keras_bert_impl.training import finetuning
 
         train_file = self.files.train_file
         examples = parse_squad_examples(train_json, is_training=True, source=train_file)
@@ -175,22 +161,18 @@ class _SquadRun:
         print(f"test predictions written to {os.path.join(test_dir, 'predictions.json')}")
 
 
-@claims_output_dir
+@finetuning.claims_output_dir
 def finetune_squad(files, squad, source, settings):
     """Fine-tune (or, with `settings.epochs == 0`, only score) a `BertQuestionAnswerer` as `run_squad.py`.
 
-    Writes into `settings.output_dir`: `last/` after every epoch and, when a dev file or held-out articles score
-    the epochs, `best/` (by F1), each a `save_pretrained` directory with the tokenizer, the preprocessor (windows,
-    decoding settings and that epoch's v2.0 null threshold) and `eval_results.json`; `training_state/` (a rerun
-    resumes there). For the final model: `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0)
-    and `eval_results.json` (official scores) for the dev file, and the same in `test/` for the test file
-    (`eval_results.json` only with gold answers).
+    Writes into `settings.output_dir`: `last/` and, when a dev file or held-out articles score the epochs, `best/`
+    (by F1), each with the tokenizer, the preprocessor (with that epoch's v2.0 null threshold) and
+    `eval_results.json`; then for the final model `predictions.json`, `nbest_predictions.json`, `null_odds.json`
+    (v2.0) and `eval_results.json` for the dev file, and the same in `test/` for the test file.
 
     Args:
-        files: `SquadFiles`.
-        squad: `SquadSettings`.
-        source: `finetuning.ModelSource`.
-        settings: `finetuning.FinetuningSettings`.
+        files, squad: `SquadFiles`, `SquadSettings`.
+        source, settings: `finetuning.ModelSource`, `finetuning.FinetuningSettings`.
 
     Returns:
         dict: the final model's dev scores (empty without a dev file).

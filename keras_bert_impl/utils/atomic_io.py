@@ -1,9 +1,6 @@
-"""Crash-safe file and directory writes: content is written under a temporary name in the destination's
-folder, flushed to disk and renamed over the destination in one step, so a crash leaves the previous file
-(and at worst a `.<name>.tmp-<pid>-*` leftover, which the next write of `<name>` removes).
-
-Every directory this package writes holds `MARKER_FILE`: only such a folder is ever replaced (`check_output`),
-never one of someone else's files, and never a folder an input is read from."""
+"""Crash-safe writes: content goes to a temporary name beside the destination, is flushed and renamed over it in
+one step, so a crash leaves the previous file (and a `.<name>.tmp-<pid>-*` leftover the next write removes).
+Every directory this package writes holds `MARKER_FILE`: only such a folder is ever replaced (`check_output`)."""
 
 import contextlib
 import errno
@@ -16,7 +13,6 @@ import tempfile
 
 
 def _fsync(path):
-    """Flush the file or directory `path` to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -25,8 +21,7 @@ def _fsync(path):
 
 
 def _umask_mode(base):
-    """`base` (0o666 files, 0o777 directories) less the umask, the mode `open` / `mkdir` give (not `tempfile`'s
-    owner-only 0o600 / 0o700)."""
+    """`base` (0o666 files, 0o777 directories) less the umask: what `open` / `mkdir` give, unlike `tempfile`."""
     umask = os.umask(0)
     os.umask(umask)
     return base & ~umask
@@ -44,9 +39,8 @@ def _ensure_parent(path):
             raise _not_a_directory(parent, blocker) from error
         raise OSError(f"Cannot create output directory {parent!r}: {error.strerror}.") from error
     if not os.access(parent, os.W_OK):
-        raise PermissionError(
-            f"Output directory {parent!r} is not writable; choose another path or fix its permissions."
-        )
+        raise PermissionError(f"Output directory {parent!r} is not writable; choose another path or fix its "
+                              f"permissions.")
     return parent
 
 
@@ -56,8 +50,7 @@ def _not_a_directory(directory, blocker):
 
 
 def ensure_directory(path):
-    """Create the directory `path` (and its parents); return its absolute path. A file in the way or a read-only
-    folder raises one line naming it."""
+    """Create the directory `path` and return its absolute path; a file in the way or a read-only folder: one line."""
     return _ensure_parent(os.path.join(path, "_"))
 
 
@@ -136,9 +129,8 @@ def free_space(path):
 
 
 def is_disk_full(error):
-    """Whether `error` reports a full disk: `OSError` ENOSPC, or any writer's error saying so: h5py's
-    `RuntimeError` ("... No space left on device"), safetensors' `SafetensorError` ("Error while serializing:
-    IoError(Os { code: 28, kind: StorageFull, ... })")."""
+    """Whether `error` reports a full disk: `OSError` ENOSPC, or a writer's error saying so (h5py's "No space left
+    on device", safetensors' "StorageFull")."""
     return (isinstance(error, OSError) and error.errno == errno.ENOSPC) or (
         isinstance(error, Exception) and any(sign in str(error) for sign in ("No space left on device", "StorageFull")))
 
@@ -156,7 +148,7 @@ def require_free_space(path, needed, then="free some space or write elsewhere, t
         raise disk_full_error(path, needed, then)
 
 
-# `.<name>.tmp-<pid>-<random>` (`.old-` for a replaced directory on its way out); older writers left no pid.
+# `.<name>.tmp-<pid>-<random>` (`.old-`: a replaced directory on its way out); older writers left no pid.
 _TEMPORARY = r"\.(?:tmp|old)-(?:(\d+)-)?[a-z0-9_]+\Z"
 
 
@@ -183,9 +175,8 @@ def process_running(pid):
 
 
 def remove_stale_temporaries(directory, name, prefix=False):
-    """Delete the leftovers of interrupted `atomic_*` writes of the entry `name` in `directory` (with `prefix`:
-    of every entry whose name starts with `name`): `.<name>.tmp-*` and `.<name>.old-*` whose writer process is
-    no longer running; nothing else. Returns the removed paths."""
+    """Delete (and return) the leftovers `.<name>.tmp-*` / `.<name>.old-*` in `directory` whose writer process is
+    gone (with `prefix`: of every entry whose name starts with `name`)."""
     pattern = re.compile(re.escape(f".{name}") + (".*?" if prefix else "") + _TEMPORARY)
     try:
         names = os.listdir(directory)
@@ -202,8 +193,7 @@ def remove_stale_temporaries(directory, name, prefix=False):
 
 @contextlib.contextmanager
 def scratch_directory(path):
-    """A scratch folder beside `path` (`.<name>.tmp-<pid>-*`, in the output's own filesystem, not the system temp
-    directory), removed when the block ends; if the process is killed, the next write of `path` removes it."""
+    """A scratch folder `.<name>.tmp-<pid>-*` beside `path`, removed when the block ends (after a kill: next write)."""
     tmp_dir = tempfile.mkdtemp(dir=_ensure_parent(path), prefix=_temporary_prefix(path))
     try:
         yield tmp_dir
@@ -222,8 +212,8 @@ RUN_LOCK_FILE = ".keras_bert.lock"
 
 
 def _run_bookkeeping(name):
-    """Whether entry `name` is another process's claim or lock in progress (its lock file, a lock takeover guard, a
-    marker being written: processes of one distributed run claim the folder at once), not content."""
+    """Whether entry `name` is a claim or lock in progress (the lock, its takeover guard, a marker being written:
+    the processes of one distributed run claim the folder at once), not content."""
     return name.startswith((RUN_LOCK_FILE, f".{MARKER_FILE}.tmp-"))
 
 
@@ -237,9 +227,8 @@ def _within(path, folder):
 
 
 def check_not_input(path, inputs, what="output"):
-    """Raise one `ValueError` line if output `path` is, is inside, or holds one of `inputs` (paths a command reads,
-    original-TF prefixes included; None entries, and names that are no local path such as a Hub id, are skipped):
-    writing there would replace or mix into what is read."""
+    """Raise one `ValueError` line if output `path` is, is inside, or holds one of `inputs` (local paths or TF
+    prefixes a command reads; None and names that are no local path are skipped)."""
     real = os.path.realpath(path)
     for source in filter(None, inputs):
         source = os.fspath(source)
@@ -253,19 +242,16 @@ def check_not_input(path, inputs, what="output"):
 
 
 def check_output(path, inputs=(), overwrite=False, what="output directory", keep=False):
-    """Raise one line unless directory `path` may be written, before anything is loaded or built: it is not, is
-    not inside and does not hold any of `inputs`; it is absent, an empty folder, or a folder this package wrote
-    (`MARKER_FILE`, not merely a `config.json`), which is replaced only with `overwrite`; its nearest existing
-    parent is a writable folder. Someone else's folder or file is never replaced, `overwrite` or not.
+    """Raise one line unless directory `path` may be written: it does not overlap `inputs`; it is absent, empty, or
+    a folder this package wrote (`MARKER_FILE`), replaced only with `overwrite`; its nearest existing parent is
+    writable. Someone else's folder or file is never replaced.
 
     Args:
         path: str. The output directory.
-        inputs: iterable of str or None. Paths the command reads (checkpoints); None entries are skipped.
-            Defaults to ().
+        inputs: iterable of str or None. Paths the command reads (None entries are skipped). Defaults to ().
         overwrite: bool. Replace a previous output of this package. Defaults to False.
         what: str. What is written, for the messages. Defaults to "output directory".
-        keep: bool. A run's folder that the writer adds to and resumes in (fine-tuning, pretraining): a folder
-            of ours is used without `overwrite`. Defaults to False.
+        keep: bool. A run's folder, added to and resumed in: ours is used without `overwrite`. Defaults to False.
 
     Raises:
         ValueError: `path` overlaps an input (`check_not_input`).
@@ -300,9 +286,8 @@ def check_output(path, inputs=(), overwrite=False, what="output directory", keep
 
 
 def claim_output_directory(path, inputs=(), what="output directory"):
-    """`check_output(keep=True)`, then create `path` and (re)write `MARKER_FILE` into it, which also proves the
-    folder writable before any work: the folder of a run that writes into it and resumes there (fine-tuning,
-    pretraining). Returns its absolute path."""
+    """`check_output(keep=True)`, then create `path` with `MARKER_FILE` (proving it writable before any work), for
+    a run that writes into it and resumes there. Returns its absolute path."""
     check_output(path, inputs, what=what, keep=True)
     path = ensure_directory(path)
     atomic_write_text(os.path.join(path, MARKER_FILE), _MARKER_TEXT)
@@ -311,9 +296,8 @@ def claim_output_directory(path, inputs=(), what="output directory"):
 
 @contextlib.contextmanager
 def claimed_output_directory(path, inputs=(), what="output directory"):
-    """`claim_output_directory` for the length of a `with` block: if the block fails, what the claim added to a
-    folder that held nothing (its marker; the folder itself if the claim created it) is removed again, so a
-    refused run leaves things as they were."""
+    """`claim_output_directory` for a `with` block: if the block fails, what the claim added to a folder that held
+    nothing (its marker; the folder if the claim created it) is removed again."""
     absent = not os.path.lexists(path)
     new = absent or (os.path.isdir(path) and set(os.listdir(path)) <= {RUN_LOCK_FILE})
     path = claim_output_directory(path, inputs, what)
@@ -350,9 +334,8 @@ def _set_umask_modes(directory):
 @contextlib.contextmanager
 def atomic_directory(path, overwrite=True, what="output directory"):
     """Yield a temporary directory that replaces directory `path` (if `check_output(path, overwrite=overwrite)`
-    allows) only when the block succeeds, with `MARKER_FILE` added; files get the umask permissions, and a full
-    disk becomes one `disk_full_error` line. `overwrite` defaults to True: writers that rewrite their own folder
-    (`save_pretrained`, a run's `last/` and `best/`) replace a previous output of this package.
+    allows) only when the block succeeds, with `MARKER_FILE` added and the umask permissions; a full disk is one
+    `disk_full_error` line. `overwrite` defaults to True: `save_pretrained`, `last/`, `best/` rewrite their folder.
 
     Example:
     >>> import os

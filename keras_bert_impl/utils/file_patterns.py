@@ -8,10 +8,8 @@ import os
 def expand_paths(files):
     """Paths and glob patterns to the sorted list of files they name (a pattern that matches nothing raises
     `FileNotFoundError`, no paths at all `ValueError`)."""
-    paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     expanded = []
-    for path in paths:
-        path = os.fspath(path)
+    for path in map(os.fspath, [files] if isinstance(files, (str, os.PathLike)) else files):
         matches = sorted(glob.glob(path)) if glob.has_magic(path) else [path]
         if not matches:
             raise FileNotFoundError(f"No input file matches {path!r}.")
@@ -31,14 +29,12 @@ def utf8_error_message(path):
                 bad = raw[error.start : error.end]
                 return (
                     f"{path}, line {line_number}: bytes {bad!r} at byte {error.start} of the line are not valid "
-                    "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
-                )
+                    "UTF-8. Convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`).")
     return f"{path}: the file is not valid UTF-8; convert it to UTF-8."
 
 
 def read_json(path, error=ValueError, schema=None):
-    """The JSON document in `path`; malformed JSON or UTF-8, or a document that does not match `schema`
-    (`check_json`), raises `error` with one line naming where."""
+    """The JSON document in `path`; bad JSON or UTF-8, or a mismatch of `schema` (`check_json`): one-line `error`."""
     try:
         with open(path, encoding="utf-8") as handle:
             document = json.load(handle)

@@ -5,14 +5,11 @@ import sys
 
 
 def lazy_exports(package, exports):
-    """The `__getattr__` and `__dir__` of a package whose public names load on first use.
+    """`(__getattr__, __dir__)` of a package whose public names load on first use, to assign at its module level.
 
     Args:
         package: str. The package's `__name__`.
         exports: dict of str to str. Public name -> the module that defines it.
-
-    Returns:
-        `(__getattr__, __dir__)`, to assign at the package's module level.
 
     Example:
     >>> import keras_bert_impl.data

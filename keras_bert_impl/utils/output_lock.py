@@ -1,17 +1,10 @@
-"""One writer per output: `output_lock` holds a lock file for as long as a run writes an output, so that a second
-run into the same place refuses in one line naming the first (its pid, host, start time and command) instead
-of both writing a mix of results.
+"""One writer per output: `output_lock` holds a lock file while a run writes, so a second run into the same place
+refuses in one line naming the first (pid, host, start time, command) instead of mixing results.
 
-The lock file is created with `O_CREAT | O_EXCL` (atomic on local filesystems) and holds a JSON record of its
-holder. A lock whose holder is gone (same host, the pid no longer running: a killed run) is stale and taken
-over by the next run, which then resumes: takers go one at a time (a guard file, also `O_EXCL`) and remove the
-lock only if it still holds the stale record, so two runs that find the same stale lock cannot both win.
-Where it lives:
-
-- a folder a run writes into (training, fine-tuning): `<folder>/.keras_bert.lock`, a hidden file no loader
-  reads;
-- an output replaced as a whole (an export, a converted model directory, a file): `.<name>.lock` beside it,
-  so it never lands inside the artefact.
+The lock is created with `O_EXCL` and holds its holder's JSON record. A lock whose holder is gone (same host, pid
+not running) is stale and taken over by the next run: takers go one at a time (an `O_EXCL` guard file) and remove
+the lock only if it still holds the stale record. It lives in a folder a run writes into
+(`<folder>/.keras_bert.lock`), or beside an output replaced as a whole (`.<name>.lock`).
 """
 
 import contextlib
@@ -43,14 +36,11 @@ class OutputInUseError(OSError):
 
 
 def lock_path(path, replaced=False):
-    """The lock file of output `path` (see the module docstring).
+    """The absolute path of the lock file of output `path`.
 
     Args:
         path: str. The output: a folder written into, or (`replaced`) a folder or file replaced as a whole.
         replaced: bool. Lock beside `path` instead of inside it. Defaults to False.
-
-    Returns:
-        str. An absolute path.
     """
     path = os.path.abspath(os.fspath(path))
     if replaced:
@@ -93,9 +83,8 @@ def _in_use_error(output, path, holder):
 
 
 def _take_over(path, stale_record, holder):
-    """Remove the stale lock at `path` if it still holds `stale_record`. Takers go one at a time (a guard file
-    created with `O_EXCL`), so only the first finds the record and removes it; a later one finds the path empty
-    or holding the new holder's lock, which it leaves. The caller then creates its lock with `O_EXCL`."""
+    """Remove the stale lock at `path` if it still holds `stale_record`; takers go one at a time (an `O_EXCL` guard
+    file), so a later one finds the new holder's lock and leaves it."""
     guard = path + ".takeover"
     try:
         os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
@@ -150,17 +139,15 @@ def _acquire(output, path):
 
 @contextlib.contextmanager
 def output_lock(path, replaced=False):
-    """Hold the lock of output `path` for the `with` block; released on exit and on exceptions. Nested in the
-    same thread (a recipe calling `finetune`) it is held once.
+    """Hold the lock of output `path` for the `with` block; nested in the same thread, it is held once.
 
     Args:
-        path: str. The output: a folder the run writes into (created if absent, and removed again if the run
-            leaves it empty), or with `replaced` a folder or file replaced as a whole.
+        path: str. The output: a folder written into (created if absent, removed if left empty), or with
+            `replaced` a folder or file replaced as a whole.
         replaced: bool. The lock goes beside `path` (`.<name>.lock`) instead of inside it. Defaults to False.
 
     Raises:
-        OutputInUseError: another run (of this or another process, on this or another host) holds the lock;
-            the message names its pid, host, start time and command.
+        OutputInUseError: another run holds the lock; the message names its pid, host, start time and command.
 
     Example:
     >>> with output_lock("/tmp/example_run"):
@@ -200,12 +187,11 @@ def output_lock(path, replaced=False):
 
 
 def locks_output(output_of, replaced=False):
-    """Decorate a writer so that each call runs holding `output_lock(output_of(arguments), replaced)`, taken
-    before its body builds or reads anything; `arguments` maps the call's parameter names to their values
-    (defaults included).
+    """Decorate a writer so that each call runs holding `output_lock(output_of(arguments), replaced)`.
 
     Args:
-        output_of: callable. `output_of(arguments) -> str`: the output the call writes.
+        output_of: callable. `output_of(arguments) -> str`: the output the call writes; `arguments` maps the
+            call's parameter names to their values (defaults included).
         replaced: bool. As `output_lock`'s. Defaults to False.
 
     Example:

@@ -1,8 +1,6 @@
-"""Keep TensorFlow's native start-up log lines off stderr, unless asked for.
-
-TensorFlow writes absl lines (`Could not find cuda drivers`, oneDNN notices) to descriptor 2 before
-`TF_CPP_MIN_LOG_LEVEL` applies, so `quiet_tensorflow_startup()` (called by `keras-bert`, never on import)
-filters descriptor 2 during the first `import tensorflow` and its device listing.
+"""Keep TensorFlow's native start-up log lines off stderr: TensorFlow writes absl lines (`Could not find cuda
+drivers`, oneDNN notices) to descriptor 2 before `TF_CPP_MIN_LOG_LEVEL` applies, so `quiet_tensorflow_startup()`
+(called by `keras-bert`, never on import) filters it during the first `import tensorflow` and its device listing.
 """
 
 import contextlib
@@ -94,8 +92,7 @@ class _TensorFlowImportHook(importlib.abc.MetaPathFinder):
 
 def quiet_tensorflow_startup():
     """Filter TensorFlow's native start-up lines from stderr when it is first imported, and set
-    `TF_CPP_MIN_LOG_LEVEL=2` unless set. Does nothing when TensorFlow is already imported or the user set
-    `TF_CPP_MIN_LOG_LEVEL=0`."""
+    `TF_CPP_MIN_LOG_LEVEL=2` unless set; nothing when TensorFlow is already imported or that variable is "0"."""
     if os.environ.get(LOG_LEVEL_VARIABLE) == "0" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)
