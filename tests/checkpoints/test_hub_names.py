@@ -110,7 +110,7 @@ def test_local_paths_pass_through_and_take_no_revision(tmp_path):
         resolve_checkpoint(tmp_path, revision="main")
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_cli_checkpoint_flags_take_hub_ids(offline_hub, tmp_path, capsys):
     from keras_bert_impl.cli.command_line import main
 

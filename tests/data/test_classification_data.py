@@ -152,7 +152,7 @@ def tokenizer():
     return BertTokenizer(SPECIALS + ["a", "b", "c", "d", "e", "f", "g", "."])
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_pairs_are_packed_longest_first(tokenizer):
     from keras_bert_impl.preprocessing import BertPreprocessor
 
@@ -168,7 +168,7 @@ def test_pairs_are_packed_longest_first(tokenizer):
     assert y.tolist() == [1, 0] and y.dtype == np.int32
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_dataset_classification_regression_and_unlabeled(tokenizer, tmp_path):
     from keras_bert_impl.preprocessing import BertPreprocessor
 

@@ -88,7 +88,7 @@ def test_squad_answers_point_into_the_context_and_dev_modules_are_held_out(docum
                        "What is returned by sqrt?": "the square root of x", "What arguments does sqrt take?": "x"}
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_topic_tsv_reads_back_one_row_per_example(documented, tmp_path):
     from keras_bert_impl.data.classification_data import read_classification_examples
 

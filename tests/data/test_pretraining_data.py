@@ -19,7 +19,7 @@ from keras_bert_impl.data.pretraining_tfrecords import (
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 
-tensorflow_only = pytest.mark.tensorflow_only
+backend_independent = pytest.mark.backend_independent
 
 CLS, SEP = 1, 2
 WORDS = [f"word{i}" for i in range(60)]
@@ -187,7 +187,7 @@ def test_one_sentence_documents_long_sentences_and_a_single_document():
         list(iterate_pretraining_instances(documents, sequence_length=4))
 
 
-@tensorflow_only
+@backend_independent
 def test_static_tfrecords_round_trip(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join("\n".join(split_sentences(d)) for d in _text_documents(60)), encoding="utf-8")
@@ -234,7 +234,7 @@ def _dynamic_records(tmp_path, **settings):
     return prefix, tokenizer
 
 
-@tensorflow_only
+@backend_independent
 def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
     prefix, tokenizer = _dynamic_records(tmp_path)
     with pytest.raises(ValueError, match="no 'masked_lm_positions' feature"):
@@ -257,7 +257,7 @@ def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
                                   epochs[1])
 
 
-@tensorflow_only
+@backend_independent
 def test_shuffled_tfrecords_are_the_same_on_every_pass(tmp_path):
     prefix, tokenizer = _dynamic_records(tmp_path, num_shards=2)
     masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=5)
@@ -289,7 +289,7 @@ def _write_records(path, rows, seq_length=8, predictions=2):
     return str(path)
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize(
     "field, rows, bad, words",
     [
@@ -309,7 +309,7 @@ def test_token_ids_beyond_the_vocabulary_are_named(tmp_path, field, rows, bad, w
     assert f"[{bad}]" in message and "ids must be in [0, 40)" in message
 
 
-@tensorflow_only
+@backend_independent
 def test_token_ids_within_the_vocabulary_read_unchanged(tmp_path):
     rows = [([1, 5, 6, 2, 7, 8, 39, 2], [5, 39]), ([1, 0, 6, 2, 7, 8, 9, 2], [0, 6])]
     path = _write_records(tmp_path / "ok.tfrecord", rows)
@@ -327,7 +327,7 @@ def test_token_ids_within_the_vocabulary_read_unchanged(tmp_path):
             read_pretraining_tfrecords(path, 2, 8, 2, vocabulary_size=size)
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize("masking", ["dynamic", "static"])
 def test_pretraining_dataset_structure_and_determinism(masking):
     preprocessor = BertPretrainingPreprocessor(_tokenizer(), sequence_length=24, max_predictions_per_seq=4)
@@ -420,7 +420,7 @@ def test_pretraining_dataset_feeds_fit_on_every_backend():
     assert np.isfinite(history.history["loss"][0])
 
 
-@tensorflow_only
+@backend_independent
 def test_masker_from_tokenizer_masks_whole_words():
     tokenizer = _tokenizer()
     masker = MaskedLMMasker.from_tokenizer(

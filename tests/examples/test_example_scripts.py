@@ -117,7 +117,7 @@ def test_finetune_classifier_takes_sequence_length_or_its_deprecated_alias_not_b
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_classifier_on_the_generated_topic_task(tmp_path, capsys, pretrained_dir):
     from keras_bert_impl import BertClassifier
     from keras_bert_impl.data.docstring_tasks import TOPIC_MODULES
@@ -136,7 +136,7 @@ def test_finetune_classifier_on_the_generated_topic_task(tmp_path, capsys, pretr
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_classifier_on_a_glue_task_from_a_checkpoint(tmp_path, capsys, pretrained_dir):
     rows = [("1", "The cat sat on the mat.", "A cat was sitting on the mat."),
             ("0", "The socket is closed.", "Numbers are added together."),
@@ -160,7 +160,7 @@ def test_finetune_classifier_on_a_glue_task_from_a_checkpoint(tmp_path, capsys, 
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_squad_on_the_generated_questions(tmp_path, capsys, pretrained_dir):
     out = tmp_path / "squad"
     assert load_example("finetune_squad").main([
@@ -177,7 +177,7 @@ def test_finetune_squad_on_the_generated_questions(tmp_path, capsys, pretrained_
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_squad_v2_from_a_checkpoint_tunes_the_null_threshold(tmp_path, capsys, documented, pretrained_dir):
     from keras_bert_impl.data.docstring_tasks import routine_squad
 
@@ -202,7 +202,7 @@ def test_finetune_squad_v2_from_a_checkpoint_tunes_the_null_threshold(tmp_path, 
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_export_and_query_serves_what_the_keras_models_compute(tmp_path, capsys, pretrained_dir):
     from keras_bert_impl import BertBackbone, BertClassifier, BertQuestionAnswerer, BertTokenizer
     from keras_bert_impl.training.finetuning import save_finetuned
@@ -228,7 +228,7 @@ def test_export_and_query_serves_what_the_keras_models_compute(tmp_path, capsys,
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_export_and_query_without_a_model_fine_tunes_a_quick_classifier(tmp_path, capsys):
     from keras_bert_impl.data.docstring_tasks import TOPIC_MODULES
 

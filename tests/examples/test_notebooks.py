@@ -94,7 +94,7 @@ def test_notebook_is_committed_without_outputs(path):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_notebook_runs_with_small_settings(path, tmp_path, monkeypatch):
     from nbclient import NotebookClient

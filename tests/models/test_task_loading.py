@@ -92,7 +92,7 @@ def test_huggingface_task_directories_load_with_their_heads(tmp_path, architectu
     assert not [name for name in model.load_report.missing if not name.startswith("pooler")]
 
 
-@pytest.mark.tensorflow_only  # writing an original TF checkpoint
+@pytest.mark.backend_independent  # writing an original TF checkpoint
 def test_original_checkpoints_are_read_by_their_head_variables(tmp_path):
     from keras_bert_impl.checkpoints import backbone_weight_specs
     from tests.models.task_test_utils import write_original_checkpoint
@@ -107,7 +107,7 @@ def test_original_checkpoints_are_read_by_their_head_variables(tmp_path):
     assert detect_task(str(tmp_path / "encoder" / "bert_model.ckpt")) == "BertBackbone"
 
 
-@pytest.mark.tensorflow_only  # writing an original TF checkpoint
+@pytest.mark.backend_independent  # writing an original TF checkpoint
 def test_multiple_choice_starts_from_an_original_encoder_checkpoint(tmp_path):
     # The original format names no multiple-choice head: the encoder loads and the head keeps its initial values.
     from keras_bert_impl.checkpoints import backbone_weight_specs

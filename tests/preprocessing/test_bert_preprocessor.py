@@ -82,7 +82,7 @@ def test_bad_inputs_name_the_problem():
         preprocessor((["a"], ["b"], ["c"]))
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_make_dataset_of_texts_gives_the_batches_finetune_trains_on():
     """Raw texts with `bucket_width` / `epochs` are featurized, then batched as the packed inputs are."""
     tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "very"])

@@ -124,7 +124,7 @@ def test_bad_settings_are_named(settings, message):
         _preprocessor(**settings)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("masking", ["dynamic", "static"])
 def test_pretraining_dataset_takes_its_settings_from_the_preprocessor(masking):
     documents = [". ".join(_texts(6, seed)) + "." for seed in range(12)]

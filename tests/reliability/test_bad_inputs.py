@@ -137,7 +137,7 @@ def test_row03_smaller_vocabulary_is_allowed_with_a_warning(tmp_path, caplog):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_row03_pretraining_with_another_vocabulary_than_the_checkpoint_fails(tmp_path, capsys):
     from tests.cli.cli_test_utils import run_cli, write_corpus
 
@@ -221,7 +221,7 @@ def test_row06_empty_inputs_are_named_instead_of_failing_inside_keras():
 # -- 7. empty or non-UTF-8 corpus files ---------------------------------------------------------------------
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("content, message", [
     (b"", "No documents with tokens: the input is empty"),
     (b"\n\n   \n", "No documents with tokens: the input is empty"),
@@ -239,7 +239,7 @@ def test_row07_empty_or_non_utf8_corpus(tmp_path, content, message):
         next(iter(dataset))
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_row07_missing_corpus_file(tmp_path):
     from keras_bert_impl.data import pretraining_dataset
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor

@@ -20,7 +20,7 @@ def pretrain(capsys, directory, *extra):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_full_disk_at_a_pretraining_checkpoint_is_one_line_and_keeps_the_previous_one(tmp_path, capsys,
                                                                                       monkeypatch):
     from keras_bert_impl.utils import atomic_io

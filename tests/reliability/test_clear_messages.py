@@ -61,7 +61,7 @@ def test_empty_context_says_it_is_empty(capsys, tmp_path):
     assert status == 2 and "--context is empty: give the text the answer is taken from" in err
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_pretrain_output_dir_that_is_a_file_is_named(tmp_path, capsys):
     write_corpus(tmp_path)
     blocker = tmp_path / "run"

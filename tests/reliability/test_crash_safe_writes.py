@@ -86,7 +86,7 @@ def test_classification_predictions_and_eval_results_survive_a_full_disk(tmp_pat
     assert not no_partial_files(tmp_path)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
     import tensorflow as tf
 

@@ -102,7 +102,7 @@ def test_finetune_needs_a_preprocessor_and_an_epoch(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_classifier_command_resumes_and_refuses_other_settings(tmp_path, capsys, caplog):
     import logging
 

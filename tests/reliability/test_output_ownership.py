@@ -216,7 +216,7 @@ _KILLED_WRITER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("command", ["convert", "export"])
 def test_a_killed_writer_leaves_nothing_in_the_system_temp_dir_and_the_next_run_cleans_up(tmp_path, capsys,
                                                                                           command):

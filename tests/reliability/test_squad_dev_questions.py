@@ -77,7 +77,7 @@ def test_skip_flag_leaves_them_out_and_counts_them(tmp_path, capsys, dev_file):
     assert results["total"] == 8 and results["HasAns_total"] == 4 and results["NoAns_total"] == 4
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_squad_refuses_the_dev_file_before_training_and_skips_on_request(tmp_path, capsys, dev_file):
     path, _ = dev_file
     checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint")
