@@ -138,6 +138,7 @@ def test_writer_output_loads_in_transformers(tmp_path):
     assert max_abs_difference(our_outputs(backbone, encoded), huggingface_outputs(model, encoded), encoded) <= 1e-5
 
 
+@pytest.mark.backend_independent
 def test_missing_and_corrupt_files_give_clear_errors(tmp_path):
     with pytest.raises(CheckpointError, match="does not exist"):
         BertBackbone.from_pretrained(str(tmp_path / "nowhere"))
@@ -155,6 +156,7 @@ def test_missing_and_corrupt_files_give_clear_errors(tmp_path):
         BertBackbone.from_pretrained(str(tmp_path / "hf2"))
 
 
+@pytest.mark.backend_independent
 def test_config_weights_mismatch_names_field_and_tensor_shape(tmp_path):
     random_huggingface_model().save_pretrained(tmp_path)
     config_path = tmp_path / "config.json"
@@ -169,6 +171,7 @@ def test_config_weights_mismatch_names_field_and_tensor_shape(tmp_path):
         BertBackbone.from_pretrained(str(tmp_path))
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "field,value,message",
     [
@@ -187,6 +190,7 @@ def test_unsupported_config_values_are_rejected(tmp_path, field, value, message)
         BertBackbone.from_pretrained(str(tmp_path))
 
 
+@pytest.mark.backend_independent
 def test_encoder_weights_missing_from_checkpoint_is_an_error(tmp_path):
     from safetensors.numpy import load_file, save_file
 

@@ -21,6 +21,7 @@ def packed_rows(num_rows=37, seed=0):
     return random_batch(num_rows, MAX_LENGTH, vocabulary_size=50, seed=seed, lengths=list(lengths))
 
 
+@pytest.mark.backend_independent
 def test_bucket_lengths_end_at_the_packed_length():
     assert bucket_lengths(128, 32) == [32, 64, 96, 128]
     assert bucket_lengths(24, 8) == [8, 16, 24]
@@ -29,6 +30,7 @@ def test_bucket_lengths_end_at_the_packed_length():
         bucket_lengths(128, 0)
 
 
+@pytest.mark.backend_independent
 def test_bucket_padded_lengths_refuse_rows_longer_than_the_packed_length():
     assert bucket_padded_lengths([1, 8, 9, 24], MAX_LENGTH, 8).tolist() == [8, 8, 16, 24]
     with pytest.raises(ValueError, match="length 25 does not fit the packed length max_length=24"):

@@ -66,6 +66,7 @@ def pretrained_dir(tmp_path_factory, corpus):
     return directory
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_help_shows_the_usage_lines(capsys, script):
     with pytest.raises(SystemExit) as exit_:
@@ -74,6 +75,7 @@ def test_help_shows_the_usage_lines(capsys, script):
     assert exit_.value.code == 0 and f"python examples/{script}.py" in out and "--output" in out
 
 
+@pytest.mark.backend_independent
 def test_docstring_corpus_script_help(capsys):
     with pytest.raises(SystemExit) as exit_:
         load_example("docstring_corpus").main(["--help"])
@@ -103,12 +105,14 @@ def test_pretrain_learns_a_vocabulary_saves_a_model_and_resumes(tmp_path, capsys
     assert "Resuming at step 4" in output and "Epoch" not in output
 
 
+@pytest.mark.backend_independent
 def test_pretrain_rejects_steps_that_are_not_whole_checkpoint_intervals(capsys):
     with pytest.raises(SystemExit) as exit_:
         load_example("pretrain").main(["--steps", "5", "--checkpoint-every", "2"])
     assert exit_.value.code == 2 and "multiple of --checkpoint-every" in capsys.readouterr().err
 
 
+@pytest.mark.backend_independent
 def test_finetune_classifier_takes_sequence_length_or_its_deprecated_alias_not_both(capsys):
     with pytest.raises(SystemExit) as exit_:
         load_example("finetune_classifier").main(["--preset", "tiny", "--vocab", "vocab.txt", "--sequence-length",

@@ -410,6 +410,7 @@ def test_default_path_and_reexport_replaces_the_directory(exports, tmp_path, mon
     assert sorted(os.listdir(tmp_path / "saved_models")) == [model.name]
 
 
+@pytest.mark.backend_independent
 def test_unexportable_inputs_raise_clear_errors(tmp_path):
     from keras_bert_impl.export import ExportError, export_saved_model
     from keras_bert_impl.models.backbone import BertBackbone
@@ -433,6 +434,7 @@ def test_unexportable_inputs_raise_clear_errors(tmp_path):
     assert os.listdir(tmp_path) == ["vocab.txt"]
 
 
+@pytest.mark.backend_independent
 def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch):
     """The JAX / torch path: a worker that fails (here: cannot even start) becomes an ExportError quoting it."""
     from keras_bert_impl.export import ExportError, tensorflow_subprocess
