@@ -246,6 +246,7 @@ def test_export_and_query_without_a_model_fine_tunes_a_quick_classifier(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent
 def test_convert_huggingface_checkpoint_matches_transformers(tmp_path, capsys):
     pytest.importorskip("transformers")
     from keras_bert_impl import BertBackbone
@@ -262,6 +263,7 @@ def test_convert_huggingface_checkpoint_matches_transformers(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent
 def test_demo_ranks_sentences_and_reloads_both_formats(tmp_path, capsys):
     load_example("demo").main(["--output-dir", str(tmp_path)])
     output = capsys.readouterr().out
