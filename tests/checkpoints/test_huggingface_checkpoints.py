@@ -114,8 +114,9 @@ def hf_batch():
     }
 
 
-@pytest.mark.parametrize("hidden_act,ours", [("gelu", "gelu"), ("gelu_new", "gelu_approximate")])
-@pytest.mark.parametrize("weights_file", ["safetensors", "pytorch_bin"])
+# Each weights file and each activation once: the file is read before, and apart from, the activation.
+@pytest.mark.parametrize("hidden_act, ours, weights_file", [("gelu", "gelu", "safetensors"),
+                                                            ("gelu_new", "gelu_approximate", "pytorch_bin")])
 def test_random_huggingface_checkpoints_load_exactly(tmp_path, hidden_act, ours, weights_file):
     model = random_huggingface_model(hidden_act)
     model.save_pretrained(tmp_path)
