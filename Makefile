@@ -1,5 +1,7 @@
 # Two entry points (see README): `make demo` runs the main job, `make test` runs the whole suite on the
 # TensorFlow, JAX and torch backends. Each creates .venv from pyproject.toml when it is missing or stale.
+# Tests marked `backend_independent` run once, in the TensorFlow pass (tests/conftest.py deselects them in the
+# others). `make test-fast` is the inner loop: the tests not marked `slow`, on TensorFlow only.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,7 +11,7 @@ BACKENDS ?= tensorflow jax torch
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: demo test install clean
+.PHONY: demo test test-fast install clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +32,9 @@ test: $(BIN)/.installed
 		KERAS_BACKEND=$$backend $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
 			|| status=1; \
 	done; exit $$status
+
+test-fast: $(BIN)/.installed
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,8 +1,11 @@
 """Shared pytest configuration.
 
-The suite runs once per Keras backend (`KERAS_BACKEND=tensorflow|jax|torch`, see the Makefile). Tests of
-TensorFlow-only code (tf.data pipelines, SavedModel export) carry `@pytest.mark.tensorflow_only` and are
-deselected in the JAX and torch passes, where the TensorFlow pass already covers them.
+The suite runs once per Keras backend (`KERAS_BACKEND=tensorflow|jax|torch`, see the Makefile). Tests whose result
+cannot depend on the Keras backend carry `@pytest.mark.backend_independent` (a module: `pytestmark`) and run once, in
+the TensorFlow pass: readers, the tokenizer, tf.data pipelines, SQuAD windows/decoding/scores, metrics, flag
+parsing, file safety, SavedModel/ONNX export (TensorFlow under every backend), the benchmarks' and examples' scripts.
+The JAX and torch passes deselect them (not skip: they are not reported). Tests that build, train or run Keras models
+or layers stay in every pass, since their numerics and compiled paths differ per backend.
 """
 
 import os
@@ -22,7 +25,7 @@ def pytest_collection_modifyitems(config, items):
     if keras.backend.backend() != "tensorflow":
         kept, deselected = [], []
         for item in items:
-            (deselected if item.get_closest_marker("tensorflow_only") else kept).append(item)
+            (deselected if item.get_closest_marker("backend_independent") else kept).append(item)
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept

@@ -144,15 +144,18 @@ def _order_violations(imports):
 IMPORTS_ANYWHERE = {module: _imports(module, anywhere=True) for module in MODULES}
 
 
+@pytest.mark.backend_independent
 def test_the_declared_order_names_every_subpackage_once():
     on_disk = sorted(name for name in {_subpackage(module) for module in MODULES} if name is not None)
     assert len(set(LAYER_ORDER)) == len(LAYER_ORDER) and sorted(LAYER_ORDER) == on_disk
 
 
+@pytest.mark.backend_independent
 def test_no_module_imports_a_higher_subpackage_anywhere():
     assert _order_violations(IMPORTS_ANYWHERE) == []
 
 
+@pytest.mark.backend_independent
 def test_order_check_counts_imports_inside_functions_and_names_file_and_line():
     source = textwrap.dedent("""
         from keras_bert_impl.utils import atomic_io
@@ -169,6 +172,7 @@ def test_order_check_counts_imports_inside_functions_and_names_file_and_line():
     assert _order_violations({module: found}) == [f"{module}:5: {module} imports keras_bert_impl.models.task"]
 
 
+@pytest.mark.backend_independent
 def test_backend_layers_and_models_import_no_tensorflow_at_module_level():
     violations = [
         f"{os.path.relpath(MODULES[module], REPO_ROOT)}:{line}: {module} imports {target}"
@@ -211,6 +215,7 @@ def _cycles(graph):
     return components
 
 
+@pytest.mark.backend_independent
 def test_subpackage_graph_has_no_cycle():
     graph = {name: set() for name in LAYER_ORDER}
     for module, found in IMPORTS_ANYWHERE.items():
@@ -222,18 +227,21 @@ def test_subpackage_graph_has_no_cycle():
     assert _cycles({name: sorted(successors) for name, successors in graph.items()}) == []
 
 
+@pytest.mark.backend_independent
 def test_module_graph_has_no_cycle():
     graph = {module: sorted({target for target, _ in found if target in MODULES})
              for module, found in IMPORTS_ANYWHERE.items()}
     assert _cycles(graph) == []
 
 
+@pytest.mark.backend_independent
 def test_cycle_finder_finds_cycles():
     assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
     assert _cycles({"a": ["a"], "b": []}) == [["a"]]
     assert _cycles({"a": ["b"], "b": []}) == []
 
 
+@pytest.mark.backend_independent
 def test_import_targets_resolve_submodules_and_relative_imports():
     tree = ast.parse("from keras_bert_impl.models import backbone\nfrom . import conversion\nimport numpy\n")
     targets = [_targets("keras_bert_impl.checkpoints", node) for node in tree.body]

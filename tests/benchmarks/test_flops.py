@@ -3,6 +3,8 @@ import pytest
 from keras_bert_impl.layers.self_attention import few_queries_are_cheaper
 from benchmarks.flops import bert_flops_per_sequence
 
+pytestmark = pytest.mark.backend_independent
+
 # A hand count for L=1, H=2, I=4, T=3, V=10, P=2, C=3 (2 FLOPs per multiply-add):
 #   encoder:   per token qkv 3*2*2=12, output 2*2=4, intermediate 2*4=8, output 4*2=8 -> 32 MACs; x 3 tokens
 #              x 2 = 192

@@ -19,7 +19,7 @@ TIMEOUT_SECONDS = 600
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.tensorflow_only,
+    pytest.mark.backend_independent,
     pytest.mark.skipif(not os.path.isdir(DATA_DIR), reason=f"{DATA_DIR} is absent (the shared MRPC, SQuAD and "
                        "CoNLL files, see ../shared/data/README.md)"),
 ]

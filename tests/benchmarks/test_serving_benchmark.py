@@ -25,7 +25,7 @@ def _rows(output, task, batch_size):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_serving_benchmark_smoke():
     output = run_script(["serving.py", "--smoke", "--batch-sizes", "1,4"])
     assert_lines(output, r"^serving benchmark: tiny random model \(smoke\), 2 threads",

@@ -1,11 +1,14 @@
 """`checkpoints.backbone_config`: the one place that says which `BertBackbone` config a checkpoint gives."""
 
 import numpy as np
+import pytest
 
 from keras_bert_impl.checkpoints import backbone_config, read_checkpoint
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
 from tests.helpers import TINY_BACKBONE, random_batch, tiny_backbone, to_numpy
+
+pytestmark = pytest.mark.backend_independent
 
 
 def test_native_backbone_gives_its_config_without_name_and_trainable(tmp_path):

@@ -17,6 +17,8 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
 from tests.helpers import real_checkpoint_dir, tiny_backbone
 
+pytestmark = pytest.mark.backend_independent
+
 hub_constants = pytest.importorskip("huggingface_hub.constants")
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -110,7 +112,6 @@ def test_local_paths_pass_through_and_take_no_revision(tmp_path):
         resolve_checkpoint(tmp_path, revision="main")
 
 
-@pytest.mark.tensorflow_only
 def test_cli_checkpoint_flags_take_hub_ids(offline_hub, tmp_path, capsys):
     from keras_bert_impl.cli.command_line import main
 

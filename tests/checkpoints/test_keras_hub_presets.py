@@ -91,6 +91,7 @@ def test_ours_written_as_a_keras_hub_preset_loads_in_keras_hub(tmp_path):
     assert again.preprocessor.tokenizer.get_vocabulary() == VOCABULARY
 
 
+@pytest.mark.backend_independent
 def test_a_backbone_keras_hub_cannot_compute_is_refused(tmp_path):
     backbone = tiny_backbone(hidden_activation="gelu")
     with pytest.raises(CheckpointError, match="keras-hub's BertBackbone computes hidden_activation='gelu_approximate'"):
@@ -98,6 +99,7 @@ def test_a_backbone_keras_hub_cannot_compute_is_refused(tmp_path):
     assert not os.path.exists(tmp_path / "preset")
 
 
+@pytest.mark.backend_independent
 def test_unknown_preset_names_both_kinds():
     with pytest.raises(ValueError, match=r"Unknown preset 'bert_huge': keras-hub cannot load"):
         BertBackbone.from_preset("bert_huge")

@@ -50,6 +50,7 @@ def test_original_checkpoint_loads_with_original_names_and_tanh_gelu(tmp_path):
     assert BertBackbone.from_pretrained(str(tmp_path / "ckpt" / "bert_model.ckpt")).num_layers == 2
 
 
+@pytest.mark.backend_independent
 def test_corrupt_original_checkpoint_is_a_clear_error(tmp_path):
     source = tiny_backbone()
     write_original_tf_checkpoint(tmp_path, original_tensors(source), original_bert_config(source))
@@ -60,12 +61,14 @@ def test_corrupt_original_checkpoint_is_a_clear_error(tmp_path):
         BertBackbone.from_pretrained(str(tmp_path))
 
 
+@pytest.mark.backend_independent
 def test_original_directory_without_checkpoint_files(tmp_path):
     (tmp_path / "bert_config.json").write_text("{}")
     with pytest.raises(CheckpointError, match="bert_config.json but no checkpoint"):
         BertBackbone.from_pretrained(str(tmp_path))
 
 
+@pytest.mark.backend_independent
 def test_fused_qkv_conversion_is_invertible():
     rng = np.random.default_rng(0)
     spec = backbone_weight_specs(1)[5]
@@ -93,6 +96,7 @@ def test_save_pretrained_round_trip(tmp_path):
     assert overridden.dropout == 0.0
 
 
+@pytest.mark.backend_independent
 def test_failed_save_leaves_previous_checkpoint_intact(tmp_path, monkeypatch):
     target = tmp_path / "ours"
     first = tiny_backbone()
@@ -111,6 +115,7 @@ def test_failed_save_leaves_previous_checkpoint_intact(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["ours"]  # no half-written temporary directory left behind
 
 
+@pytest.mark.backend_independent
 def test_native_checkpoint_with_wrong_shapes(tmp_path):
     tiny_backbone().save_pretrained(tmp_path)
     document = json.loads((tmp_path / "config.json").read_text())
@@ -121,6 +126,7 @@ def test_native_checkpoint_with_wrong_shapes(tmp_path):
         BertBackbone.from_pretrained(str(tmp_path))
 
 
+@pytest.mark.backend_independent
 def test_native_tensor_of_another_shape_than_its_variable(tmp_path):
     from safetensors.numpy import load_file, save_file
 
@@ -136,6 +142,7 @@ def test_native_tensor_of_another_shape_than_its_variable(tmp_path):
         BertBackbone.from_pretrained(str(tmp_path))
 
 
+@pytest.mark.backend_independent
 def test_native_detection_requires_format_marker(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"hidden_size": TINY_BACKBONE["hidden_dim"]}))
     assert not native.is_native_directory(str(tmp_path))

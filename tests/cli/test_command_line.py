@@ -8,6 +8,8 @@ from keras_bert_impl.checkpoints import CheckpointError
 from keras_bert_impl.cli import SUBCOMMANDS, main
 from tests.cli.cli_test_utils import run_cli
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.mark.parametrize("subcommand", sorted(SUBCOMMANDS))
 def test_every_subcommand_explains_its_flags(capsys, subcommand):

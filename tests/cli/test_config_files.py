@@ -7,6 +7,8 @@ import pytest
 from keras_bert_impl.cli.command_line import parse_arguments
 from tests.cli.cli_test_utils import run_cli
 
+pytestmark = pytest.mark.backend_independent
+
 PRETRAIN_REQUIRED = ["--input-files", "corpus.txt", "--vocab-file", "vocab.txt"]
 
 

@@ -9,6 +9,8 @@ from safetensors.numpy import load_file
 from tests.cli.cli_test_utils import SPECIAL_TOKENS, WORDS, run_cli
 from tests.helpers import tiny_backbone
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.fixture
 def tiny_classifier_dir(tmp_path):

@@ -6,6 +6,8 @@ import pytest
 
 from tests.cli.cli_test_utils import run_cli
 
+pytestmark = pytest.mark.backend_independent
+
 CONTEXT = "math.sqrt returns the square root of x. math.floor returns the floor of x as an Integral."
 
 

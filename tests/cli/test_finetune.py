@@ -19,6 +19,8 @@ from tests.training.finetuning_test_utils import (
     write_squad_json,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.fixture(scope="module")
 def original_checkpoint(tmp_path_factory):
@@ -35,7 +37,6 @@ def original_checkpoint(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 def test_finetune_classifier_on_a_glue_layout(tmp_path, capsys, original_checkpoint):
     train = write_mrpc_tsv(tmp_path / "train.tsv", 48, seed=0)
     dev = write_mrpc_tsv(tmp_path / "dev.tsv", 16, seed=1)
@@ -52,7 +53,6 @@ def test_finetune_classifier_on_a_glue_layout(tmp_path, capsys, original_checkpo
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 def test_finetune_squad_v2_tunes_the_null_threshold(tmp_path, capsys, original_checkpoint):
     train = write_squad_json(tmp_path / "train.json", 12, seed=0)
     dev = write_squad_json(tmp_path / "dev.json", 4, seed=1)
@@ -75,7 +75,6 @@ def _last_preprocessor(run_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 def test_finetune_classifier_scores_a_labelled_test_file_and_keeps_only_last_without_a_selection_set(
         tmp_path, capsys, original_checkpoint):
     train = write_mrpc_tsv(tmp_path / "train.tsv", 32, seed=0)
@@ -108,7 +107,6 @@ def test_finetune_classifier_scores_a_labelled_test_file_and_keeps_only_last_wit
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 def test_predict_packs_to_the_length_the_classifier_was_finetuned_with(tmp_path, capsys, original_checkpoint):
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.preprocessing import BertPreprocessor
@@ -147,7 +145,6 @@ def squad_run(tmp_path_factory, original_checkpoint):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 def test_finetune_squad_tunes_the_threshold_off_the_test_file_and_saves_it(tmp_path, capsys, squad_run):
     directory, files = squad_run
     run = directory / "run"
@@ -180,7 +177,6 @@ def test_finetune_squad_tunes_the_threshold_off_the_test_file_and_saves_it(tmp_p
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 def test_predict_and_the_saved_model_use_the_saved_null_threshold_and_length(tmp_path, capsys, squad_run):
     import shutil
 

@@ -43,7 +43,7 @@ def encoder_checkpoint(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_multiple_choice_writes_best_last_scores_and_predictions(tmp_path, capsys, encoder_checkpoint):
     from keras_bert_impl.models.multiple_choice import BertMultipleChoice
     from keras_bert_impl.preprocessing import BertMultipleChoicePreprocessor

@@ -7,7 +7,7 @@ import pytest
 
 from tests.cli.cli_test_utils import SPECIAL_TOKENS, run_cli
 
-pytestmark = pytest.mark.tensorflow_only  # CLI pipelines and SavedModel export
+pytestmark = pytest.mark.backend_independent  # CLI pipelines and SavedModel export
 
 WORDS = ["peter", "paris", "lives", "in", "the", "eu", "met", "anna", "berlin", "."]
 SENTENCES = [

@@ -31,7 +31,7 @@ from tests.cli.test_pretrain import (
     assert_same_final_weights, run_pretrain_process, worker_command, worker_environment,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
+pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
 
 WORKERS = 2
 TIMEOUT_SECONDS = 600  # one run of a process; they take well under a minute on an idle machine

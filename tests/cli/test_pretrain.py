@@ -15,7 +15,7 @@ import pytest
 from keras_bert_impl.cli import main
 from tests.cli.cli_test_utils import write_corpus
 
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
+pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
 
 
 def run_pretrain(caplog, directory, output, *extra):

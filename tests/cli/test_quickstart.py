@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.cli_test_utils import run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
+pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
 
 
 @pytest.fixture(scope="module")

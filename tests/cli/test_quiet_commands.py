@@ -18,7 +18,7 @@ CLI = [sys.executable, "-m", "keras_bert_impl.cli"]
 QUIET = ("from keras_bert_impl.utils.tensorflow_startup_logs import quiet_tensorflow_startup; "
          "quiet_tensorflow_startup(); ")
 
-pytestmark = pytest.mark.tensorflow_only
+pytestmark = pytest.mark.backend_independent
 
 
 def run(command, **environment):

@@ -6,7 +6,7 @@ import pytest
 
 from tests.cli.cli_test_utils import SPECIAL_TOKENS, WORDS, run_cli, write_corpus
 
-pytestmark = pytest.mark.tensorflow_only
+pytestmark = pytest.mark.backend_independent
 
 
 def test_vocab_learns_the_corpus_words(capsys, tmp_path):

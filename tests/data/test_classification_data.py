@@ -13,6 +13,8 @@ from keras_bert_impl.data.classification_data import (
     read_glue_examples,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 MRPC_TSV = (
     "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
     '1\t702876\t702977\tAmrozi accused his brother , whom he called " the witness " , of deliberately '
@@ -152,7 +154,6 @@ def tokenizer():
     return BertTokenizer(SPECIALS + ["a", "b", "c", "d", "e", "f", "g", "."])
 
 
-@pytest.mark.tensorflow_only
 def test_pairs_are_packed_longest_first(tokenizer):
     from keras_bert_impl.preprocessing import BertPreprocessor
 
@@ -168,7 +169,6 @@ def test_pairs_are_packed_longest_first(tokenizer):
     assert y.tolist() == [1, 0] and y.dtype == np.int32
 
 
-@pytest.mark.tensorflow_only
 def test_dataset_classification_regression_and_unlabeled(tokenizer, tmp_path):
     from keras_bert_impl.preprocessing import BertPreprocessor
 

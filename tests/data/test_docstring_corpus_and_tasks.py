@@ -25,6 +25,8 @@ from keras_bert_impl.data.docstring_tasks import (
 )
 from keras_bert_impl.squad import evaluate_v1, parse_squad_examples
 
+pytestmark = pytest.mark.backend_independent
+
 MODULES = ["base64", "json", "math", "shutil", "smtplib", "socket", "statistics", "string", "tarfile", "textwrap",
            "inspect", "traceback"]
 
@@ -88,7 +90,6 @@ def test_squad_answers_point_into_the_context_and_dev_modules_are_held_out(docum
                        "What is returned by sqrt?": "the square root of x", "What arguments does sqrt take?": "x"}
 
 
-@pytest.mark.tensorflow_only
 def test_topic_tsv_reads_back_one_row_per_example(documented, tmp_path):
     from keras_bert_impl.data.classification_data import read_classification_examples
 

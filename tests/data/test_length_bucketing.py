@@ -21,6 +21,7 @@ def packed_rows(num_rows=37, seed=0):
     return random_batch(num_rows, MAX_LENGTH, vocabulary_size=50, seed=seed, lengths=list(lengths))
 
 
+@pytest.mark.backend_independent
 def test_bucket_lengths_end_at_the_packed_length():
     assert bucket_lengths(128, 32) == [32, 64, 96, 128]
     assert bucket_lengths(24, 8) == [8, 16, 24]
@@ -29,13 +30,14 @@ def test_bucket_lengths_end_at_the_packed_length():
         bucket_lengths(128, 0)
 
 
+@pytest.mark.backend_independent
 def test_bucket_padded_lengths_refuse_rows_longer_than_the_packed_length():
     assert bucket_padded_lengths([1, 8, 9, 24], MAX_LENGTH, 8).tolist() == [8, 8, 16, 24]
     with pytest.raises(ValueError, match="length 25 does not fit the packed length max_length=24"):
         bucket_padded_lengths([3, 25], MAX_LENGTH, 8)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_batches_hold_every_row_once_cut_to_its_length():
     inputs = packed_rows()
     index = np.arange(len(inputs["token_ids"]), dtype="int32")  # the labels name each row
@@ -53,7 +55,7 @@ def test_batches_hold_every_row_once_cut_to_its_length():
     assert sorted(seen) == index.tolist()
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("bucket_width", [None, 8])
 @pytest.mark.parametrize("epochs", [None, 0, 3])
 def test_cardinality_is_the_number_of_batches(bucket_width, epochs):
@@ -64,7 +66,7 @@ def test_cardinality_is_the_number_of_batches(bucket_width, epochs):
     assert int(dataset.cardinality()) == sum(1 for _ in dataset) == steps * (1 if epochs is None else epochs)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("bucket_width", [None, 8])
 def test_epoch_e_is_fixed_by_seed_and_epoch(bucket_width):
     """A resumed run trains on `skip(e * steps)` of the stream: the batches an uninterrupted run sees."""
@@ -85,7 +87,7 @@ def test_epoch_e_is_fixed_by_seed_and_epoch(bucket_width):
     assert not np.array_equal(epochs[0], other_seed)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_shuffling_without_epochs_reshuffles_every_pass():
     rows = np.arange(40, dtype="int32")
     dataset = packed_batches(packed_rows(40), rows, batch_size=4, bucket_width=8, shuffle=True, seed=3)
@@ -94,7 +96,7 @@ def test_shuffling_without_epochs_reshuffles_every_pass():
     assert not np.array_equal(passes[0], passes[1])
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_squad_style_dict_labels_and_multiple_choice_rows_travel_whole():
     inputs = packed_rows(12)
     labels = {"start_positions": np.arange(12, dtype="int32"), "end_positions": np.arange(12, dtype="int32") + 1}
@@ -110,7 +112,7 @@ def test_squad_style_dict_labels_and_multiple_choice_rows_travel_whole():
         assert np.all(bucket_padded_lengths(lengths[y], MAX_LENGTH, 8) == x["token_ids"].shape[2])
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_bad_data_is_named():
     inputs = packed_rows(4)
     inputs["padding_mask"][2, 0] = False

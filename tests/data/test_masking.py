@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_bert_impl.data.masking import MaskedLMMasker, mask_dataset
 
-tensorflow_only = pytest.mark.tensorflow_only
+backend_independent = pytest.mark.backend_independent
 
 PAD, CLS, SEP, MASK = 0, 1, 2, 3
 VOCABULARY_SIZE = 1000
@@ -47,7 +47,7 @@ def _original_count(num_tokens, rate, max_predictions):
     return min(max_predictions, max(1, int(round(num_tokens * rate))))
 
 
-@tensorflow_only
+@backend_independent
 def test_deterministic_settings_give_exact_outputs():
     masker = _masker(max_predictions_per_seq=6, mask_rate=1.0, mask_token_rate=1.0, random_token_rate=0.0)
     token_ids = np.array([[CLS, 7, 8, SEP, 9, SEP, PAD, PAD], [CLS, 10, SEP, PAD, PAD, PAD, PAD, PAD]], np.int32)
@@ -62,7 +62,7 @@ def test_deterministic_settings_give_exact_outputs():
     np.testing.assert_array_equal(out["segment_ids"], token_ids * 0)  # other keys pass through
 
 
-@tensorflow_only
+@backend_independent
 def test_keep_everything_settings_change_no_token():
     masker = _masker(mask_rate=1.0, mask_token_rate=0.0, random_token_rate=0.0, max_predictions_per_seq=4)
     token_ids = np.array([[CLS, 7, 8, 9, 10, 11, SEP]], np.int32)
@@ -74,7 +74,7 @@ def test_keep_everything_settings_change_no_token():
     assert list(positions) == sorted(positions) and set(positions) <= {1, 2, 3, 4, 5}
 
 
-@tensorflow_only
+@backend_independent
 def test_ragged_and_unbatched_inputs_keep_their_structure():
     masker = _masker(mask_rate=1.0, mask_token_rate=1.0, random_token_rate=0.0, max_predictions_per_seq=3)
     ragged = tf.ragged.constant([[CLS, 7, 8, SEP], [CLS, 9, SEP]], dtype=tf.int32)
@@ -89,7 +89,7 @@ def test_ragged_and_unbatched_inputs_keep_their_structure():
     assert single["mask_ids"].shape == (3,)
 
 
-@tensorflow_only
+@backend_independent
 def test_original_count_rounds_half_to_even_and_counts_special_tokens():
     masker = _masker(max_predictions_per_seq=40, random_token_rate=0.0, mask_token_rate=1.0)
     lengths = np.arange(3, 129)
@@ -104,7 +104,7 @@ def test_original_count_rounds_half_to_even_and_counts_special_tokens():
     assert counts[list(lengths).index(30)] == 4 and counts[list(lengths).index(50)] == 8
 
 
-@tensorflow_only
+@backend_independent
 def test_ceil_count_follows_tensorflow_text():
     masker = _masker(counting="ceil", max_predictions_per_seq=40)
     lengths = np.arange(3, 100)
@@ -117,7 +117,7 @@ def test_ceil_count_follows_tensorflow_text():
     np.testing.assert_array_equal(counts, expected)
 
 
-@tensorflow_only
+@backend_independent
 def test_bernoulli_count_varies_around_the_rate():
     rng = np.random.default_rng(1)
     token_ids = _random_batch(rng, 800, 128, min_tokens=100)
@@ -128,7 +128,7 @@ def test_bernoulli_count_varies_around_the_rate():
     assert len(set(out["mask_weights"].sum(axis=1).tolist())) > 5
 
 
-@tensorflow_only
+@backend_independent
 def test_statistics_over_100k_tokens():
     rng = np.random.default_rng(0)
     token_ids = _random_batch(rng, 1500, 128, min_tokens=20)
@@ -205,7 +205,7 @@ def _word_ids(row, vocabulary):
     return np.array(ids)
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize("replacement_unit", ["word", "token"])
 def test_whole_word_masking_keeps_words_together(replacement_unit):
     vocabulary = _word_vocabulary()
@@ -245,7 +245,7 @@ def test_whole_word_masking_keeps_words_together(replacement_unit):
         assert mixed_words > 0  # the original draws per token
 
 
-@tensorflow_only
+@backend_independent
 def test_whole_word_masking_skips_a_word_that_would_pass_the_count():
     vocabulary = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "a", "##b", "##c", "d", "e", "##f"]
     masker = MaskedLMMasker(
@@ -306,7 +306,7 @@ _PINNED_OUTPUTS = {
 }
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize("setting", sorted(_PINNED_OUTPUTS))
 def test_outputs_are_pinned(setting):
     vocabulary = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"] + [
@@ -325,7 +325,7 @@ def test_outputs_are_pinned(setting):
     np.testing.assert_array_equal(out["mask_weights"], np.array(expected["mask_ids"]) > 0)
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize("counting, mask_rate", [("original", 0.15), ("ceil", 0.4), ("bernoulli", 0.2), ("ceil", 0.0)])
 def test_top_k_selection_equals_the_sorted_greedy_pass(counting, mask_rate):
     # Without "##" pieces every word is one token, so whole-word masking with per-token replacement makes the
@@ -344,7 +344,7 @@ def test_top_k_selection_equals_the_sorted_greedy_pass(counting, mask_rate):
             np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize("whole_word_masking", [False, True])
 def test_positions_list_every_chosen_token_in_order(whole_word_masking):
     vocabulary = ["[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [
@@ -371,7 +371,7 @@ def test_positions_list_every_chosen_token_in_order(whole_word_masking):
         assert out["mask_ids"][row].tolist() == token_ids[row, chosen].tolist() + [0] * (9 - count)
 
 
-@tensorflow_only
+@backend_independent
 def test_same_seed_same_masks_and_new_seed_new_masks():
     token_ids = _random_batch(np.random.default_rng(5), 16, 64)
     first = _numpy(_masker()({"token_ids": token_ids}, seed=[1, 2]))
@@ -382,7 +382,7 @@ def test_same_seed_same_masks_and_new_seed_new_masks():
     assert not np.array_equal(first["mask_positions"], other["mask_positions"])
 
 
-@tensorflow_only
+@backend_independent
 def test_mask_dataset_dynamic_masks_change_per_epoch_reproducibly():
     token_ids = _random_batch(np.random.default_rng(6), 8, 32)
 
@@ -403,7 +403,7 @@ def test_mask_dataset_dynamic_masks_change_per_epoch_reproducibly():
     np.testing.assert_array_equal(static[0], static[1])
 
 
-@tensorflow_only
+@backend_independent
 def test_mask_dataset_keyed_by_epoch_repeats_on_every_pass_and_changes_with_the_epoch():
     token_ids = _random_batch(np.random.default_rng(6), 8, 32)
     batches = tf.data.Dataset.from_tensor_slices({"token_ids": token_ids}).batch(4)
@@ -420,7 +420,7 @@ def test_mask_dataset_keyed_by_epoch_repeats_on_every_pass_and_changes_with_the_
     np.testing.assert_array_equal(masks(0, False)[0], masks(5, False)[0])  # static: one mask for every epoch
 
 
-@tensorflow_only
+@backend_independent
 def test_get_config_round_trip():
     masker = _masker(counting="ceil", mask_rate=0.2, seed=7)
     restored = MaskedLMMasker.from_config(masker.get_config())
@@ -432,7 +432,7 @@ def test_get_config_round_trip():
     )
 
 
-@tensorflow_only
+@backend_independent
 def test_bad_settings_raise_clear_errors():
     with pytest.raises(ValueError, match="mask_token_id=2000"):
         _masker(mask_token_id=2000)

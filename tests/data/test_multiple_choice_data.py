@@ -8,6 +8,8 @@ from keras_bert_impl.data.multiple_choice_data import (
     read_swag_examples,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 # The full SWAG header (`regular` train.csv / val.csv): an unnamed index column, then named ones.
 SWAG_CSV = (
     ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keras_bert_impl.data.packing import SegmentPacker, truncate_pair
 
-tensorflow_only = pytest.mark.tensorflow_only
+pytestmark = pytest.mark.backend_independent
 
 CLS, SEP, PAD = 101, 102, 0
 
@@ -132,7 +132,6 @@ MRPC_TRAIN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
                           "msr_paraphrase_train.txt")
 
 
-@tensorflow_only
 @pytest.mark.skipif(not os.path.isfile(MRPC_TRAIN), reason="../shared/data/mrpc is absent (real MRPC pairs)")
 @pytest.mark.parametrize("truncation", ["longest_first", "random_front_back"])
 def test_real_mrpc_pairs_pack_as_the_original_loop_in_tf_data_and_eagerly(truncation):
@@ -160,7 +159,6 @@ def test_real_mrpc_pairs_pack_as_the_original_loop_in_tf_data_and_eagerly(trunca
             assert tokens == [tokenizer.cls_token_id, *kept_a, tokenizer.sep_token_id, *kept_b, tokenizer.sep_token_id]
 
 
-@tensorflow_only
 def test_packer_in_dataset_map_on_ragged_ids():
     rng = np.random.default_rng(3)
     firsts, seconds = _random_segments(rng, 40, 30), _random_segments(rng, 40, 30)
@@ -177,7 +175,6 @@ def test_packer_in_dataset_map_on_ragged_ids():
             np.testing.assert_array_equal(batched[key][row].numpy(), expected[key])
 
 
-@tensorflow_only
 @pytest.mark.parametrize("pairs", [False, True])
 def test_special_ids_other_than_zero_and_unbatched_rows(pairs):
     rng = np.random.default_rng(6)

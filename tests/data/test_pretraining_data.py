@@ -19,7 +19,7 @@ from keras_bert_impl.data.pretraining_tfrecords import (
 from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
 from keras_bert_impl.tokenization import BertTokenizer
 
-tensorflow_only = pytest.mark.tensorflow_only
+backend_independent = pytest.mark.backend_independent
 
 CLS, SEP = 1, 2
 WORDS = [f"word{i}" for i in range(60)]
@@ -61,6 +61,7 @@ def _text_documents(num_documents, seed=0):
     ]
 
 
+@pytest.mark.backend_independent
 def test_split_sentences_handles_abbreviations_initials_quotes_and_cjk():
     text = 'Dr. Smith met J. Doe at 5 p.m. yesterday. "Really?" She asked! (It was late.) 3 left. 你好。再见！'
     assert split_sentences(text) == [
@@ -76,6 +77,7 @@ def test_split_sentences_handles_abbreviations_initials_quotes_and_cjk():
     assert split_sentences("no end mark") == ["no end mark"]
 
 
+@pytest.mark.backend_independent
 def test_read_documents_formats_and_empty_lines(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text("\n\nFirst.\n  Second.  \n\n\n\nOnly one.\n\n", encoding="utf-8")
@@ -92,6 +94,7 @@ def test_read_documents_formats_and_empty_lines(tmp_path):
     assert read_documents(str(tmp_path / "*.txt"))  # glob patterns
 
 
+@pytest.mark.backend_independent
 def test_non_utf8_bytes_raise_an_error_naming_file_and_line(tmp_path):
     path = tmp_path / "latin1.txt"
     path.write_bytes("fine line\nsecond\ncaf\xe9 au lait\n".encode("latin-1"))
@@ -102,11 +105,13 @@ def test_non_utf8_bytes_raise_an_error_naming_file_and_line(tmp_path):
         read_documents(str(tmp_path / "missing*.txt"))
 
 
+@pytest.mark.backend_independent
 def test_tokenize_documents_drops_sentences_and_documents_without_tokens():
     documents = tokenize_documents([["word1 word2.", "\u200b"], ["\x00"], ["word3"]], _tokenizer())
     assert documents == [[[VOCABULARY.index("word1"), VOCABULARY.index("word2"), 5]], [[VOCABULARY.index("word3")]]]
 
 
+@pytest.mark.backend_independent
 def test_instances_follow_the_layout_and_length_limits():
     documents, origin = _id_corpus(40, (1, 12), (1, 30))
     instances = list(iterate_pretraining_instances(documents, sequence_length=32, dupe_factor=2, seed=1))
@@ -122,6 +127,7 @@ def test_instances_follow_the_layout_and_length_limits():
             assert origin[tokens_a[0]][0] == origin[tokens_b[-1]][0] and tokens_a[-1] < tokens_b[0]
 
 
+@pytest.mark.backend_independent
 def test_instances_dataset_packs_each_pair_with_the_segment_packer_layout():
     from keras_bert_impl.data.pretraining_batches import pretraining_instances_dataset
 
@@ -137,6 +143,7 @@ def test_instances_dataset_packs_each_pair_with_the_segment_packer_layout():
         assert instance["padding_mask"].all() and instance["next_sentence_labels"] == pair["next_sentence_labels"]
 
 
+@pytest.mark.backend_independent
 def test_random_next_comes_from_another_document_and_labels_are_balanced():
     documents, origin = _id_corpus(300, (20, 40), (5, 15))
     instances = list(iterate_pretraining_instances(documents, sequence_length=64, seed=2))
@@ -151,6 +158,7 @@ def test_random_next_comes_from_another_document_and_labels_are_balanced():
         assert same_document != bool(instance["next_sentence_labels"])
 
 
+@pytest.mark.backend_independent
 def test_short_seq_prob_picks_short_targets_per_document():
     documents, _ = _id_corpus(3000, (30, 30), (8, 8))
     rng = random.Random(0)
@@ -167,6 +175,7 @@ def test_short_seq_prob_picks_short_targets_per_document():
     assert all(len(a) + len(b) == 64 for a, b, is_random_next in first_instances if not is_random_next)
 
 
+@pytest.mark.backend_independent
 def test_same_seed_same_instances():
     documents, _ = _id_corpus(30, (1, 8), (1, 20))
     first = list(iterate_pretraining_instances(documents, 40, seed=3))
@@ -175,6 +184,7 @@ def test_same_seed_same_instances():
     assert first == again and first != other
 
 
+@pytest.mark.backend_independent
 def test_one_sentence_documents_long_sentences_and_a_single_document():
     long_sentence = list(range(10, 5010))
     documents = [[long_sentence], [[7, 8]], [[9]]]
@@ -187,7 +197,7 @@ def test_one_sentence_documents_long_sentences_and_a_single_document():
         list(iterate_pretraining_instances(documents, sequence_length=4))
 
 
-@tensorflow_only
+@backend_independent
 def test_static_tfrecords_round_trip(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join("\n".join(split_sentences(d)) for d in _text_documents(60)), encoding="utf-8")
@@ -234,7 +244,7 @@ def _dynamic_records(tmp_path, **settings):
     return prefix, tokenizer
 
 
-@tensorflow_only
+@backend_independent
 def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
     prefix, tokenizer = _dynamic_records(tmp_path)
     with pytest.raises(ValueError, match="no 'masked_lm_positions' feature"):
@@ -257,7 +267,7 @@ def test_dynamic_tfrecords_get_new_masks_every_epoch(tmp_path):
                                   epochs[1])
 
 
-@tensorflow_only
+@backend_independent
 def test_shuffled_tfrecords_are_the_same_on_every_pass(tmp_path):
     prefix, tokenizer = _dynamic_records(tmp_path, num_shards=2)
     masker = MaskedLMMasker.from_tokenizer(tokenizer, max_predictions_per_seq=5)
@@ -289,7 +299,7 @@ def _write_records(path, rows, seq_length=8, predictions=2):
     return str(path)
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize(
     "field, rows, bad, words",
     [
@@ -309,7 +319,7 @@ def test_token_ids_beyond_the_vocabulary_are_named(tmp_path, field, rows, bad, w
     assert f"[{bad}]" in message and "ids must be in [0, 40)" in message
 
 
-@tensorflow_only
+@backend_independent
 def test_token_ids_within_the_vocabulary_read_unchanged(tmp_path):
     rows = [([1, 5, 6, 2, 7, 8, 39, 2], [5, 39]), ([1, 0, 6, 2, 7, 8, 9, 2], [0, 6])]
     path = _write_records(tmp_path / "ok.tfrecord", rows)
@@ -327,7 +337,7 @@ def test_token_ids_within_the_vocabulary_read_unchanged(tmp_path):
             read_pretraining_tfrecords(path, 2, 8, 2, vocabulary_size=size)
 
 
-@tensorflow_only
+@backend_independent
 @pytest.mark.parametrize("masking", ["dynamic", "static"])
 def test_pretraining_dataset_structure_and_determinism(masking):
     preprocessor = BertPretrainingPreprocessor(_tokenizer(), sequence_length=24, max_predictions_per_seq=4)
@@ -420,7 +430,7 @@ def test_pretraining_dataset_feeds_fit_on_every_backend():
     assert np.isfinite(history.history["loss"][0])
 
 
-@tensorflow_only
+@backend_independent
 def test_masker_from_tokenizer_masks_whole_words():
     tokenizer = _tokenizer()
     masker = MaskedLMMasker.from_tokenizer(

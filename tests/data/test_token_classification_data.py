@@ -5,6 +5,8 @@ import pytest
 from keras_bert_impl.data.token_classification_data import encode_tags, read_conll_sentences, tag_vocabulary
 from keras_bert_impl.data.label_vocabulary import ClassificationDataError
 
+pytestmark = pytest.mark.backend_independent
+
 CONLL_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "conll2003"))
 TYPES = ["LOC", "MISC", "ORG", "PER"]
 

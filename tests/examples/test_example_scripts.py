@@ -66,6 +66,7 @@ def pretrained_dir(tmp_path_factory, corpus):
     return directory
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_help_shows_the_usage_lines(capsys, script):
     with pytest.raises(SystemExit) as exit_:
@@ -74,6 +75,7 @@ def test_help_shows_the_usage_lines(capsys, script):
     assert exit_.value.code == 0 and f"python examples/{script}.py" in out and "--output" in out
 
 
+@pytest.mark.backend_independent
 def test_docstring_corpus_script_help(capsys):
     with pytest.raises(SystemExit) as exit_:
         load_example("docstring_corpus").main(["--help"])
@@ -103,12 +105,14 @@ def test_pretrain_learns_a_vocabulary_saves_a_model_and_resumes(tmp_path, capsys
     assert "Resuming at step 4" in output and "Epoch" not in output
 
 
+@pytest.mark.backend_independent
 def test_pretrain_rejects_steps_that_are_not_whole_checkpoint_intervals(capsys):
     with pytest.raises(SystemExit) as exit_:
         load_example("pretrain").main(["--steps", "5", "--checkpoint-every", "2"])
     assert exit_.value.code == 2 and "multiple of --checkpoint-every" in capsys.readouterr().err
 
 
+@pytest.mark.backend_independent
 def test_finetune_classifier_takes_sequence_length_or_its_deprecated_alias_not_both(capsys):
     with pytest.raises(SystemExit) as exit_:
         load_example("finetune_classifier").main(["--preset", "tiny", "--vocab", "vocab.txt", "--sequence-length",
@@ -117,7 +121,7 @@ def test_finetune_classifier_takes_sequence_length_or_its_deprecated_alias_not_b
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_classifier_on_the_generated_topic_task(tmp_path, capsys, pretrained_dir):
     from keras_bert_impl import BertClassifier
     from keras_bert_impl.data.docstring_tasks import TOPIC_MODULES
@@ -136,7 +140,7 @@ def test_finetune_classifier_on_the_generated_topic_task(tmp_path, capsys, pretr
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_classifier_on_a_glue_task_from_a_checkpoint(tmp_path, capsys, pretrained_dir):
     rows = [("1", "The cat sat on the mat.", "A cat was sitting on the mat."),
             ("0", "The socket is closed.", "Numbers are added together."),
@@ -160,7 +164,7 @@ def test_finetune_classifier_on_a_glue_task_from_a_checkpoint(tmp_path, capsys, 
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_squad_on_the_generated_questions(tmp_path, capsys, pretrained_dir):
     out = tmp_path / "squad"
     assert load_example("finetune_squad").main([
@@ -177,7 +181,7 @@ def test_finetune_squad_on_the_generated_questions(tmp_path, capsys, pretrained_
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_squad_v2_from_a_checkpoint_tunes_the_null_threshold(tmp_path, capsys, documented, pretrained_dir):
     from keras_bert_impl.data.docstring_tasks import routine_squad
 
@@ -202,7 +206,7 @@ def test_finetune_squad_v2_from_a_checkpoint_tunes_the_null_threshold(tmp_path, 
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_export_and_query_serves_what_the_keras_models_compute(tmp_path, capsys, pretrained_dir):
     from keras_bert_impl import BertBackbone, BertClassifier, BertQuestionAnswerer, BertTokenizer
     from keras_bert_impl.training.finetuning import save_finetuned
@@ -228,7 +232,7 @@ def test_export_and_query_serves_what_the_keras_models_compute(tmp_path, capsys,
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_export_and_query_without_a_model_fine_tunes_a_quick_classifier(tmp_path, capsys):
     from keras_bert_impl.data.docstring_tasks import TOPIC_MODULES
 
@@ -242,6 +246,7 @@ def test_export_and_query_without_a_model_fine_tunes_a_quick_classifier(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent
 def test_convert_huggingface_checkpoint_matches_transformers(tmp_path, capsys):
     pytest.importorskip("transformers")
     from keras_bert_impl import BertBackbone
@@ -258,6 +263,7 @@ def test_convert_huggingface_checkpoint_matches_transformers(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.backend_independent
 def test_demo_ranks_sentences_and_reloads_both_formats(tmp_path, capsys):
     load_example("demo").main(["--output-dir", str(tmp_path)])
     output = capsys.readouterr().out

@@ -15,6 +15,8 @@ import re
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.backend_independent
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOKS = sorted(glob.glob(os.path.join(REPO_ROOT, "examples", "notebooks", "*.ipynb")))
 CELL_TIMEOUT_S = 300
@@ -94,7 +96,6 @@ def test_notebook_is_committed_without_outputs(path):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_notebook_runs_with_small_settings(path, tmp_path, monkeypatch):
     from nbclient import NotebookClient

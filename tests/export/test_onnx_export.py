@@ -97,7 +97,7 @@ def exports(tmp_path_factory):
     return {name: (model, export_onnx(model, root / f"{name}.onnx")) for name, model in models.items()}
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.slow
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_onnx_runtime_matches_keras_at_two_batch_sizes_and_lengths(exports, name):
@@ -105,7 +105,7 @@ def test_onnx_runtime_matches_keras_at_two_batch_sizes_and_lengths(exports, name
     _assert_session_matches(model, path)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.slow
 def test_inputs_dynamic_axes_and_metadata(exports):
     model, path = exports["classifier"]
@@ -121,7 +121,7 @@ def test_inputs_dynamic_axes_and_metadata(exports):
     assert sorted(os.listdir(os.path.dirname(path))) == sorted(f"{name}.onnx" for name in exports)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.slow
 def test_preprocessor_output_feeds_the_session_as_it_is(exports):
     """The tokenizer stays outside ONNX: the preprocessor's dict is the session's input."""
@@ -148,6 +148,7 @@ def test_export_from_jax_or_torch_through_the_tensorflow_worker(tmp_path):
     assert os.listdir(tmp_path) == ["qa.onnx"]
 
 
+@pytest.mark.backend_independent
 def test_bad_inputs_raise_one_clear_line_and_write_nothing(tmp_path, monkeypatch):
     from keras_bert_impl.export import ExportError, export_onnx, onnx_export
     from keras_bert_impl.utils.atomic_io import OutputExistsError
@@ -167,6 +168,7 @@ def test_bad_inputs_raise_one_clear_line_and_write_nothing(tmp_path, monkeypatch
     assert existing.read_bytes() == b"an earlier file" and sorted(os.listdir(tmp_path)) == ["existing.onnx"]
 
 
+@pytest.mark.backend_independent
 def test_failed_conversion_keeps_the_previous_file_and_leaves_no_temporary(tmp_path, monkeypatch):
     """A conversion that dies half-way (here: after writing part of the file) leaves `path` as it was."""
     from keras_bert_impl.export import onnx_export
@@ -184,6 +186,7 @@ def test_failed_conversion_keeps_the_previous_file_and_leaves_no_temporary(tmp_p
     assert path.read_bytes() == b"the previous export" and os.listdir(tmp_path) == ["model.onnx"]
 
 
+@pytest.mark.backend_independent
 def test_an_invalid_converted_graph_is_an_error_and_writes_nothing(tmp_path, monkeypatch):
     """A graph ONNX's checker refuses (here: any; in practice a TensorFlow op tf2onnx left unconverted)."""
     import onnx
@@ -201,7 +204,7 @@ def test_an_invalid_converted_graph_is_an_error_and_writes_nothing(tmp_path, mon
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.slow
 def test_cli_exports_a_model_directory_to_onnx(capsys, tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier

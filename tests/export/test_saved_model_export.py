@@ -161,7 +161,7 @@ def served(exports):
     return outputs, report
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_fresh_process_imports_neither_keras_nor_package_and_finds_assets(exports, served):
     _, report = served
     assert report["imported"] == []
@@ -180,7 +180,7 @@ def test_fresh_process_imports_neither_keras_nor_package_and_finds_assets(export
     assert report["export_config"][exports["paths"]["classifier"]]["labels"] == ["negative", "neutral", "positive"]
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_numeric_signatures_match_keras(exports, served):
     outputs, _ = served
     models = exports["models"]
@@ -201,7 +201,7 @@ def test_numeric_signatures_match_keras(exports, served):
         np.testing.assert_allclose(outputs["pretrainer_ids"][key], to_numpy(pretraining[key]), **TOLERANCE)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_classifier_text_signatures_match_keras(exports, served):
     outputs, _ = served
     model, tokenizer = exports["models"]["classifier"], exports["tokenizer"]
@@ -225,7 +225,7 @@ def test_classifier_text_signatures_match_keras(exports, served):
     np.testing.assert_allclose(outputs["regression_text"]["score"], scores, **TOLERANCE)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_empty_batches_are_served(served):
     outputs, _ = served
     assert outputs["classifier_empty_batch"]["probabilities"].shape == (0, 3)
@@ -234,7 +234,7 @@ def test_empty_batches_are_served(served):
         "answer": (0,), "start_char": (0,), "end_char": (0,), "score": (0,)}
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_backbone_text_signatures_match_keras(exports, served):
     outputs, _ = served
     model, tokenizer = exports["models"]["backbone"], exports["tokenizer"]
@@ -279,7 +279,7 @@ def _python_answers(model, tokenizer, questions, contexts, **settings):
     return examples, features, decoded, spans
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_question_answering_text_signature_matches_python_decoding(exports, served):
     outputs, _ = served
     served_outputs = outputs["qa_text"]
@@ -301,7 +301,7 @@ def test_question_answering_text_signature_matches_python_decoding(exports, serv
     assert served_outputs["start_char"].dtype == np.int64
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_question_answering_null_answers_follow_the_threshold(exports):
     """SQuAD v2.0 decoding in the graph (traced in-process; the fresh-process test covers save and load)."""
     import tensorflow as tf
@@ -328,7 +328,7 @@ def test_question_answering_null_answers_follow_the_threshold(exports):
     np.testing.assert_array_equal(served_outputs["start_char"].numpy()[is_null], -1)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("model_name, inputs, message", [
     ("classifier", {"text": TEXTS[:2], "text_pair": PAIRS[:1]}, "text and text_pair must have the same batch size"),
     ("question_answerer", {"question": QUESTIONS[:1], "context": CONTEXTS[:2]},
@@ -348,7 +348,7 @@ def test_text_pairs_of_unequal_batch_sizes_fail_with_a_clear_error(exports, mode
         signature(**{name: tf.constant(value) for name, value in inputs.items()})
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_saved_model_cli_lists_the_signatures(served):
     cli = served[1]["saved_model_cli"]  # `saved_model_cli show --dir <classifier export> --all`
     assert cli["returncode"] == 0, cli["stderr"][-3000:]
@@ -367,7 +367,7 @@ def _snapshot(directory):
     return files
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_failed_export_leaves_previous_export_and_no_leftovers(exports, tmp_path, monkeypatch):
     import tensorflow as tf
 
@@ -392,7 +392,7 @@ def test_failed_export_leaves_previous_export_and_no_leftovers(exports, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["target"]  # no temporary directories, no half-written "fresh"
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_default_path_and_reexport_replaces_the_directory(exports, tmp_path, monkeypatch):
     from keras_bert_impl.export import export_saved_model
 
@@ -410,6 +410,7 @@ def test_default_path_and_reexport_replaces_the_directory(exports, tmp_path, mon
     assert sorted(os.listdir(tmp_path / "saved_models")) == [model.name]
 
 
+@pytest.mark.backend_independent
 def test_unexportable_inputs_raise_clear_errors(tmp_path):
     from keras_bert_impl.export import ExportError, export_saved_model
     from keras_bert_impl.models.backbone import BertBackbone
@@ -433,6 +434,7 @@ def test_unexportable_inputs_raise_clear_errors(tmp_path):
     assert os.listdir(tmp_path) == ["vocab.txt"]
 
 
+@pytest.mark.backend_independent
 def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch):
     """The JAX / torch path: a worker that fails (here: cannot even start) becomes an ExportError quoting it."""
     from keras_bert_impl.export import ExportError, tensorflow_subprocess
@@ -455,7 +457,7 @@ def test_failing_tensorflow_worker_raises_with_its_output(tmp_path, monkeypatch)
 
 @pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() == "tensorflow",
-                    reason="the TensorFlow pass exports in-process; the tensorflow_only tests cover that path")
+                    reason="the TensorFlow pass exports in-process; the backend_independent tests cover that path")
 def test_export_from_jax_or_torch_through_the_tensorflow_worker(tmp_path):
     """Under JAX and torch, export goes through `save_pretrained` and the TensorFlow export worker subprocess."""
     import tensorflow as tf

@@ -3,6 +3,8 @@ import pytest
 
 from keras_bert_impl.metrics import entity_chunks, entity_scores, to_iob2
 
+pytestmark = pytest.mark.backend_independent
+
 TYPES = ("PER", "LOC", "ORG")
 
 

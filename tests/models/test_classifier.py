@@ -223,7 +223,7 @@ def test_huggingface_encoder_only_checkpoint_loads_the_encoder(tmp_path, caplog)
     assert model.load_report.missing == HEAD_PATHS and model.labels is None
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_original_run_classifier_checkpoint_loads_output_weights(tmp_path):
     backbone = deterministic_backbone()
     model = BertClassifier(backbone, num_classes=3)

@@ -178,7 +178,7 @@ def test_a_sequence_classification_head_is_reinitialised_not_loaded(tmp_path, ca
     assert model.load_report.missing == HEAD_PATHS and "does not fit" in caplog.text
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_saved_model_export_is_refused_with_what_to_use_instead(tmp_path):
     from keras_bert_impl.export import ExportError, export_saved_model
 

@@ -349,7 +349,7 @@ def test_save_pretrained_round_trip_and_backbone_only_checkpoints(tmp_path, capl
     )
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_original_tensorflow_checkpoint_names_load_heads(tmp_path):
     import json
 
@@ -484,7 +484,7 @@ def assert_same_step(results, reference_name, atol=1e-5):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only  # one run covers all three backends (each in its own process)
+@pytest.mark.backend_independent  # one run covers all three backends (each in its own process)
 def test_one_step_is_identical_on_tensorflow_jax_and_torch(tmp_path):
     model, y = save_model_and_batch(tmp_path)
     results = {"tensorflow": run_in_this_process(tmp_path / "model", tmp_path / "batch.npz")}

@@ -187,7 +187,7 @@ def test_round_trip_ours_to_huggingface_to_transformers(tmp_path):
                                atol=1e-6)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_original_run_squad_checkpoint_loads_the_squad_head(tmp_path):
     backbone = deterministic_backbone()
     model = BertQuestionAnswerer(backbone)

@@ -47,6 +47,7 @@ def test_task_picks_another_class_of_the_same_checkpoint(tmp_path):
         load_task(tmp_path, task="regressor")
 
 
+@pytest.mark.backend_independent
 def test_an_unknown_stored_class_is_refused_naming_the_file_and_task(tmp_path):
     BertClassifier(tiny_backbone(), 2).save_pretrained(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
@@ -56,6 +57,7 @@ def test_an_unknown_stored_class_is_refused_naming_the_file_and_task(tmp_path):
     assert isinstance(load_task(tmp_path, task="backbone"), BertBackbone)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("architecture, expected", [
     ("BertForSequenceClassification", "BertClassifier"),
     ("BertForQuestionAnswering", "BertQuestionAnswerer"),
@@ -70,6 +72,7 @@ def test_huggingface_architectures_name_the_task(tmp_path, architecture, expecte
     assert detect_task(str(tmp_path)) == expected
 
 
+@pytest.mark.backend_independent
 def test_a_huggingface_model_that_is_no_bert_task_is_refused_in_one_line(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"]}))
     with pytest.raises(ValueError) as error:
@@ -92,7 +95,7 @@ def test_huggingface_task_directories_load_with_their_heads(tmp_path, architectu
     assert not [name for name in model.load_report.missing if not name.startswith("pooler")]
 
 
-@pytest.mark.tensorflow_only  # writing an original TF checkpoint
+@pytest.mark.backend_independent  # writing an original TF checkpoint
 def test_original_checkpoints_are_read_by_their_head_variables(tmp_path):
     from keras_bert_impl.checkpoints import backbone_weight_specs
     from tests.models.task_test_utils import write_original_checkpoint
@@ -107,7 +110,7 @@ def test_original_checkpoints_are_read_by_their_head_variables(tmp_path):
     assert detect_task(str(tmp_path / "encoder" / "bert_model.ckpt")) == "BertBackbone"
 
 
-@pytest.mark.tensorflow_only  # writing an original TF checkpoint
+@pytest.mark.backend_independent  # writing an original TF checkpoint
 def test_multiple_choice_starts_from_an_original_encoder_checkpoint(tmp_path):
     # The original format names no multiple-choice head: the encoder loads and the head keeps its initial values.
     from keras_bert_impl.checkpoints import backbone_weight_specs
@@ -120,6 +123,7 @@ def test_multiple_choice_starts_from_an_original_encoder_checkpoint(tmp_path):
     assert model.load_report.missing == ["multiple_choice_dense/kernel", "multiple_choice_dense/bias"]
 
 
+@pytest.mark.backend_independent
 def test_a_path_that_is_no_checkpoint_is_named(tmp_path):
     with pytest.raises(CheckpointError, match=f"{tmp_path / 'nope'} does not exist"):
         load_task(tmp_path / "nope")
@@ -127,6 +131,7 @@ def test_a_path_that_is_no_checkpoint_is_named(tmp_path):
 
 # -- the preprocessor --------------------------------------------------------------------------------------
 
+@pytest.mark.backend_independent
 def test_without_a_vocabulary_no_preprocessor_and_raw_text_says_why(tmp_path):
     BertClassifier(tiny_backbone(), 2).save_pretrained(tmp_path)
     assert load_task(tmp_path).preprocessor is None
@@ -136,6 +141,7 @@ def test_without_a_vocabulary_no_preprocessor_and_raw_text_says_why(tmp_path):
         load_task(tmp_path, sequence_length=8)
 
 
+@pytest.mark.backend_independent
 def test_a_backbone_takes_no_raw_text(tmp_path):
     _save_with_vocabulary(tiny_backbone(vocabulary_size=len(VOCABULARY)), tmp_path)
     with pytest.raises(ValueError, match="a BertBackbone takes no raw text"):
@@ -153,6 +159,7 @@ def test_the_saved_preprocessor_is_attached_with_the_settings_asked_for(tmp_path
         load_task(path, doc_stride=4)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("content", ["{not json", '{"config": {}}', "[1, 2]"])
 def test_a_malformed_preprocessor_json_is_one_line_naming_it(tmp_path, content):
     path = _save_with_vocabulary(BertClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), 2), tmp_path)
@@ -177,6 +184,7 @@ def test_question_answering_settings_replace_the_saved_ones(tmp_path):
     assert answer["text"] == "it is good film ."[answer["start"]:answer["end"]]
 
 
+@pytest.mark.backend_independent
 def test_a_vocabulary_larger_than_the_embedding_table_is_refused(tmp_path):
     path = _save_with_vocabulary(BertClassifier(tiny_backbone(vocabulary_size=8), 2), tmp_path)
     with pytest.raises(ValueError, match="vocab.txt has 12 tokens, more than the model embeds \\(8\\)"):
@@ -185,6 +193,7 @@ def test_a_vocabulary_larger_than_the_embedding_table_is_refused(tmp_path):
 
 # -- decoding ----------------------------------------------------------------------------------------------
 
+@pytest.mark.backend_independent
 def test_top_classes_is_the_softmax_argmax():
     logits = np.array([[0.0, 2.0, -1.0], [3.0, 3.0, 0.0]], "float32")
     class_ids, probabilities = top_classes(logits)
@@ -193,6 +202,7 @@ def test_top_classes_is_the_softmax_argmax():
     np.testing.assert_allclose(probabilities, expected[[0, 1], [1, 0]], rtol=1e-6)
 
 
+@pytest.mark.backend_independent
 def test_classifier_decodes_labels_class_ids_and_scores():
     named = BertClassifier(tiny_backbone(), 2, labels=["negative", "positive"])
     decoded = named.decode_predictions(np.array([[0.0, 1.0], [2.0, 0.0]]))
@@ -204,6 +214,7 @@ def test_classifier_decodes_labels_class_ids_and_scores():
                                                                                         {"score": -0.5}]
 
 
+@pytest.mark.backend_independent
 def test_multiple_choice_decodes_the_chosen_ending():
     decoded = BertMultipleChoice(tiny_backbone()).decode_predictions(np.array([[0.0, 0.0, 3.0, 0.0]]))
     assert decoded[0]["choice"] == 2

@@ -18,7 +18,7 @@ MIN_ENTITY_F1 = 0.25
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.skipif(not os.path.isdir(CONLL_DIR), reason=f"{CONLL_DIR} is absent (CoNLL-2003, see "
                     "../shared/data/README.md)")
 def test_minilm_fine_tuned_on_400_conll_sentences_beats_the_all_o_baseline():

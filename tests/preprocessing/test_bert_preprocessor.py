@@ -15,6 +15,7 @@ def _preprocessor(**settings):
     return BertPreprocessor(BertTokenizer(VOCABULARY), **{"sequence_length": 8, **settings})
 
 
+@pytest.mark.backend_independent
 def test_single_texts_and_pairs_equal_tokenizer_plus_packer():
     preprocessor = _preprocessor()
     tokenizer = preprocessor.tokenizer
@@ -33,6 +34,7 @@ def test_single_texts_and_pairs_equal_tokenizer_plus_packer():
     assert preprocessor(("good", "bad"))["token_ids"].tolist() == [2, 5, 3, 6, 3, 0, 0, 0]
 
 
+@pytest.mark.backend_independent
 def test_labels_and_weights_pass_through():
     x, y, weights = _preprocessor()(["good"], np.array([1]), np.array([0.5]))
     assert x["token_ids"].shape == (1, 8)
@@ -54,6 +56,7 @@ def test_runs_inside_tf_data_map_and_make_dataset():
     np.testing.assert_array_equal(passed["token_ids"].numpy(), ids["token_ids"])
 
 
+@pytest.mark.backend_independent
 def test_config_round_trip_keeps_tokenizer_and_settings():
     preprocessor = _preprocessor(truncation="random_front_back")
     restored = BertPreprocessor.from_config(preprocessor.get_config())
@@ -63,6 +66,7 @@ def test_config_round_trip_keeps_tokenizer_and_settings():
     np.testing.assert_array_equal(restored(texts)["token_ids"], preprocessor(texts)["token_ids"])
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "settings, message",
     [({"sequence_length": 2}, "sequence_length"), ({"truncation": "middle"}, "truncation")],
@@ -72,6 +76,7 @@ def test_bad_settings_are_refused(settings, message):
         _preprocessor(**settings)
 
 
+@pytest.mark.backend_independent
 def test_bad_inputs_name_the_problem():
     preprocessor = _preprocessor()
     with pytest.raises(TypeError, match="list of str"):
@@ -82,7 +87,7 @@ def test_bad_inputs_name_the_problem():
         preprocessor((["a"], ["b"], ["c"]))
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_make_dataset_of_texts_gives_the_batches_finetune_trains_on():
     """Raw texts with `bucket_width` / `epochs` are featurized, then batched as the packed inputs are."""
     tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "very"])

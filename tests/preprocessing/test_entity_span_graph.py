@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.tensorflow_only  # SavedModel export and serving are TensorFlow
+pytestmark = pytest.mark.backend_independent  # SavedModel export and serving are TensorFlow
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "peter", "lives", "in", "par", "##is", "koln", ".",
               "u", "s", "and", "the", "eu", ",", "##er", "black", "##burn", "spoke"]

@@ -20,6 +20,7 @@ def _preprocessor(sequence_length=8):
     return BertMultipleChoicePreprocessor(BertTokenizer(VOCABULARY), sequence_length=sequence_length)
 
 
+@pytest.mark.backend_independent
 def test_each_choice_is_packed_as_bert_preprocessor_packs_the_pair():
     preprocessor = _preprocessor()
     out = preprocessor((CONTEXTS, ENDINGS))
@@ -35,6 +36,7 @@ def test_each_choice_is_packed_as_bert_preprocessor_packs_the_pair():
     np.testing.assert_array_equal(one["token_ids"], out["token_ids"][1])
 
 
+@pytest.mark.backend_independent
 def test_uneven_or_misaligned_inputs_are_refused():
     preprocessor = _preprocessor()
     with pytest.raises(ValueError, match="x must be a tuple"):

@@ -26,6 +26,7 @@ def _texts(count, seed=0, words=(3, 12)):
     return [" ".join(rng.choice(WORDS + ["word3s"], rng.integers(*words))) for _ in range(count)]
 
 
+@pytest.mark.backend_independent
 def test_pairs_equal_tokenizer_packer_and_masker_with_the_same_seed():
     preprocessor = _preprocessor(max_predictions_per_seq=4, mask_rate=0.3, seed=3)
     tokenizer = preprocessor.tokenizer
@@ -45,6 +46,7 @@ def test_pairs_equal_tokenizer_packer_and_masker_with_the_same_seed():
     assert x["mask_positions"].shape == (5, 4) and y["mask_weights"].dtype == np.float32
 
 
+@pytest.mark.backend_independent
 def test_single_texts_default_labels_and_one_string():
     preprocessor = _preprocessor(max_predictions_per_seq=3)
     x, y = preprocessor(_texts(3))
@@ -54,6 +56,7 @@ def test_single_texts_default_labels_and_one_string():
     assert x["token_ids"].shape == (16,) and x["mask_positions"].shape == (3,) and int(y["next_sentence_labels"]) == 0
 
 
+@pytest.mark.backend_independent
 def test_already_packed_rows_are_masked_only():
     preprocessor = _preprocessor(max_predictions_per_seq=3)
     packed = _preprocessor(mask_rate=0.0, max_predictions_per_seq=1)(_texts(4))[0]
@@ -65,6 +68,7 @@ def test_already_packed_rows_are_masked_only():
     np.testing.assert_array_equal(x["segment_ids"], packed["segment_ids"])
 
 
+@pytest.mark.backend_independent
 def test_mask_rate_is_the_share_of_tokens_masked():
     preprocessor = _preprocessor(sequence_length=64, max_predictions_per_seq=40, mask_rate=0.3)
     x, y = preprocessor(_texts(64, words=(40, 70)))
@@ -96,6 +100,7 @@ def test_make_dataset_is_reproducible_with_new_masks_every_epoch():
     assert mapped[0]["token_ids"].shape == (5, 16)
 
 
+@pytest.mark.backend_independent
 def test_config_and_settings_round_trip():
     preprocessor = _preprocessor(mask_rate=0.25, max_predictions_per_seq=5, counting="ceil", whole_word_masking=True,
                                  replacement_unit="token", mask_token_rate=0.7, random_token_rate=0.2, seed=9,
@@ -111,6 +116,7 @@ def test_config_and_settings_round_trip():
     assert restored.masker.counting == "ceil" and restored.masker.whole_word_masking
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("settings, message", [
     (dict(counting="sometimes"), "counting must be one of"),
     (dict(replacement_unit="piece"), "replacement_unit must be one of"),
@@ -124,7 +130,7 @@ def test_bad_settings_are_named(settings, message):
         _preprocessor(**settings)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("masking", ["dynamic", "static"])
 def test_pretraining_dataset_takes_its_settings_from_the_preprocessor(masking):
     documents = [". ".join(_texts(6, seed)) + "." for seed in range(12)]

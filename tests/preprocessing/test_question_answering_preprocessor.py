@@ -27,6 +27,7 @@ def _preprocessor(**settings):
     return BertQuestionAnsweringPreprocessor(BertTokenizer(VOCABULARY), **{**SETTINGS, **settings})
 
 
+@pytest.mark.backend_independent
 def test_features_equal_the_offline_windowing_row_for_row():
     preprocessor = _preprocessor()
     out = preprocessor((QUESTIONS, CONTEXTS))
@@ -72,6 +73,7 @@ LABELED_CONTEXTS = CONTEXTS + ["the \u200b mat"]
 LABELED_ANSWERS = ANSWERS + [("\u200b", 4)]
 
 
+@pytest.mark.backend_independent
 def test_answers_become_the_offline_training_labels():
     from keras_bert_impl.preprocessing import convert_examples_to_features
     from keras_bert_impl.squad import SquadAnswer, SquadExample
@@ -105,6 +107,7 @@ def test_answers_become_the_offline_training_labels():
     np.testing.assert_array_equal(single["start_positions"], features.start_positions[features.example_index == 0])
 
 
+@pytest.mark.backend_independent
 def test_answers_are_decode_squad_predictions():
     preprocessor = _preprocessor(n_best_size=3, max_answer_length=4)
     x = (QUESTIONS, CONTEXTS)
@@ -123,6 +126,7 @@ def test_answers_are_decode_squad_predictions():
     assert any(answer["text"] for answer in answers)
 
 
+@pytest.mark.backend_independent
 def test_version_2_answers_follow_the_null_threshold():
     x = (QUESTIONS[:2], CONTEXTS[:2])
     _, features = _preprocessor().featurize(x)
@@ -135,6 +139,7 @@ def test_version_2_answers_follow_the_null_threshold():
     assert [answer["start"] for answer in always] == [-1, -1]
 
 
+@pytest.mark.backend_independent
 def test_config_round_trip_and_serialization():
     preprocessor = _preprocessor(n_best_size=5, max_answer_length=7, version_2_with_negative=True,
                                  null_score_diff_threshold=-1.5, name="qa_preprocessor")
@@ -150,6 +155,7 @@ def test_config_round_trip_and_serialization():
     assert isinstance(revived, BertQuestionAnsweringPreprocessor) and revived.get_config() == config
 
 
+@pytest.mark.backend_independent
 def test_defaults_and_invalid_settings():
     preprocessor = BertQuestionAnsweringPreprocessor(BertTokenizer(VOCABULARY))
     assert (preprocessor.sequence_length, preprocessor.doc_stride, preprocessor.max_query_length,

@@ -10,7 +10,7 @@ import pytest
 from tests.squad.squad_test_utils import original_best_windows, original_windows
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("sequence_length,doc_stride,max_query_length", [(16, 3, 4), (12, 20, 5), (10, 1, 2)])
 def test_windows_and_max_context_match_python(sequence_length, doc_stride, max_query_length):
     import tensorflow as tf
@@ -49,7 +49,7 @@ def test_windows_and_max_context_match_python(sequence_length, doc_stride, max_q
         assert any(not all(r[4]) for r in expected_rows)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_byte_span_to_answer_gives_code_point_offsets():
     import tensorflow as tf
 
@@ -64,7 +64,7 @@ def test_byte_span_to_answer_gives_code_point_offsets():
     assert repair_utf8(tf.constant([b"a\xffb"])).numpy()[0].decode() == "a\ufffdb"
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_best_spans_match_python_decoding_on_random_logits():
     """Random logits over windowed features: the graph's best span is `decode_squad_predictions`' answer."""
     import tensorflow as tf
@@ -101,7 +101,7 @@ def test_best_spans_match_python_decoding_on_random_logits():
                 assert best["score"].numpy()[index] == top["start_logit"] + top["end_logit"]
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_tied_spans_are_ordered_as_decode_squad_predictions_orders_them():
     """Equal summed logits: the higher start logit wins, then the lower start, then the lower end (not the
     lower start first)."""
@@ -182,7 +182,7 @@ def squad_sample():
     return examples, features, chunks
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_served_windows_equal_the_offline_features_on_the_squad_sample(squad_sample):
     examples, features, chunks = squad_sample
     assert len(examples) == 6078
@@ -192,7 +192,7 @@ def test_served_windows_equal_the_offline_features_on_the_squad_sample(squad_sam
         np.testing.assert_array_equal(served, value, err_msg=key)
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("logits, version_2, n_best_size, max_answer_length", [
     ("normal", True, 20, 30),  # v2.0, the null threshold at the median null odds
     # Logits mostly 0, some 1 and 2: exact ties of the summed logits between spans that split them

@@ -24,7 +24,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 SHARED_DATA = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data"))
 MRPC_DIR = os.path.join(SHARED_DATA, "mrpc")
 
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
+pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
 
 
 def minilm_checkpoint():

@@ -32,6 +32,7 @@ from tests.training.finetuning_test_utils import VOCABULARY, tokenizer, write_ti
 # -- 1. truncated or corrupt checkpoint files ---------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
 def test_row01_corrupt_model_weights_name_the_file(tmp_path, damage):
     from keras_bert_impl.checkpoints.conversion import CheckpointError
@@ -46,6 +47,7 @@ def test_row01_corrupt_model_weights_name_the_file(tmp_path, damage):
         BertBackbone.from_pretrained(directory)
 
 
+@pytest.mark.backend_independent
 def test_row01_malformed_checkpoint_config_names_the_file(tmp_path):
     from keras_bert_impl.checkpoints.conversion import CheckpointError
     from keras_bert_impl.models.backbone import BertBackbone
@@ -56,6 +58,7 @@ def test_row01_malformed_checkpoint_config_names_the_file(tmp_path):
         BertBackbone.from_pretrained(directory)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("filename", ["training.weights.h5", "rng_state.npz", "training_state.json"])
 def test_row01_corrupt_training_checkpoint_says_how_to_fall_back(tmp_path, filename):
     from keras_bert_impl.training.callbacks import (
@@ -81,6 +84,7 @@ def test_row01_corrupt_training_checkpoint_says_how_to_fall_back(tmp_path, filen
 # -- 2. config / weight shape mismatch ----------------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 def test_row02_native_checkpoint_shape_mismatch_names_tensor_and_shapes(tmp_path):
     from keras_bert_impl.checkpoints.conversion import CheckpointError
     from keras_bert_impl.models.backbone import BertBackbone
@@ -96,6 +100,7 @@ def test_row02_native_checkpoint_shape_mismatch_names_tensor_and_shapes(tmp_path
         BertBackbone.from_pretrained(directory)
 
 
+@pytest.mark.backend_independent
 def test_row02_huggingface_shape_mismatch_says_config_and_weights_disagree(tmp_path):
     from keras_bert_impl.checkpoints import save_huggingface
     from keras_bert_impl.checkpoints.conversion import CheckpointError
@@ -113,6 +118,7 @@ def test_row02_huggingface_shape_mismatch_says_config_and_weights_disagree(tmp_p
 # -- 3. vocabulary size different from the checkpoint's -----------------------------------------------------
 
 
+@pytest.mark.backend_independent
 def test_row03_larger_vocabulary_than_the_embedding_table_is_rejected(tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.tokenization import BertTokenizer
@@ -125,6 +131,7 @@ def test_row03_larger_vocabulary_than_the_embedding_table_is_rejected(tmp_path):
                                                  num_classes=2)
 
 
+@pytest.mark.backend_independent
 def test_row03_smaller_vocabulary_is_allowed_with_a_warning(tmp_path, caplog):
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.tokenization import BertTokenizer
@@ -137,7 +144,7 @@ def test_row03_smaller_vocabulary_is_allowed_with_a_warning(tmp_path, caplog):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_row03_pretraining_with_another_vocabulary_than_the_checkpoint_fails(tmp_path, capsys):
     from tests.cli.cli_test_utils import run_cli, write_corpus
 
@@ -192,6 +199,7 @@ def test_row05_sequence_longer_than_the_position_table():
         finetuning.check_model_inputs(BertClassifier(backbone, 2), batch, "training data")
 
 
+@pytest.mark.backend_independent
 def test_row05_packer_never_exceeds_its_length():
     from keras_bert_impl.data.packing import SegmentPacker
 
@@ -221,7 +229,7 @@ def test_row06_empty_inputs_are_named_instead_of_failing_inside_keras():
 # -- 7. empty or non-UTF-8 corpus files ---------------------------------------------------------------------
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("content, message", [
     (b"", "No documents with tokens: the input is empty"),
     (b"\n\n   \n", "No documents with tokens: the input is empty"),
@@ -239,7 +247,7 @@ def test_row07_empty_or_non_utf8_corpus(tmp_path, content, message):
         next(iter(dataset))
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_row07_missing_corpus_file(tmp_path):
     from keras_bert_impl.data import pretraining_dataset
     from keras_bert_impl.preprocessing import BertPretrainingPreprocessor
@@ -249,6 +257,7 @@ def test_row07_missing_corpus_file(tmp_path):
         pretraining_dataset(preprocessor, files=[str(tmp_path / "nothing-here*.txt")], batch_size=2, seed=0)
 
 
+@pytest.mark.backend_independent
 def test_row07_non_utf8_vocabulary(tmp_path):
     from keras_bert_impl.tokenization import BertTokenizer
 
@@ -260,6 +269,7 @@ def test_row07_non_utf8_vocabulary(tmp_path):
 # -- 8. malformed SQuAD / GLUE files ------------------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("content, message", [
     ("{oops", r"s.json: malformed JSON at line 1, column 2"),
     (json.dumps({"version": "1.1"}), "s.json: the top level is missing the field 'data'"),
@@ -277,6 +287,7 @@ def test_row08_malformed_squad(tmp_path, content, message):
         read_squad_examples(str(path))
 
 
+@pytest.mark.backend_independent
 def test_row08_squad_answer_outside_its_context_is_skipped_and_named(tmp_path, caplog):
     from keras_bert_impl.squad import read_squad_examples
 
@@ -292,6 +303,7 @@ def test_row08_squad_answer_outside_its_context_is_skipped_and_named(tmp_path, c
 GLUE_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("content, message", [
     (GLUE_HEADER + "1\t2\t3\tonly four\n", r"g.tsv, line 2: expected at least 5 columns, found 4"),
     ((GLUE_HEADER + "1\t2\t3\tcaf\xe9\tb\n").encode("latin-1"),
@@ -307,6 +319,7 @@ def test_row08_malformed_glue_file(tmp_path, content, message):
         read_glue_examples("mrpc", str(path))
 
 
+@pytest.mark.backend_independent
 def test_row08_unknown_glue_label_names_file_line_and_value(tmp_path):
     from keras_bert_impl.data.classification_data import glue_layout, read_glue_examples
     from keras_bert_impl.data.label_vocabulary import ClassificationDataError, LabelVocabulary
@@ -318,6 +331,7 @@ def test_row08_unknown_glue_label_names_file_line_and_value(tmp_path):
         LabelVocabulary(glue_layout("mrpc").labels).encode(examples)
 
 
+@pytest.mark.backend_independent
 def test_row08_malformed_jsonl_line(tmp_path):
     from keras_bert_impl.data.classification_data import read_classification_examples
     from keras_bert_impl.data.label_vocabulary import ClassificationDataError
@@ -331,6 +345,7 @@ def test_row08_malformed_jsonl_line(tmp_path):
 # -- 9. unknown command-line flags --------------------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("command", ["pretrain", "finetune-classifier", "finetune-squad", "convert"])
 def test_row09_unknown_flag_exits_2_naming_it(capsys, command):
     from tests.cli.cli_test_utils import run_cli
@@ -340,6 +355,7 @@ def test_row09_unknown_flag_exits_2_naming_it(capsys, command):
     assert "unrecognized arguments: --no-such-flag" in err or "the following arguments are required" in err
 
 
+@pytest.mark.backend_independent
 def test_row09_unknown_subcommand(capsys):
     from tests.cli.cli_test_utils import run_cli
 
@@ -350,6 +366,7 @@ def test_row09_unknown_subcommand(capsys):
 # -- 10. unwritable output directory ------------------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 def test_row10_output_directory_under_a_file(tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.training import finetuning
@@ -360,6 +377,7 @@ def test_row10_output_directory_under_a_file(tmp_path):
         finetuning.save_finetuned(BertClassifier(tiny_backbone(num_layers=1), 2), str(tmp_path / "blocker" / "out"))
 
 
+@pytest.mark.backend_independent
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root can write to read-only folders")
 def test_row10_read_only_output_directory(tmp_path):
     from keras_bert_impl.utils.atomic_io import atomic_write_json
@@ -373,6 +391,7 @@ def test_row10_read_only_output_directory(tmp_path):
         os.chmod(tmp_path / "ro", 0o755)
 
 
+@pytest.mark.backend_independent
 def test_row10_cli_reports_an_unwritable_output_in_one_line(tmp_path, capsys):
     from tests.cli.cli_test_utils import run_cli
 
@@ -391,6 +410,7 @@ def test_row10_cli_reports_an_unwritable_output_in_one_line(tmp_path, capsys):
 # -- 11. a full disk ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.backend_independent
 def test_row11_disk_full_keeps_the_previous_file(tmp_path, monkeypatch):
     from keras_bert_impl.utils import atomic_io
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.cli.cli_test_utils import run_cli, write_corpus
 
+pytestmark = pytest.mark.backend_independent
+
 
 def pretrain(capsys, directory, *extra):
     return run_cli(
@@ -20,7 +22,6 @@ def pretrain(capsys, directory, *extra):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
 def test_full_disk_at_a_pretraining_checkpoint_is_one_line_and_keeps_the_previous_one(tmp_path, capsys,
                                                                                       monkeypatch):
     from keras_bert_impl.utils import atomic_io

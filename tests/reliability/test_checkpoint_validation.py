@@ -22,6 +22,8 @@ from tests.helpers import (
     write_original_tf_checkpoint,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 LAYER_0_KERNEL = "encoder.layer.0.output.dense.weight"
 
 

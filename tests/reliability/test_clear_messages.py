@@ -17,6 +17,7 @@ def _one_line_error(status, err, *parts):
         assert part in lines[0], lines[0]
 
 
+@pytest.mark.backend_independent
 def test_squad_training_file_without_questions_names_the_file(tmp_path, capsys):
     train = tmp_path / "train.json"
     train.write_text(json.dumps({"data": []}))
@@ -27,6 +28,7 @@ def test_squad_training_file_without_questions_names_the_file(tmp_path, capsys):
     assert "total_steps" not in err
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("content", ["", "sentence\tlabel\n"])
 def test_classification_file_without_rows_names_the_file(tmp_path, capsys, content):
     train = tmp_path / "train.tsv"
@@ -38,6 +40,7 @@ def test_classification_file_without_rows_names_the_file(tmp_path, capsys, conte
                     "give a file with at least one row")
 
 
+@pytest.mark.backend_independent
 def test_predict_input_file_that_is_not_utf8_names_file_and_line(tmp_path, capsys, tiny_classifier_dir):  # noqa: F811
     texts = tmp_path / "texts.txt"
     texts.write_bytes(b"the cat sat.\n\xd7\xff binary\n")
@@ -45,6 +48,7 @@ def test_predict_input_file_that_is_not_utf8_names_file_and_line(tmp_path, capsy
     _one_line_error(status, err, f"{texts}, line 2: bytes b'\\xd7' at byte 0", "Convert the file to UTF-8")
 
 
+@pytest.mark.backend_independent
 def test_missing_init_checkpoint_is_named(tmp_path, capsys):
     write_corpus(tmp_path)
     (tmp_path / "bad").mkdir()
@@ -56,12 +60,13 @@ def test_missing_init_checkpoint_is_named(tmp_path, capsys):
     assert "No vocab.txt" not in err
 
 
+@pytest.mark.backend_independent
 def test_empty_context_says_it_is_empty(capsys, tmp_path):
     status, _, err = run_cli(capsys, "predict", "--model", tmp_path, "--question", "who?", "--context", "")
     assert status == 2 and "--context is empty: give the text the answer is taken from" in err
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_pretrain_output_dir_that_is_a_file_is_named(tmp_path, capsys):
     write_corpus(tmp_path)
     blocker = tmp_path / "run"
@@ -72,6 +77,7 @@ def test_pretrain_output_dir_that_is_a_file_is_named(tmp_path, capsys):
     assert blocker.read_text() == "keep me"
 
 
+@pytest.mark.backend_independent
 def test_corpus_encoding_error_gives_only_advice_the_user_can_follow(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(b"caf\xe9 au lait.\n")
@@ -102,6 +108,7 @@ def test_a_keras_wrapped_layer_error_shows_the_layers_own_reason(tmp_path, capsy
     assert "Exception encountered" not in err and "Arguments received" not in err
 
 
+@pytest.mark.backend_independent
 def test_the_reason_inside_keras_output_shape_wrapper_is_shown():
     from keras_bert_impl.cli.command_line import _one_line
 

@@ -20,7 +20,7 @@ import pytest
 from tests.cli.cli_test_utils import SPECIAL_TOKENS, WORDS, run_cli
 from tests.training.finetuning_test_utils import write_tiny_checkpoint
 
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]  # as the other command-line reliability tests
+pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]  # as the other command-line reliability tests
 
 LIMIT_S = 60
 RANDOM_BYTES = np.random.default_rng(16).integers(0, 256, 600, dtype=np.uint8).tobytes()

@@ -15,6 +15,8 @@ import pytest
 
 from keras_bert_impl.utils import atomic_io
 
+pytestmark = pytest.mark.backend_independent
+
 
 def no_partial_files(directory):
     """Names under `directory` (recursively) that look like leftovers of an interrupted write."""
@@ -86,7 +88,6 @@ def test_classification_predictions_and_eval_results_survive_a_full_disk(tmp_pat
     assert not no_partial_files(tmp_path)
 
 
-@pytest.mark.tensorflow_only
 def test_tfrecord_shards_survive_a_crash_mid_shard(tmp_path, monkeypatch):
     import tensorflow as tf
 

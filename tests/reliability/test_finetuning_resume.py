@@ -93,6 +93,7 @@ def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_
         finetuning.finetune(classifier(), x, y, settings(tmp_path, bucket_width=8), **score)
 
 
+@pytest.mark.backend_independent
 def test_finetune_needs_a_preprocessor_and_an_epoch(tmp_path):
     x, y = token_presence_task(4)
     with pytest.raises(ValueError, match="this BertClassifier has none"):
@@ -102,7 +103,7 @@ def test_finetune_needs_a_preprocessor_and_an_epoch(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_classifier_command_resumes_and_refuses_other_settings(tmp_path, capsys, caplog):
     import logging
 

@@ -22,6 +22,7 @@ def no_model(monkeypatch):
     monkeypatch.setattr(ModelSource, "build", refuse)
 
 
+@pytest.mark.backend_independent
 def test_tsv_row_with_more_cells_than_the_header_is_refused_before_any_model(tmp_path, capsys, no_model):
     train = tmp_path / "train.tsv"
     train.write_text("sentence\tlabel\ngood film\t1\nthe cat\tsat\t0\n")  # line 3: a stray TAB shifts the label
@@ -33,6 +34,7 @@ def test_tsv_row_with_more_cells_than_the_header_is_refused_before_any_model(tmp
     assert f"{train}, line 3: 3 cells but the header has 2 columns" in err and "fix or remove the row" in err
 
 
+@pytest.mark.backend_independent
 def test_dev_file_with_an_extra_cell_is_refused_before_training(tmp_path):
     from keras_bert_impl.data.classification_data import ClassificationDataError, read_classification_examples
 
@@ -42,6 +44,7 @@ def test_dev_file_with_an_extra_cell_is_refused_before_training(tmp_path):
         read_classification_examples(str(dev), "text", "label")
 
 
+@pytest.mark.backend_independent
 def test_swag_row_with_empty_endings_is_refused(tmp_path):
     from keras_bert_impl.data.classification_data import ClassificationDataError
     from keras_bert_impl.data.multiple_choice_data import read_swag_examples
@@ -66,6 +69,7 @@ def classifier_dir(tmp_path_factory):
     return directory
 
 
+@pytest.mark.backend_independent
 def test_predict_keeps_one_output_row_per_input_line(tmp_path, capsys, classifier_dir):
     texts = tmp_path / "texts.txt"
     lines = ["good cat", "", "the dog ran", "   ", "bad"]
@@ -85,6 +89,7 @@ def test_predict_keeps_one_output_row_per_input_line(tmp_path, capsys, classifie
     assert [line.split("\t")[1:3] for line in out.splitlines()] == [row[1:3] for row in (rows[0], rows[2], rows[4])]
 
 
+@pytest.mark.backend_independent
 def test_predict_refuses_a_file_of_blank_lines(tmp_path, capsys, classifier_dir):
     texts = tmp_path / "texts.txt"
     texts.write_text("\n  \n\n")
@@ -92,6 +97,7 @@ def test_predict_refuses_a_file_of_blank_lines(tmp_path, capsys, classifier_dir)
     assert status == 1 and err.count("\n") == 1 and f"{texts} holds only blank ones" in err
 
 
+@pytest.mark.backend_independent
 def test_label_list_shorter_than_the_head_is_one_line_naming_both_numbers(tmp_path, capsys):
     """A Hugging Face NER checkpoint whose id2label names 2 of its 3 classes: the labels were dropped and the run
     failed later saying the checkpoint has no tag names."""
@@ -114,6 +120,7 @@ def test_label_list_shorter_than_the_head_is_one_line_naming_both_numbers(tmp_pa
     assert f"{checkpoint}: the config's 'id2label' names 2 labels ['O', 'B-LOC'] but the head has 3 classes" in err
 
 
+@pytest.mark.backend_independent
 def test_native_label_list_longer_than_num_classes_is_refused(tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
     from tests.helpers import tiny_backbone
@@ -141,6 +148,7 @@ def no_training(monkeypatch):
 EMPTY_SQUAD = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "the cat .", "qas": []}]}]}
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("flag", ["--dev-file", "--test-file"])
 def test_squad_file_with_no_questions_is_refused_before_training(tmp_path, capsys, no_training, flag):
     train = write_squad_json(tmp_path / "train.json", 4, seed=0)
@@ -153,6 +161,7 @@ def test_squad_file_with_no_questions_is_refused_before_training(tmp_path, capsy
     assert f"{scored} has no questions" in err and "give a SQuAD file with at least one question" in err
 
 
+@pytest.mark.backend_independent
 def test_empty_classification_test_file_is_refused_before_training(tmp_path, capsys, no_training):
     from tests.training.finetuning_test_utils import write_mrpc_tsv
 
@@ -195,6 +204,7 @@ def test_keras_hub_preset_from_save_to_preset_fine_tunes_through_preset(tmp_path
     assert (tmp_path / "run" / "last" / "config.json").is_file()
 
 
+@pytest.mark.backend_independent
 def test_a_preset_that_is_neither_a_size_nor_a_keras_hub_preset_is_one_line(tmp_path, capsys, no_model):
     pytest.importorskip("keras_hub")
     (tmp_path / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")

@@ -21,7 +21,7 @@ from tests.cli.cli_test_utils import run_cli
 from tests.reliability.test_cli_fuzz import _alarm, _message_lines
 from tests.training.finetuning_test_utils import TINY_CHECKPOINT_BACKBONE, tokenizer
 
-pytestmark = pytest.mark.tensorflow_only  # raw-text predict needs the TensorFlow preprocessor
+pytestmark = pytest.mark.backend_independent  # raw-text predict needs the TensorFlow preprocessor
 
 LIMIT_S = 30
 DELETE = object()

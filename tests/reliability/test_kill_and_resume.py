@@ -25,7 +25,7 @@ import pytest
 
 from tests.cli.cli_test_utils import write_corpus
 
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
+pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOLERANCE = 1e-5

@@ -9,6 +9,8 @@ import pytest
 from tests.cli.cli_test_utils import run_cli, write_corpus
 from tests.training.finetuning_test_utils import write_tiny_checkpoint
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_doc_stride_longer_than_the_window_is_refused(tmp_path, capsys):
     status, _, err = run_cli(capsys, "finetune-squad", "--train-file", tmp_path / "train.json", "--preset", "tiny",
@@ -19,7 +21,6 @@ def test_doc_stride_longer_than_the_window_is_refused(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.tensorflow_only
 def test_pretraining_length_above_a_new_models_limit_is_refused_before_building_anything(tmp_path, capsys):
     write_corpus(tmp_path)
     started = time.monotonic()
@@ -30,7 +31,6 @@ def test_pretraining_length_above_a_new_models_limit_is_refused_before_building_
     assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.tensorflow_only
 def test_pretraining_length_above_the_checkpoints_position_table_is_refused(tmp_path, capsys):
     write_corpus(tmp_path)
     checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint")

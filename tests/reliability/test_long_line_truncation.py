@@ -11,6 +11,8 @@ import pytest
 
 from keras_bert_impl.data.packing import truncate_pair
 
+pytestmark = pytest.mark.backend_independent
+
 # A 10 MB line of 5-byte words is 2,000,000 tokens; instance creation runs in a child process so that a
 # quadratic truncation fails the test at the timeout instead of hanging the suite.
 TEN_MB_LINE = textwrap.dedent("""

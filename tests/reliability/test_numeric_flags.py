@@ -5,6 +5,8 @@ import pytest
 
 from tests.cli.cli_test_utils import run_cli
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.mark.parametrize("command", ["pretrain", "finetune-classifier", "finetune-squad"])
 @pytest.mark.parametrize("flag, value, message", [

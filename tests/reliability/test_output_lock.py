@@ -18,6 +18,8 @@ import pytest
 from keras_bert_impl.utils import output_lock as locking
 from keras_bert_impl.utils.output_lock import LOCK_NAME, OutputInUseError, lock_path, locks_output, output_lock
 
+pytestmark = pytest.mark.backend_independent
+
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENVIRONMENT = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3",
                    PYTHONPATH=REPOSITORY + os.pathsep + os.environ.get("PYTHONPATH", ""))

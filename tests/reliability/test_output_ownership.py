@@ -19,6 +19,8 @@ from keras_bert_impl.utils.atomic_io import MARKER_FILE
 from tests.cli.cli_test_utils import run_cli
 from tests.training.finetuning_test_utils import write_mrpc_tsv, write_tiny_checkpoint
 
+pytestmark = pytest.mark.backend_independent
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -216,7 +218,6 @@ _KILLED_WRITER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.tensorflow_only
 @pytest.mark.parametrize("command", ["convert", "export"])
 def test_a_killed_writer_leaves_nothing_in_the_system_temp_dir_and_the_next_run_cleans_up(tmp_path, capsys,
                                                                                           command):

@@ -13,6 +13,8 @@ from tests.cli.cli_test_utils import run_cli
 from tests.helpers import tiny_backbone
 from tests.training.finetuning_test_utils import write_tiny_checkpoint
 
+pytestmark = pytest.mark.backend_independent
+
 
 def _unrelated_folder(path):
     path.mkdir()

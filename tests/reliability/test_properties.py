@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytestmark = pytest.mark.tensorflow_only  # the tokenizer, packer and masker are tf.data preprocessing
+pytestmark = pytest.mark.backend_independent  # the tokenizer, packer and masker are tf.data preprocessing
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CLS, SEP, PAD, MASK = 2, 3, 0, 4

@@ -6,7 +6,7 @@ import pytest
 
 from tests.cli.cli_test_utils import run_cli, write_corpus
 
-pytestmark = [pytest.mark.slow, pytest.mark.tensorflow_only]
+pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
 
 
 def pretrain(capsys, directory, *extra):

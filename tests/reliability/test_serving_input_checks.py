@@ -15,7 +15,7 @@ import pytest
 
 from tests.export.test_saved_model_export import TINY, exports  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.tensorflow_only  # SavedModel export
+pytestmark = pytest.mark.backend_independent  # SavedModel export
 
 POSITIONS = TINY["max_sequence_length"]
 

@@ -11,6 +11,8 @@ from keras_bert_impl.squad import SquadFormatError, evaluate_v2, parse_squad_exa
 from tests.cli.cli_test_utils import run_cli
 from tests.training.finetuning_test_utils import write_tiny_checkpoint
 
+pytestmark = pytest.mark.backend_independent
+
 SQUAD_SAMPLE = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "squad" / (
     "squad-v2.0-dev-sample.json")
 
@@ -77,7 +79,6 @@ def test_skip_flag_leaves_them_out_and_counts_them(tmp_path, capsys, dev_file):
     assert results["total"] == 8 and results["HasAns_total"] == 4 and results["NoAns_total"] == 4
 
 
-@pytest.mark.tensorflow_only
 def test_finetune_squad_refuses_the_dev_file_before_training_and_skips_on_request(tmp_path, capsys, dev_file):
     path, _ = dev_file
     checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint")

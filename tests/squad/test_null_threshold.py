@@ -5,6 +5,8 @@ import pytest
 
 from keras_bert_impl.squad import SquadPredictions, evaluate_v2, tune_null_threshold
 
+pytestmark = pytest.mark.backend_independent
+
 
 def dataset(golds):
     qas = [{"id": f"q{i}", "question": "?", "answers": [{"text": g} for g in gold]} for i, gold in enumerate(golds)]

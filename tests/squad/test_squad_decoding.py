@@ -11,6 +11,8 @@ from keras_bert_impl.squad import SquadExample, SquadFeatures, decode_squad_pred
 from keras_bert_impl.squad.squad_decoding import softmax_probabilities
 from tests.squad.squad_test_utils import original_best_windows, original_windows
 
+pytestmark = pytest.mark.backend_independent
+
 QUESTION_LENGTH = 2
 DOC_OFFSET = QUESTION_LENGTH + 2  # [CLS] q q [SEP]
 

@@ -16,6 +16,8 @@ from keras_bert_impl.squad import (
 )
 from keras_bert_impl.squad.squad_evaluation import find_best_threshold
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.mark.parametrize(
     "text, expected",

@@ -23,7 +23,7 @@ from keras_bert_impl.squad import (
     write_squad_predictions,
 )
 
-pytestmark = pytest.mark.tensorflow_only
+pytestmark = pytest.mark.backend_independent
 
 MAX_SEQ_LENGTH = 40
 MAX_QUERY_LENGTH = 12

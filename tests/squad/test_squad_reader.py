@@ -6,6 +6,8 @@ from tests.squad.squad_test_utils import question, squad_json, write_json
 
 from keras_bert_impl.squad import SquadFormatError, parse_squad_examples, read_squad_examples
 
+pytestmark = pytest.mark.backend_independent
+
 CONTEXT = "Marie Curie won the Nobel Prize in 1903 and again in 1911."
 
 

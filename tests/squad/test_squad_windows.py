@@ -10,6 +10,8 @@ from tests.squad.squad_test_utils import original_best_windows, original_windows
 
 from keras_bert_impl.preprocessing.squad_span_graph import squad_windows
 
+pytestmark = pytest.mark.backend_independent
+
 QUESTION_LENGTH = 2  # [CLS] q q [SEP]: windows hold sequence_length - 5 tokens
 
 

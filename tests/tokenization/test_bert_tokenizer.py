@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras_bert_impl.tokenization import BertTokenizer, split_words
 from tests.helpers import real_checkpoint_dir
 
-pytestmark = pytest.mark.tensorflow_only
+pytestmark = pytest.mark.backend_independent
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

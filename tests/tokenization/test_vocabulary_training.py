@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from keras_bert_impl.tokenization import BertTokenizer, train_wordpiece_vocabulary
 
-pytestmark = pytest.mark.tensorflow_only
+pytestmark = pytest.mark.backend_independent
 
 
 def _corpus_lines(count=300, seed=0):

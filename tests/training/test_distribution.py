@@ -32,7 +32,7 @@ def assert_default_optimizer_steps_match_one_device(tmp_path, distribution, back
     print(f"max |{distribution} - one device| after 5 steps: {moved:.2e}")
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(tmp_path):
     save_model_and_batch(tmp_path)
     results = {
@@ -43,7 +43,7 @@ def test_mirrored_strategy_on_two_cpu_devices_matches_one_device(tmp_path):
     assert_same_step(results, "none")
 
 
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_mirrored_strategy_with_the_default_optimizer_and_clipping_matches_one_device(tmp_path):
     """AdamWeightDecay with global_clipnorm=1.0 (pretrain's default): the clip factor must come from the
     global, all-reduced gradient as in the original, not from each replica's own (5.7e-3 apart after one

@@ -20,6 +20,7 @@ from tests.models.task_test_utils import marker_span_task, token_presence_task
 from tests.training.finetuning_test_utils import VOCABULARY, tokenizer, write_squad_json, write_tiny_checkpoint
 
 
+@pytest.mark.backend_independent
 def test_tokenizer_comes_from_the_vocab_or_the_checkpoint_directory(tmp_path):
     checkpoint = write_tiny_checkpoint(tmp_path / "ckpt")
     assert load_tokenizer(checkpoint=checkpoint).vocabulary_size() == len(VOCABULARY)
@@ -84,6 +85,7 @@ def test_checkpoint_callback_keeps_last_and_the_best_epoch(tmp_path):
     assert load_tokenizer(checkpoint=str(tmp_path / "out" / "best")).vocabulary_size() == len(VOCABULARY)
 
 
+@pytest.mark.backend_independent
 def test_classification_scores_use_the_official_task_metrics():
     logits = np.array([[2.0, 0.0], [0.0, 1.0], [0.0, 3.0], [1.0, 0.0]])
     labels = np.array([0, 1, 0, 0])
@@ -97,6 +99,7 @@ def test_classification_scores_use_the_official_task_metrics():
     assert classification_monitor(None, regression=False) == "accuracy"
 
 
+@pytest.mark.backend_independent
 def test_classification_predictions_file(tmp_path):
     from keras_bert_impl.data.label_vocabulary import LabelVocabulary
 
@@ -118,6 +121,7 @@ def oracle_logits(features):
     return start, end
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("version_2", [False, True])
 def test_squad_evaluation_of_gold_logits_scores_100(tmp_path, version_2):
     from keras_bert_impl.preprocessing import convert_examples_to_features

@@ -17,7 +17,7 @@ def settings(directory, **overrides):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_classifier_recipe_writes_and_resumes(tmp_path, capsys):
     from keras_bert_impl.training.classifier_finetuning import ClassificationFiles, finetune_classifier
 
@@ -38,7 +38,7 @@ def test_finetune_classifier_recipe_writes_and_resumes(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.tensorflow_only
+@pytest.mark.backend_independent
 def test_finetune_squad_recipe_tunes_on_held_out_articles(tmp_path, capsys):
     from keras_bert_impl.training.squad_finetuning import SquadFiles, SquadSettings, finetune_squad
 

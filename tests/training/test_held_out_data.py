@@ -4,6 +4,8 @@ import pytest
 
 from keras_bert_impl.training.finetuning import held_out_count, split_articles, split_rows
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_rows_are_split_disjointly_in_order_and_the_same_for_the_same_seed():
     rows = list(range(50))

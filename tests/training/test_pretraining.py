@@ -25,6 +25,7 @@ def tiny_settings(directory, output, **changes):
     return dataclasses.replace(settings, **changes)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("changes, message", [
     (dict(input_files=None), "give exactly one of --input-files and --input-tfrecords"),
     (dict(input_tfrecords=["data/train-*"]), "give exactly one of --input-files and --input-tfrecords"),
@@ -38,6 +39,7 @@ def test_settings_that_do_not_fit_together_are_refused_in_one_line(tmp_path, cha
     assert str(caught.value) == message
 
 
+@pytest.mark.backend_independent
 def test_phases_carry_their_lengths_seeds_and_fallbacks(tmp_path):
     write_corpus(tmp_path)
     settings = tiny_settings(tmp_path, tmp_path / "out", phase2_steps=2, phase2_sequence_length=32,

@@ -5,6 +5,8 @@ import pytest
 
 from keras_bert_impl.utils.atomic_io import atomic_directory, atomic_write, atomic_write_json, atomic_write_text
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_atomic_write_replaces_only_on_success(tmp_path):
     path = tmp_path / "file.txt"
