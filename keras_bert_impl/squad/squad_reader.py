@@ -35,9 +35,7 @@ class SquadAnswer:
     @property
     def answer_end(self):
         """Character offset one past the answer's last character, or None without `answer_start`."""
-        if self.answer_start is None:
-            return None
-        return self.answer_start + len(self.text)
+        return None if self.answer_start is None else self.answer_start + len(self.text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,10 +132,8 @@ def _answer_mismatch(context, answer):
     if not answer.text.strip():
         return "the answer text is empty"
     if answer.answer_start < 0 or answer.answer_end > len(context):
-        return (
-            f"answer_start {answer.answer_start} + length {len(answer.text)} is outside the context "
-            f"({len(context)} characters)"
-        )
+        return (f"answer_start {answer.answer_start} + length {len(answer.text)} is outside the context "
+                f"({len(context)} characters)")
     found = context[answer.answer_start : answer.answer_end]
     if found != answer.text:
         return f"the context at answer_start {answer.answer_start} reads {found!r:.80}, not {answer.text!r:.80}"
