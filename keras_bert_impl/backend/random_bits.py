@@ -54,21 +54,11 @@ def dropout(inputs, rate, seed_generator, noise_shape=None):
     return keras.random.dropout(inputs, rate, noise_shape=noise_shape, seed=seed_generator)
 
 
-# ---------------------------------------------------------------------------------------------------------
 # JAX
-
-
 def threefry_2x32(key1, key2, count1, count2):
-    """Threefry-2x32 with 20 rounds on uint32 `jax.Array`s (`jax.random`'s default PRNG), written out round by
-    round so XLA fuses it.
-
-    Args:
-        key1, key2: uint32 scalars (the two words of a `jax.random` threefry key).
-        count1, count2: uint32 arrays of one shape (the two words of each counter).
-
-    Returns:
-        The two uint32 output words, each of the counters' shape.
-    """
+    """Threefry-2x32 with 20 rounds (`jax.random`'s default PRNG), written out round by round so XLA fuses it:
+    uint32 key words `key1`, `key2` (scalars) and counter words `count1`, `count2` (arrays of one shape) -> the
+    two uint32 output words, each of the counters' shape."""
     import jax.numpy as jnp
 
     def rotate_left(x, distance):
@@ -121,10 +111,7 @@ def _jax_dropout(inputs, rate, seed_generator):
     return jax.lax.select(keep, inputs / keep_prob, jnp.zeros_like(inputs))
 
 
-# ---------------------------------------------------------------------------------------------------------
 # TensorFlow
-
-
 def tensorflow_threefry_uniform(shape, seed):
     """float32 uniform [0, 1) values from `tf.random.stateless_uniform(alg="threefry")`, always computed by XLA
     (TensorFlow has no Threefry kernel outside XLA; inside an XLA-compiled step it is inlined)."""
@@ -136,11 +123,8 @@ def tensorflow_threefry_uniform(shape, seed):
         def uniform(shape, seed):
             return tf.random.stateless_uniform(shape, seed=seed, dtype=tf.float32, alg="threefry")
 
-        _tensorflow_uniform = tf.function(
-            uniform,
-            jit_compile=True,
-            input_signature=[tf.TensorSpec([None], tf.int32), tf.TensorSpec([2], tf.int32)],
-        )
+        signature = [tf.TensorSpec([None], tf.int32), tf.TensorSpec([2], tf.int32)]
+        _tensorflow_uniform = tf.function(uniform, jit_compile=True, input_signature=signature)
     return _tensorflow_uniform(tf.cast(shape, tf.int32), seed)
 
 
@@ -151,15 +135,8 @@ def _tensorflow_dropout(inputs, rate, seed_generator):
     if seed.dtype != tf.int32:  # as Keras' dropout: the stateless ops take int32 seeds under XLA
         seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
     uniform = tf.ensure_shape(tensorflow_threefry_uniform(tf.shape(inputs), seed), inputs.shape)
-    keep_prob = 1.0 - rate
-    return tf.where(uniform >= rate, inputs / tf.cast(keep_prob, inputs.dtype), tf.zeros_like(inputs))
+    return tf.where(uniform >= rate, inputs / tf.cast(1.0 - rate, inputs.dtype), tf.zeros_like(inputs))
 
 
-__all__ = [
-    "FAST_DROPOUT_ENV",
-    "dropout",
-    "fast_dropout_enabled",
-    "jax_random_bits",
-    "tensorflow_threefry_uniform",
-    "threefry_2x32",
-]
+__all__ = ["FAST_DROPOUT_ENV", "dropout", "fast_dropout_enabled", "jax_random_bits", "tensorflow_threefry_uniform",
+           "threefry_2x32"]

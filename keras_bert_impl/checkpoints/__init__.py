@@ -10,31 +10,15 @@ Names map through one table, `name_map.py`. This package never builds models (mo
 import os
 
 from keras_bert_impl.checkpoints import huggingface, native, original_tf
-from keras_bert_impl.checkpoints.conversion import (
-    HUGGINGFACE,
-    ORIGINAL,
-    CheckpointError,
-    LoadReport,
-    assign_from_checkpoint,
-    check_config_fits,
-    export_tensors,
-)
+from keras_bert_impl.checkpoints.conversion import (HUGGINGFACE, ORIGINAL, CheckpointError, LoadReport,
+                                                     assign_from_checkpoint, check_config_fits, export_tensors)
 from keras_bert_impl.checkpoints.hub_cache import resolve_checkpoint
 from keras_bert_impl.checkpoints.name_map import WeightSpec, backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
 from keras_bert_impl.utils.file_patterns import read_json
 
-__all__ = [
-    "CheckpointError",
-    "LoadReport",
-    "WeightSpec",
-    "backbone_config",
-    "backbone_weight_specs",
-    "load_weights",
-    "read_checkpoint",
-    "resolve_checkpoint",
-    "save_huggingface",
-]
+__all__ = ["CheckpointError", "LoadReport", "WeightSpec", "backbone_config", "backbone_weight_specs", "load_weights",
+           "read_checkpoint", "resolve_checkpoint", "save_huggingface"]
 
 
 def read_checkpoint(path, revision=None):
@@ -45,8 +29,7 @@ def read_checkpoint(path, revision=None):
         raise CheckpointError(f"Checkpoint path {path} does not exist.")
     if os.path.isdir(path) and native.is_native_directory(path):
         class_name, config, extra, tensors = native.read_native(path)
-        extra = dict(extra, class_name=class_name)
-        return "native", config, tensors, extra
+        return "native", config, tensors, dict(extra, class_name=class_name)
     if os.path.isdir(path) and huggingface.is_huggingface_directory(path):
         config_path = os.path.join(path, huggingface.CONFIG_FILE)
         hf_config = read_json(config_path, CheckpointError, dict)
@@ -60,15 +43,11 @@ def read_checkpoint(path, revision=None):
         return ORIGINAL, config, original_tf.read_original_tensors(
             prefix, _config_check(config, ORIGINAL, config_path, prefix)), {}
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, huggingface.CONFIG_FILE)):
-        raise CheckpointError(
-            f"{path} has config.json but no weights: expected {huggingface.SAFETENSORS_FILE}, "
-            f"{huggingface.SAFETENSORS_INDEX_FILE} or {huggingface.PYTORCH_FILE}."
-        )
-    raise CheckpointError(
-        f"{path} is not a checkpoint this package reads: expected a Hugging Face directory (config.json + "
-        f"model.safetensors / pytorch_model.bin), an original BERT directory (bert_config.json + "
-        f"bert_model.ckpt.*) or one written by save_pretrained."
-    )
+        raise CheckpointError(f"{path} has config.json but no weights: expected {huggingface.SAFETENSORS_FILE}, "
+                              f"{huggingface.SAFETENSORS_INDEX_FILE} or {huggingface.PYTORCH_FILE}.")
+    raise CheckpointError(f"{path} is not a checkpoint this package reads: expected a Hugging Face directory "
+                          f"(config.json + model.safetensors / pytorch_model.bin), an original BERT directory "
+                          f"(bert_config.json + bert_model.ckpt.*) or one written by save_pretrained.")
 
 
 def _config_check(config, fmt, config_path, weights_path):
@@ -83,10 +62,10 @@ def load_weights(model, backbone, fmt, tensors, path, head_specs=(), optional_ba
     if fmt == "native":
         unused = native.assign_native(model, tensors, path)
         return LoadReport(loaded=[v.path for v in model.weights], missing=[], unused=unused)
-    specs = backbone_weight_specs(backbone.num_layers) + list(head_specs)
-    report = assign_from_checkpoint(model, specs, tensors, fmt, path)
-    backbone_paths = {spec.ours for spec in backbone_weight_specs(backbone.num_layers)}
-    missing_backbone = [name for name in report.missing if name in backbone_paths - set(optional_backbone_paths)]
+    backbone_specs = backbone_weight_specs(backbone.num_layers)
+    report = assign_from_checkpoint(model, backbone_specs + list(head_specs), tensors, fmt, path)
+    required = {spec.ours for spec in backbone_specs} - set(optional_backbone_paths)
+    missing_backbone = [name for name in report.missing if name in required]
     if missing_backbone:
         raise CheckpointError(f"{path}: encoder weights missing from the checkpoint: {missing_backbone}.")
     return report
@@ -105,8 +84,7 @@ def save_huggingface(model, path, head_specs=(), architectures=("BertModel",), c
     directory that `transformers.AutoModel.from_pretrained` loads. Replaces `path` only when complete.
     `config_updates` adds task fields to config.json (e.g. `num_labels`, `id2label`)."""
     backbone = getattr(model, "backbone", model)
-    specs = backbone_weight_specs(backbone.num_layers)
-    tensors = export_tensors(model, specs, HUGGINGFACE)
+    tensors = export_tensors(model, backbone_weight_specs(backbone.num_layers), HUGGINGFACE)
     if head_specs:
         # Task-model checkpoints nest the encoder under `bert.`, as transformers' BertFor* classes do.
         tensors = {f"bert.{name}": value for name, value in tensors.items()}

@@ -7,10 +7,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.name_map import (
-    IGNORED_FOREIGN_TENSORS,
-    backbone_weight_specs,
-)
+from keras_bert_impl.checkpoints.name_map import IGNORED_FOREIGN_TENSORS, backbone_weight_specs
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +40,8 @@ class LoadReport:
     unused: list
 
     def summary(self):
-        return (
-            f"loaded {len(self.loaded)} weights; left at initial values: {self.missing or 'none'}; "
-            f"checkpoint tensors not used: {self.unused or 'none'}"
-        )
+        return (f"loaded {len(self.loaded)} weights; left at initial values: {self.missing or 'none'}; "
+                f"checkpoint tensors not used: {self.unused or 'none'}")
 
 
 def check_finite(tensors, path):
@@ -56,10 +51,8 @@ def check_finite(tensors, path):
         value = np.asarray(value)
         if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
             count = value.size - int(np.count_nonzero(np.isfinite(value)))
-            raise CheckpointError(
-                f"{path}: tensor {name} holds {count} NaN or infinite values (of {value.size}): the weights are "
-                f"corrupt; download or save the checkpoint again."
-            )
+            raise CheckpointError(f"{path}: tensor {name} holds {count} NaN or infinite values (of {value.size}): the "
+                                  f"weights are corrupt; download or save the checkpoint again.")
     return tensors
 
 
@@ -93,11 +86,9 @@ def check_fits_in_memory(config, source):
         return
     needed, available = 4 * parameter_count(config), available_memory()
     if needed > available:
-        raise ValueError(
-            f"{source}: a model of {', '.join(f'{name} {config[name]}' for name in sizes)} needs "
-            f"{needed / 2**30:.1f} GiB for its weights alone, more than the {available / 2**30:.1f} GiB of memory "
-            f"available; check those sizes."
-        )
+        raise ValueError(f"{source}: a model of {', '.join(f'{name} {config[name]}' for name in sizes)} needs "
+                         f"{needed / 2**30:.1f} GiB for its weights alone, more than the {available / 2**30:.1f} "
+                         f"GiB of memory available; check those sizes.")
 
 
 def check_config_fits(config, shapes, source, config_path, weights_path, field_names):
@@ -129,10 +120,8 @@ def check_config_fits(config, shapes, source, config_path, weights_path, field_n
     mismatches = [f"{field_names[argument]} is {config.get(argument)!r} but the weights have {value} ({evidence})"
                   for argument, (value, evidence) in found.items() if config.get(argument) != value]
     if mismatches:
-        raise CheckpointError(
-            f"{config_path} does not match the weights in {weights_path}: {'; '.join(mismatches)}. Use the config "
-            f"saved with these weights."
-        )
+        raise CheckpointError(f"{config_path} does not match the weights in {weights_path}: {'; '.join(mismatches)}. "
+                              f"Use the config saved with these weights.")
     heads, hidden = config.get("num_heads"), config.get("hidden_dim")
     if isinstance(heads, int) and isinstance(hidden, int) and heads > 0 and hidden % heads:  # no shape holds it
         raise CheckpointError(f"{config_path}: {field_names['num_heads']} is {heads}, which does not divide "
@@ -146,9 +135,7 @@ def foreign_names(spec, source):
 
 
 def _needs_transpose(spec, source):
-    if spec.kind != "kernel":
-        return False
-    return source == HUGGINGFACE or spec.original_out_in
+    return spec.kind == "kernel" and (source == HUGGINGFACE or spec.original_out_in)
 
 
 def to_ours(spec, tensors, source):
@@ -169,11 +156,8 @@ def from_ours(spec, value, target):
 
 
 def assign_from_checkpoint(model, specs, tensors, source, checkpoint_path):
-    """Assign every spec found in `tensors` to `model`'s variables; return a `LoadReport`.
-
-    Raises `CheckpointError` when a tensor's shape does not match the variable (naming both shapes) or
-    when only some of a fused tensor's parts are present.
-    """
+    """Assign every spec found in `tensors` to `model`'s variables; return a `LoadReport`. `CheckpointError` when
+    a tensor's shape does not match the variable's or only some of a fused tensor's parts are present."""
     variables = {variable.path: variable for variable in model.weights}
     loaded, missing, used = [], [], set()
     for spec in specs:
@@ -185,17 +169,14 @@ def assign_from_checkpoint(model, specs, tensors, source, checkpoint_path):
             continue
         if not all(present):
             absent = [name for name, ok in zip(names, present) if not ok]
-            raise CheckpointError(
-                f"{checkpoint_path}: found only some of {list(names)} for {spec.ours}; missing {absent}."
-            )
+            raise CheckpointError(f"{checkpoint_path}: found only some of {list(names)} for {spec.ours}; missing "
+                                  f"{absent}.")
         value = to_ours(spec, tensors, source)
         if tuple(value.shape) != tuple(variable.shape):
             shapes = ", ".join(f"{name} {tuple(np.shape(tensors[name]))}" for name in names)
-            raise CheckpointError(
-                f"{checkpoint_path}: shape mismatch for {shapes}: converted to {tuple(value.shape)} but "
-                f"the model variable {spec.ours} has shape {tuple(variable.shape)}. The config and the "
-                f"weights disagree (e.g. vocab size, hidden size or number of heads)."
-            )
+            raise CheckpointError(f"{checkpoint_path}: shape mismatch for {shapes}: converted to {tuple(value.shape)} "
+                                  f"but the model variable {spec.ours} has shape {tuple(variable.shape)}. The config "
+                                  f"and the weights disagree (e.g. vocab size, hidden size or number of heads).")
         variable.assign(value.astype(variable.dtype))
         loaded.append(spec.ours)
         used.update(names)
@@ -211,6 +192,5 @@ def export_tensors(model, specs, target):
     variables = {variable.path: variable for variable in model.weights}
     tensors = {}
     for spec in specs:
-        value = np.asarray(variables[spec.ours].numpy(), dtype="float32")
-        tensors.update(from_ours(spec, value, target))
+        tensors.update(from_ours(spec, np.asarray(variables[spec.ours].numpy(), dtype="float32"), target))
     return tensors

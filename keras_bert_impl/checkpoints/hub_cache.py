@@ -35,18 +35,13 @@ def _is_local(path):
 
 
 def resolve_checkpoint(name_or_path, revision=None):
-    """The local path of a checkpoint: `name_or_path` itself when it exists on disk, else the cached
-    snapshot of the Hugging Face Hub model of that id (downloaded first unless `HF_HUB_OFFLINE=1`).
+    """The local path of a checkpoint: `name_or_path` itself when it exists on disk (or is no model id: it comes
+    back unchanged, for `read_checkpoint`), else the cached snapshot of the Hugging Face Hub model of that id
+    (downloaded first unless `HF_HUB_OFFLINE=1`); `CheckpointError` naming the id when it cannot be resolved.
 
     Args:
         name_or_path: str or path-like. A checkpoint directory or original-TF prefix, or a Hub model id.
         revision: str or None. A Hub branch, tag or commit; only for Hub ids. Defaults to None (`main`).
-
-    Returns:
-        str. A local path (a missing path that is no model id comes back unchanged, for `read_checkpoint`).
-
-    Raises:
-        CheckpointError: one line naming the id and what to do, when the id cannot be resolved.
 
     Example:
     >>> resolve_checkpoint("/no/such/dir")
@@ -55,18 +50,14 @@ def resolve_checkpoint(name_or_path, revision=None):
     path = os.fspath(name_or_path)
     if _is_local(path) or not is_hub_model_id(path):
         if revision is not None and _is_local(path):
-            raise CheckpointError(
-                f"revision={revision!r} applies to Hugging Face Hub model ids, but {path} is a local path; "
-                f"drop the revision."
-            )
+            raise CheckpointError(f"revision={revision!r} applies to Hugging Face Hub model ids, but {path} is a local "
+                                  f"path; drop the revision.")
         return path
     try:
         import huggingface_hub
     except ImportError as error:
-        raise CheckpointError(
-            f"{path} is not a local path; to load it as a Hugging Face Hub model id, install huggingface_hub "
-            f"({HUB_INSTALL_HINT})."
-        ) from error
+        raise CheckpointError(f"{path} is not a local path; to load it as a Hugging Face Hub model id, install "
+                              f"huggingface_hub ({HUB_INSTALL_HINT}).") from error
     from huggingface_hub import constants, errors
 
     # `HF_HUB_OFFLINE`, read now: `huggingface_hub` reads it once, at import.
@@ -74,38 +65,27 @@ def resolve_checkpoint(name_or_path, revision=None):
     offline = offline or bool(constants.HF_HUB_OFFLINE)
     where = path + (f" (revision {revision})" if revision else "")
     try:
-        directory = huggingface_hub.snapshot_download(
-            path, revision=revision, allow_patterns=HUB_FILE_PATTERNS, ignore_patterns=HUB_SUBFOLDER_PATTERNS,
-            local_files_only=offline,
-        )
+        directory = huggingface_hub.snapshot_download(path, revision=revision, allow_patterns=HUB_FILE_PATTERNS,
+                                                      ignore_patterns=HUB_SUBFOLDER_PATTERNS, local_files_only=offline)
         if not offline and not any(name.endswith(".safetensors") for name in os.listdir(directory)):
             directory = huggingface_hub.snapshot_download(path, revision=revision, allow_patterns=[HUB_PYTORCH_FILE])
     except errors.GatedRepoError as error:
-        raise CheckpointError(
-            f"{where} is a gated Hugging Face Hub model: accept its terms on huggingface.co and log in "
-            f"(`hf auth login`), or pass a local directory."
-        ) from error
+        raise CheckpointError(f"{where} is a gated Hugging Face Hub model: accept its terms on huggingface.co and log "
+                              f"in (`hf auth login`), or pass a local directory.") from error
     except errors.RepositoryNotFoundError as error:
-        raise CheckpointError(
-            f"{path} is neither a local path nor a model on the Hugging Face Hub (or it is private: log in with "
-            f"`hf auth login`); check the path or the model id."
-        ) from error
+        raise CheckpointError(f"{path} is neither a local path nor a model on the Hugging Face Hub (or it is private: "
+                              f"log in with `hf auth login`); check the path or the model id.") from error
     except errors.RevisionNotFoundError as error:
-        raise CheckpointError(
-            f"The Hugging Face Hub model {path} has no revision {revision!r}; give an existing branch, tag or "
-            f"commit."
-        ) from error
+        raise CheckpointError(f"The Hugging Face Hub model {path} has no revision {revision!r}; give an existing "
+                              f"branch, tag or commit.") from error
     except errors.LocalEntryNotFoundError as error:
         why = (f"HF_HUB_OFFLINE=1 forbids downloading it: load it once online (or `hf download {path}`)" if offline
                else "could not be downloaded from the Hugging Face Hub: check the network connection")
-        raise CheckpointError(
-            f"{where} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {why}, or pass a local "
-            f"directory."
-        ) from error
+        raise CheckpointError(f"{where} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {why}, or pass "
+                              f"a local directory.") from error
     except (errors.HfHubHTTPError, OSError) as error:
         raise CheckpointError(f"Downloading {where} from the Hugging Face Hub failed: {error}.") from error
     except errors.HFValidationError as error:
-        raise CheckpointError(
-            f"{path} is neither a local path nor a valid Hugging Face Hub model id ({error}); check the path."
-        ) from error
+        raise CheckpointError(f"{path} is neither a local path nor a valid Hugging Face Hub model id ({error}); check "
+                              f"the path.") from error
     return directory

@@ -14,16 +14,9 @@ SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
 
 # Hugging Face `hidden_act` -> ours. HF "gelu" is exact erf; "gelu_new" & co. are the tanh form.
-HUGGINGFACE_ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_python": "gelu",
-    "gelu_new": "gelu_approximate",
-    "gelu_pytorch_tanh": "gelu_approximate",
-    "gelu_fast": "gelu_approximate",
-    "relu": "relu",
-    "silu": "silu",
-    "swish": "silu",
-}
+HUGGINGFACE_ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_approximate",
+                           "gelu_pytorch_tanh": "gelu_approximate", "gelu_fast": "gelu_approximate", "relu": "relu",
+                           "silu": "silu", "swish": "silu"}
 OUR_ACTIVATIONS_TO_HUGGINGFACE = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu", "silu": "silu"}
 # `BertConfig` JSON field -> our `BertBackbone` argument and its default when absent (None: required).
 CONFIG_FIELDS = {
@@ -42,12 +35,8 @@ CONFIG_FIELDS = {
 
 
 def is_huggingface_directory(path):
-    if not os.path.isfile(os.path.join(path, CONFIG_FILE)):
-        return False
-    return any(
-        os.path.exists(os.path.join(path, name))
-        for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, PYTORCH_FILE)
-    )
+    return os.path.isfile(os.path.join(path, CONFIG_FILE)) and any(
+        os.path.exists(os.path.join(path, name)) for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, PYTORCH_FILE))
 
 
 def backbone_config_from_huggingface(config, config_path):
@@ -55,15 +44,12 @@ def backbone_config_from_huggingface(config, config_path):
     check_json(config, {"model_type?": str, "position_embedding_type?": str}, config_path, CheckpointError)
     model_type = config.get("model_type", "bert")
     if model_type != "bert":
-        raise CheckpointError(
-            f"{config_path}: model_type {model_type!r} is not supported; only 'bert' checkpoints load."
-        )
+        raise CheckpointError(f"{config_path}: model_type {model_type!r} is not supported; only 'bert' checkpoints "
+                              "load.")
     position_type = config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
-        raise CheckpointError(
-            f"{config_path}: position_embedding_type {position_type!r} is not supported (only learned "
-            f"absolute positions, as in BERT)."
-        )
+        raise CheckpointError(f"{config_path}: position_embedding_type {position_type!r} is not supported (only "
+                              f"learned absolute positions, as in BERT).")
     return backbone_config_from_bert_json(config, config_path, HUGGINGFACE_ACTIVATIONS, num_segments=2)
 
 
@@ -84,9 +70,8 @@ def backbone_config_from_bert_json(config, config_path, activations, num_segment
         config_path, CheckpointError)
     activation = config.get("hidden_act", "gelu")
     if activation not in activations:
-        raise CheckpointError(
-            f"{config_path}: hidden_act {activation!r} is not supported; supported: {sorted(activations)}."
-        )
+        raise CheckpointError(f"{config_path}: hidden_act {activation!r} is not supported; supported: "
+                              f"{sorted(activations)}.")
     arguments = {"hidden_activation": activations[activation]}
     for name, (ours, default) in fields.items():
         arguments[ours] = (float if isinstance(default, float) else int)(config.get(name, default))
@@ -96,14 +81,10 @@ def backbone_config_from_bert_json(config, config_path, activations, num_segment
 
 
 def huggingface_config_from_backbone(backbone, architectures=("BertModel",)):
-    return {
-        "architectures": list(architectures),
-        "model_type": "bert",
-        **{name: getattr(backbone, ours) for name, (ours, _) in CONFIG_FIELDS.items()},
-        "hidden_act": OUR_ACTIVATIONS_TO_HUGGINGFACE[backbone.hidden_activation],
-        "position_embedding_type": "absolute",
-        "pad_token_id": 0,
-    }
+    return {"architectures": list(architectures), "model_type": "bert",
+            **{name: getattr(backbone, ours) for name, (ours, _) in CONFIG_FIELDS.items()},
+            "hidden_act": OUR_ACTIVATIONS_TO_HUGGINGFACE[backbone.hidden_activation],
+            "position_embedding_type": "absolute", "pad_token_id": 0}
 
 
 def _normalise_names(tensors):
@@ -162,10 +143,8 @@ def _shard_path(directory, shard, index_path):
     path = os.path.join(directory, shard) if isinstance(shard, str) and shard else None
     if (path is None or os.path.isabs(shard) or ".." in shard.replace("\\", "/").split("/")
             or os.path.commonpath([root, os.path.realpath(path)]) != root):
-        raise CheckpointError(
-            f"{index_path} lists shard {shard!r}, which is not a file name inside {directory}; a shard must lie in "
-            f"the checkpoint folder."
-        )
+        raise CheckpointError(f"{index_path} lists shard {shard!r}, which is not a file name inside {directory}; a "
+                              f"shard must lie in the checkpoint folder.")
     return path
 
 
@@ -217,10 +196,8 @@ def _read_pytorch_bin(path):
     try:
         import torch
     except ImportError as error:
-        raise CheckpointError(
-            f"{path} is a torch pickle; install torch (`pip install keras-bert-impl[torch]`) to read it, "
-            f"or convert it to safetensors."
-        ) from error
+        raise CheckpointError(f"{path} is a torch pickle; install torch (`pip install keras-bert-impl[torch]`) to read "
+                              f"it, or convert it to safetensors.") from error
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # noqa: BLE001 - torch raises several unrelated types for bad files
@@ -234,8 +211,5 @@ def write_huggingface_directory(directory, config, tensors):
 
     with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as handle:
         json.dump(config, handle, indent=2)
-    save_file(
-        {name: np.ascontiguousarray(value, dtype="float32") for name, value in tensors.items()},
-        os.path.join(directory, SAFETENSORS_FILE),
-        metadata={"format": "pt"},
-    )
+    save_file({name: np.ascontiguousarray(value, dtype="float32") for name, value in tensors.items()},
+              os.path.join(directory, SAFETENSORS_FILE), metadata={"format": "pt"})

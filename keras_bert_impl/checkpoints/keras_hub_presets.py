@@ -1,22 +1,14 @@
-"""keras-hub BERT presets, both ways: read one into our `BertBackbone` / tokenizer, write ours as one.
-
-Presets are read and written through keras-hub's public API (`from_preset`, `save_to_preset`), so any handle
-keras-hub accepts works (a directory, `"bert_base_en_uncased"`, `"kaggle://..."`, `"hf://..."`). Weights move
-through Hugging Face names, which `name_map` maps to ours. keras-hub's BERT fixes tanh GELU, LayerNorm epsilon
-1e-12 and one dropout rate.
+"""keras-hub BERT presets, both ways, through keras-hub's public API (any handle it accepts: a directory,
+`"bert_base_en_uncased"`, `"kaggle://..."`, `"hf://..."`). Weights move through Hugging Face names. keras-hub's
+BERT fixes tanh GELU, LayerNorm epsilon 1e-12 and one dropout rate.
 """
 
 import os
 
 import numpy as np
 
-from keras_bert_impl.checkpoints.conversion import (
-    HUGGINGFACE,
-    CheckpointError,
-    check_finite,
-    check_fits_in_memory,
-    export_tensors,
-)
+from keras_bert_impl.checkpoints.conversion import (HUGGINGFACE, CheckpointError, check_finite, check_fits_in_memory,
+                                                     export_tensors)
 from keras_bert_impl.checkpoints.name_map import backbone_weight_specs
 from keras_bert_impl.utils.atomic_io import atomic_directory
 from keras_bert_impl.utils.file_patterns import read_json
@@ -61,13 +53,10 @@ def _per_head(kind, value, num_heads, to_keras_hub):
 
 def _name_table(num_layers):
     """`[(keras-hub variable path, Hugging Face name, kind)]` for every `BertBackbone` weight."""
-    table = [
-        ("token_embedding/embeddings", "embeddings.word_embeddings.weight", "vector"),
-        ("position_embedding/embeddings", "embeddings.position_embeddings.weight", "vector"),
-        ("segment_embedding/embeddings", "embeddings.token_type_embeddings.weight", "vector"),
-        ("embeddings_layer_norm/gamma", "embeddings.LayerNorm.weight", "vector"),
-        ("embeddings_layer_norm/beta", "embeddings.LayerNorm.bias", "vector"),
-    ]
+    table = [(f"{ours}_embedding/embeddings", f"embeddings.{theirs}_embeddings.weight", "vector")
+             for ours, theirs in (("token", "word"), ("position", "position"), ("segment", "token_type"))]
+    table += [("embeddings_layer_norm/gamma", "embeddings.LayerNorm.weight", "vector"),
+              ("embeddings_layer_norm/beta", "embeddings.LayerNorm.bias", "vector")]
     for index in range(num_layers):
         ours, theirs = f"transformer_layer_{index}", f"encoder.layer.{index}"
         for part in ("query", "key", "value"):
@@ -86,11 +75,8 @@ def _name_table(num_layers):
                                  ("feedforward_layer_norm", "output.LayerNorm")):
             table += [(f"{ours}/{norm}/gamma", f"{theirs}.{their_norm}.weight", "vector"),
                       (f"{ours}/{norm}/beta", f"{theirs}.{their_norm}.bias", "vector")]
-    table += [
-        ("pooled_dense/kernel", "pooler.dense.weight", "dense"),
-        ("pooled_dense/bias", "pooler.dense.bias", "vector"),
-    ]
-    return table
+    return table + [("pooled_dense/kernel", "pooler.dense.weight", "dense"),
+                    ("pooled_dense/bias", "pooler.dense.bias", "vector")]
 
 
 def _check_preset_directory(preset):
@@ -113,25 +99,15 @@ def _check_preset_directory(preset):
     except (ImportError, OSError):  # no weights file (keras-hub names it), or one h5py cannot read
         layers = 0
     if layers and layers != config.get("num_layers"):
-        raise ValueError(
-            f"{config_path} does not match the weights in {weights_path}: config.num_layers is "
-            f"{config.get('num_layers')!r} but the weights have {layers} encoder layers. Use the config saved with "
-            f"these weights."
-        )
+        raise ValueError(f"{config_path} does not match the weights in {weights_path}: config.num_layers is "
+                         f"{config.get('num_layers')!r} but the weights have {layers} encoder layers. Use the config "
+                         f"saved with these weights.")
     check_fits_in_memory(config, config_path)
 
 
 def read_keras_hub_preset(preset):
-    """The `BertBackbone` arguments and Hugging Face-named weights of a keras-hub BERT preset.
-
-    Args:
-        preset: str. A keras-hub preset directory or any handle `keras_hub.models.BertBackbone.from_preset`
-            takes.
-
-    Returns:
-        `(config, tensors)`: `BertBackbone` keyword arguments and `{Hugging Face name: np.ndarray}`, for
-        `checkpoints.load_weights(..., "huggingface", ...)`.
-    """
+    """`(config, tensors)` of a keras-hub BERT preset (a directory or any handle keras-hub's
+    `BertBackbone.from_preset` takes): `BertBackbone` arguments and `{Hugging Face name: np.ndarray}`."""
     keras_hub = _import_keras_hub(f"Reading the keras-hub preset {preset}")
     _check_preset_directory(preset)
     try:
@@ -144,11 +120,8 @@ def read_keras_hub_preset(preset):
                   layer_norm_epsilon=KERAS_HUB_LAYER_NORM_EPSILON)
     values = check_finite({variable.path: np.asarray(variable.numpy(), dtype="float32") for variable in source.weights},
                           preset)
-    tensors = {
-        name: _per_head(kind, values[path], source.num_heads, to_keras_hub=False)
-        for path, name, kind in _name_table(source.num_layers)
-    }
-    return config, tensors
+    return config, {name: _per_head(kind, values[path], source.num_heads, to_keras_hub=False)
+                    for path, name, kind in _name_table(source.num_layers)}
 
 
 def read_keras_hub_tokenizer(preset):
@@ -186,8 +159,7 @@ def write_keras_hub_preset(backbone, path, tokenizer=None, classifier_head=None)
             f"{KERAS_HUB_LAYER_NORM_EPSILON}; this backbone has {backbone.hidden_activation!r} and "
             f"{backbone.layer_norm_epsilon}, so its outputs would change. To accept that, rebuild it with keras-hub's "
             f"(e.g. BertBackbone.from_pretrained(path, hidden_activation={KERAS_HUB_ACTIVATION!r}, "
-            f"layer_norm_epsilon={KERAS_HUB_LAYER_NORM_EPSILON})) and write that."
-        )
+            f"layer_norm_epsilon={KERAS_HUB_LAYER_NORM_EPSILON})) and write that.")
     keras_hub = _import_keras_hub("Writing a keras-hub preset")
     target = keras_hub.models.BertBackbone(**{name: getattr(backbone, name) for name in SHARED_ARGUMENTS})
     tensors = export_tensors(backbone, backbone_weight_specs(backbone.num_layers), HUGGINGFACE)

@@ -18,35 +18,20 @@ class WeightSpec:
 
 
 def _dense(ours, huggingface, original):
-    return [
-        WeightSpec(f"{ours}/kernel", "kernel", (f"{huggingface}.weight",), (f"{original}/kernel",)),
-        WeightSpec(f"{ours}/bias", "vector", (f"{huggingface}.bias",), (f"{original}/bias",)),
-    ]
+    return [WeightSpec(f"{ours}/kernel", "kernel", (f"{huggingface}.weight",), (f"{original}/kernel",)),
+            WeightSpec(f"{ours}/bias", "vector", (f"{huggingface}.bias",), (f"{original}/bias",))]
 
 
 def _layer_norm(ours, huggingface, original):
-    return [
-        WeightSpec(f"{ours}/gamma", "vector", (f"{huggingface}.weight",), (f"{original}/gamma",)),
-        WeightSpec(f"{ours}/beta", "vector", (f"{huggingface}.bias",), (f"{original}/beta",)),
-    ]
+    return [WeightSpec(f"{ours}/gamma", "vector", (f"{huggingface}.weight",), (f"{original}/gamma",)),
+            WeightSpec(f"{ours}/beta", "vector", (f"{huggingface}.bias",), (f"{original}/beta",))]
 
 
 def _fused_qkv(ours, huggingface, original):
     parts = ("query", "key", "value")
-    return [
-        WeightSpec(
-            f"{ours}/kernel",
-            "kernel",
-            tuple(f"{huggingface}.{p}.weight" for p in parts),
-            tuple(f"{original}/{p}/kernel" for p in parts),
-        ),
-        WeightSpec(
-            f"{ours}/bias",
-            "vector",
-            tuple(f"{huggingface}.{p}.bias" for p in parts),
-            tuple(f"{original}/{p}/bias" for p in parts),
-        ),
-    ]
+    return [WeightSpec(f"{ours}/{name}", kind, tuple(f"{huggingface}.{p}.{theirs}" for p in parts),
+                       tuple(f"{original}/{p}/{name}" for p in parts))
+            for name, kind, theirs in (("kernel", "kernel", "weight"), ("bias", "vector", "bias"))]
 
 
 def backbone_weight_specs(num_layers):
@@ -64,10 +49,9 @@ def backbone_weight_specs(num_layers):
     for i in range(num_layers):
         ours, hf, tf = f"encoder_layer_{i}", f"encoder.layer.{i}", f"bert/encoder/layer_{i}"
         specs += [
-            *_fused_qkv(f"{ours}/self_attention/query_key_value",
-                        f"{hf}.attention.self", f"{tf}/attention/self"),
-            *_dense(f"{ours}/self_attention/attention_output",
-                    f"{hf}.attention.output.dense", f"{tf}/attention/output/dense"),
+            *_fused_qkv(f"{ours}/self_attention/query_key_value", f"{hf}.attention.self", f"{tf}/attention/self"),
+            *_dense(f"{ours}/self_attention/attention_output", f"{hf}.attention.output.dense",
+                    f"{tf}/attention/output/dense"),
             *_layer_norm(f"{ours}/attention_layer_norm",
                          f"{hf}.attention.output.LayerNorm", f"{tf}/attention/output/LayerNorm"),
             *_dense(f"{ours}/intermediate_dense", f"{hf}.intermediate.dense", f"{tf}/intermediate/dense"),
@@ -78,12 +62,9 @@ def backbone_weight_specs(num_layers):
     return specs
 
 
-# Tensors some checkpoints carry that are not weights (buffers) or are tied copies of other weights.
-IGNORED_FOREIGN_TENSORS = (
-    "embeddings.position_ids",
-    "cls.predictions.decoder.weight",  # tied to the word embeddings
-    "global_step",
-)
+# Tensors some checkpoints carry that are not weights (buffers) or are tied copies of other weights (the decoder's
+# of the word embeddings).
+IGNORED_FOREIGN_TENSORS = ("embeddings.position_ids", "cls.predictions.decoder.weight", "global_step")
 
 
 def output_layer_specs(ours, huggingface, original=None):
@@ -95,10 +76,8 @@ def output_layer_specs(ours, huggingface, original=None):
     [('output_weights',), ('output_bias',)]
     """
     original_kernel, original_bias = ((f"{original}_weights",), (f"{original}_bias",)) if original else ((), ())
-    return [
-        WeightSpec(f"{ours}/kernel", "kernel", (f"{huggingface}.weight",), original_kernel, original_out_in=True),
-        WeightSpec(f"{ours}/bias", "vector", (f"{huggingface}.bias",), original_bias),
-    ]
+    return [WeightSpec(f"{ours}/kernel", "kernel", (f"{huggingface}.weight",), original_kernel, original_out_in=True),
+            WeightSpec(f"{ours}/bias", "vector", (f"{huggingface}.bias",), original_bias)]
 
 
 def pretraining_head_specs():

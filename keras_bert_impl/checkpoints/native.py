@@ -1,8 +1,6 @@
-"""Our own checkpoint directory: `config.json` (class + constructor config) + `model.safetensors`.
-
-Weights are keyed by Keras variable path (e.g. `encoder_layer_0/output_dense/kernel`), so the file is
-readable by any safetensors tool and independent of Keras' object-graph ordering. `config.json` records the
-SHA-256 of the weights file (`sha256`), which loading verifies (directories written before it have none).
+"""Our own checkpoint directory: `config.json` (class + constructor config, and the SHA-256 of the weights file,
+which loading verifies) + `model.safetensors` keyed by Keras variable path (e.g.
+`encoder_layer_0/output_dense/kernel`), independent of Keras' object-graph ordering.
 """
 
 import hashlib
@@ -61,10 +59,9 @@ def read_native(path):
     shapes = safetensors_shapes([weights_path])  # a truncated or garbled file is named as such first
     recorded = document.get(DIGESTS_FIELD, {}).get(WEIGHTS_FILE)
     if recorded is not None and file_sha256(weights_path) != recorded:
-        raise CheckpointError(
-            f"{weights_path}: its SHA-256 differs from the one {config_path} recorded when it was saved, so the "
-            f"weights were changed or corrupted since; save or copy the checkpoint again."
-        )
+        raise CheckpointError(f"{weights_path}: its SHA-256 differs from the one {config_path} recorded when it was "
+                              f"saved, so the weights were changed or corrupted since; save or copy the checkpoint "
+                              f"again.")
     extra = document.get("extra", {})
     backbone, prefix = ((document["config"], "config.") if document["class_name"] == "BertBackbone"
                         else (extra.get("backbone_config"), "extra.backbone_config."))
@@ -94,13 +91,8 @@ def write_native(path, model, config, extra=None, files=None):
         tensors[variable.path] = np.ascontiguousarray(np.asarray(variable.numpy(), dtype="float32"))
     with atomic_directory(path, what="model directory") as tmp:
         save_file(tensors, os.path.join(tmp, WEIGHTS_FILE))
-        document = {
-            "format": FORMAT_NAME,
-            "class_name": type(model).__name__,
-            "config": config,
-            "extra": extra or {},
-            DIGESTS_FIELD: {WEIGHTS_FILE: file_sha256(os.path.join(tmp, WEIGHTS_FILE))},
-        }
+        document = {"format": FORMAT_NAME, "class_name": type(model).__name__, "config": config, "extra": extra or {},
+                    DIGESTS_FIELD: {WEIGHTS_FILE: file_sha256(os.path.join(tmp, WEIGHTS_FILE))}}
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
         for name, writer in (files or {}).items():
@@ -116,9 +108,7 @@ def assign_native(model, tensors, path):
     for name, variable in variables.items():
         value = tensors[name]
         if tuple(value.shape) != tuple(variable.shape):
-            raise CheckpointError(
-                f"{path}/{WEIGHTS_FILE}: tensor {name} has shape {tuple(value.shape)} but the model "
-                f"expects {tuple(variable.shape)}."
-            )
+            raise CheckpointError(f"{path}/{WEIGHTS_FILE}: tensor {name} has shape {tuple(value.shape)} but the model "
+                                  f"expects {tuple(variable.shape)}.")
         variable.assign(value.astype(variable.dtype))
     return sorted(set(tensors) - set(variables))

@@ -28,10 +28,8 @@ def checkpoint_prefix(path):
         if indexes:
             return os.path.join(path, indexes[0][: -len(".index")])
         if os.path.exists(os.path.join(path, CONFIG_FILE)):
-            raise CheckpointError(
-                f"{path} has {CONFIG_FILE} but no checkpoint (expected {DEFAULT_PREFIX}.index and "
-                f"{DEFAULT_PREFIX}.data-*)."
-            )
+            raise CheckpointError(f"{path} has {CONFIG_FILE} but no checkpoint (expected {DEFAULT_PREFIX}.index and "
+                                  f"{DEFAULT_PREFIX}.data-*).")
     return None
 
 
@@ -40,8 +38,7 @@ def read_original_config(prefix):
     if not os.path.exists(path):
         raise CheckpointError(f"Checkpoint {prefix} has no {CONFIG_FILE} beside it ({path}).")
     return backbone_config_from_bert_json(read_json(path, CheckpointError, dict), path, ORIGINAL_ACTIVATIONS,
-                                          num_segments=16,
-                                          layer_norm_epsilon=1e-12)
+                                          num_segments=16, layer_norm_epsilon=1e-12)
 
 
 def read_original_tensors(prefix, check_shapes=None):
@@ -61,7 +58,5 @@ def read_original_tensors(prefix, check_shapes=None):
             check_shapes(shapes)
         return check_finite({name: reader.get_tensor(name) for name in shapes}, prefix)
     except (tf.errors.OpError, ValueError, IndexError) as error:  # truncated data files raise IndexError
-        raise CheckpointError(
-            f"Cannot read TF checkpoint {prefix}: the index or data file is missing, truncated or corrupt "
-            f"({type(error).__name__}: {str(error).splitlines()[0]})."
-        ) from error
+        raise CheckpointError(f"Cannot read TF checkpoint {prefix}: the index or data file is missing, truncated or "
+                              f"corrupt ({type(error).__name__}: {str(error).splitlines()[0]}).") from error

@@ -1,9 +1,5 @@
-"""Export: SavedModels served from raw text with only TensorFlow and tensorflow-text, and ONNX files taking
-token ids (ONNX Runtime).
-
-TensorFlow at the export edge; `export_saved_model` and `export_onnx` work from every Keras backend (see
-`saved_model_export`, `onnx_export`).
-"""
+"""Export from every Keras backend: SavedModels served from raw text with only TensorFlow and tensorflow-text,
+and ONNX files taking token ids (ONNX Runtime)."""
 
 from keras_bert_impl.export.onnx_export import export_onnx, run_onnx
 from keras_bert_impl.export.saved_model_export import export_saved_model

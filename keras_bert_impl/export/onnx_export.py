@@ -1,13 +1,11 @@
-"""Export BERT task models as ONNX files (Keras' own `export(format="onnx")`, tf2onnx), from any Keras backend.
+"""Export BERT task models as ONNX files (Keras' own `export(format="onnx")`, tf2onnx), from any Keras backend
+(a JAX or torch model through a TensorFlow subprocess, `export.tensorflow_subprocess`).
 
-Keras' torch path needs static shapes and its JAX path `jax2onnx`, so a JAX or torch model is exported by a
-TensorFlow subprocess (`export.tensorflow_subprocess`). The graph takes the task model's numeric inputs,
-`token_ids` int32 `(B, T)`, `segment_ids` int32 `(B, T)`, `padding_mask` bool `(B, T)` (and `mask_positions`
-int32 `(B, P)` for `BertPretrainer`), every axis dynamic: feed it the preprocessor's output dict. Outputs keep
-the task's names; a single output is named `logits`. The file's metadata holds `METADATA_KEYS`, and it is
-written atomically (`utils.atomic_io.atomic_path`). ONNX has no op that fails with a message, so the graph
-cannot refuse a bad input by name (ORT wraps a token id of -1 to the table's last row): serve it through
-`run_onnx`, which checks the inputs as the SavedModel's `serve_token_ids` does before calling ORT.
+The graph takes the task model's numeric inputs, `token_ids` int32 `(B, T)`, `segment_ids` int32 `(B, T)`,
+`padding_mask` bool `(B, T)` (and `mask_positions` int32 `(B, P)` for `BertPretrainer`), every axis dynamic.
+Outputs keep the task's names; a single output is named `logits`. The file's metadata holds `METADATA_KEYS`.
+ONNX cannot refuse a bad input by name (ORT wraps a token id of -1 to the table's last row): serve through
+`run_onnx`, which checks the inputs first.
 """
 
 import contextlib
@@ -84,10 +82,8 @@ def export_onnx(model, path=None, *, overwrite=False, opset=None):
     check_output(path, overwrite)
     missing = [name for name in EXPORT_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
-        raise ExportError(
-            f"ONNX export needs the packages {', '.join(EXPORT_PACKAGES)} ({', '.join(missing)} not installed): "
-            "pip install \"keras-bert-impl[onnx]\"."
-        )
+        raise ExportError(f"ONNX export needs the packages {', '.join(EXPORT_PACKAGES)} ({', '.join(missing)} not "
+                          "installed): pip install \"keras-bert-impl[onnx]\".")
     if keras.backend.backend() == "tensorflow":  # the writer holds the lock (a subprocess: its own call)
         with output_lock(path, replaced=True):
             _export_with_tensorflow(model, class_name, path, opset)
@@ -101,13 +97,10 @@ def export_onnx(model, path=None, *, overwrite=False, opset=None):
 def _metadata(model, class_name):
     labels = getattr(model, "labels", None)
     backbone = model if class_name == "BertBackbone" else model.backbone
-    return {
-        "keras_bert_impl.model_class": class_name,
-        "keras_bert_impl.labels": json.dumps(list(labels) if labels is not None else None),
-        "keras_bert_impl.max_sequence_length": str(backbone.max_sequence_length),
-        "keras_bert_impl.vocabulary_size": str(backbone.vocabulary_size),
-        "keras_bert_impl.num_segments": str(backbone.num_segments),
-    }
+    return {"keras_bert_impl.model_class": class_name,
+            "keras_bert_impl.labels": json.dumps(list(labels) if labels is not None else None),
+            **{f"keras_bert_impl.{name}": str(getattr(backbone, name))
+               for name in ("max_sequence_length", "vocabulary_size", "num_segments")}}
 
 
 def check_onnx_inputs(inputs, ranks, max_sequence_length, vocabulary_size, num_segments):

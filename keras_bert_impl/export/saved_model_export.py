@@ -20,15 +20,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_EXPORT_ROOT = "saved_models"
 EXPORT_CONFIG_FILENAME = "export_config.json"
-QA_DEFAULTS = dict(
-    sequence_length=384,
-    doc_stride=128,
-    max_query_length=64,
-    max_answer_length=30,
-    n_best_size=20,
-    version_2_with_negative=False,
-    null_score_diff_threshold=0.0,
-)
+QA_DEFAULTS = dict(sequence_length=384, doc_stride=128, max_query_length=64, max_answer_length=30, n_best_size=20,
+                   version_2_with_negative=False, null_score_diff_threshold=0.0)
 # Token classifier option: tokens between the starts of a long text's windows (default: the model's run's).
 TOKEN_CLASSIFIER_OPTIONS = ("stride",)
 
@@ -53,10 +46,8 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
         sequence_length = min(saved.get("sequence_length", default), backbone.max_sequence_length)
     sequence_length = int(sequence_length)
     if not 3 <= sequence_length <= backbone.max_sequence_length:
-        raise ExportError(
-            f"sequence_length must be in [3, {backbone.max_sequence_length}] (the model's position table, "
-            f"max_sequence_length), got {sequence_length}."
-        )
+        raise ExportError(f"sequence_length must be in [3, {backbone.max_sequence_length}] (the model's position "
+                          f"table, max_sequence_length), got {sequence_length}.")
     settings = {"sequence_length": sequence_length}
     if kind == "question_answerer":
         for key, value in QA_DEFAULTS.items():
@@ -67,10 +58,8 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
                 raise ExportError(f"{key} must be at least 1, got {settings[key]}.")
             settings[key] = int(settings[key])
         if sequence_length - settings["max_query_length"] - 3 < 1:
-            raise ExportError(
-                f"sequence_length ({sequence_length}) must exceed max_query_length "
-                f"({settings['max_query_length']}) + 3 so that every window holds a context token."
-            )
+            raise ExportError(f"sequence_length ({sequence_length}) must exceed max_query_length "
+                              f"({settings['max_query_length']}) + 3 so that every window holds a context token.")
         settings["version_2_with_negative"] = bool(settings["version_2_with_negative"])
         settings["null_score_diff_threshold"] = float(settings["null_score_diff_threshold"])
     if kind == "token_classifier":
@@ -85,10 +74,8 @@ def _export_settings(model, kind, tokenizer, sequence_length, options):
             raise ExportError(f"serve_text returns entities, which needs the model's IOB tags with 'O' among them; "
                               f"this BertTokenClassifier has labels {model.labels}. Build it with `labels`.")
     if tokenizer is not None and tokenizer.vocabulary_size() > backbone.vocabulary_size:
-        raise ExportError(
-            f"The tokenizer has {tokenizer.vocabulary_size()} tokens but the model embeds only "
-            f"{backbone.vocabulary_size}; export with the tokenizer the model was trained with."
-        )
+        raise ExportError(f"The tokenizer has {tokenizer.vocabulary_size()} tokens but the model embeds only "
+                          f"{backbone.vocabulary_size}; export with the tokenizer the model was trained with.")
     return settings
 
 

@@ -51,12 +51,8 @@ def _served_outputs(model, kind, outputs):
         return {"score": logits[:, 0]}
     labels = model.labels or tuple(str(index) for index in range(model.num_classes))
     label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
-    return {
-        "logits": logits,
-        "probabilities": tf.nn.softmax(logits, axis=-1),
-        "label_id": label_id,
-        "label": tf.gather(tf.constant(labels, tf.string), label_id),
-    }
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
+            "label": tf.gather(tf.constant(labels, tf.string), label_id)}
 
 
 def _at_least_two_columns(packed):
@@ -77,21 +73,16 @@ def _after(checks, *tensors):
 
 
 def _with_rank(rank, **tensors):
-    """`tensors` (declared of any rank: a loaded signature does not enforce its declared shapes, and a declared
-    rank hides a wrong one from every check) with `rank` dimensions, or `InvalidArgumentError` "Shape of tensor
-    text [1,1] is not compatible with expected shape [?]" naming the input, before any op of the model runs."""
+    """`tensors` (declared of any rank: a loaded signature does not enforce declared shapes) with `rank` dimensions,
+    or `InvalidArgumentError` "Shape of tensor text [1,1] is not compatible with expected shape [?]"."""
     return [tf.ensure_shape(value, [None] * rank) for value in tensors.values()]
 
 
 def _assert_same_batch_size(first, second, first_name, second_name):
     """Rows pair up one to one (a mismatch would fail deep inside packing)."""
     first_rows, second_rows = tf.size(first), tf.size(second)
-    return _check(
-        tf.equal(first_rows, second_rows),
-        f"{first_name} and {second_name} must have the same batch size, got {{}} and {{}} rows: send one "
-        f"{second_name} per {first_name}",
-        (first_rows, second_rows),
-    )
+    return _check(tf.equal(first_rows, second_rows), f"{first_name} and {second_name} must have the same batch size, "
+                  f"got {{}} and {{}} rows: send one {second_name} per {first_name}", (first_rows, second_rows))
 
 
 def _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_positions=None):
@@ -105,42 +96,33 @@ def _token_input_checks(backbone, token_ids, segment_ids, padding_mask, mask_pos
         checks.append(_check(
             tf.reduce_all(tf.equal(tf.shape(value), shape)),
             f"{name} has shape {{}} but token_ids has shape {{}}: send token_ids, segment_ids and padding_mask "
-            "with the same (batch, tokens) shape",
-            (tf.shape(value), shape),
-        ))
+            "with the same (batch, tokens) shape", (tf.shape(value), shape)))
     limit = backbone.max_sequence_length
     checks.append(_check(
         shape[1] <= limit,
         f"token_ids has {{}} tokens per row, more than the {limit} positions of the model: send at most {limit} "
-        "tokens per row (truncate or window longer inputs, as serve_text does)",
-        (shape[1],),
-    ))
+        "tokens per row (truncate or window longer inputs, as serve_text does)", (shape[1],)))
     for name, value, size, table, advice in (
-        ("token_ids", token_ids, backbone.vocabulary_size, "vocabulary",
-         "tokenize with the vocab.txt exported with this model"),
-        ("segment_ids", segment_ids, backbone.num_segments, "segment table",
-         "use 0 for the first segment and 1 for the second"),
-    ):
+            ("token_ids", token_ids, backbone.vocabulary_size, "vocabulary",
+             "tokenize with the vocab.txt exported with this model"),
+            ("segment_ids", segment_ids, backbone.num_segments, "segment table",
+             "use 0 for the first segment and 1 for the second")):
         low, high = tf.reduce_min(value), tf.reduce_max(value)  # int32 max and min on an empty batch: pass
         checks.append(_check(
             tf.logical_and(low >= 0, high < size),
             f"{name} holds {{}}, outside the model {table} of {size} ids (0 to {size - 1}): {advice}",
-            (tf.where(low < 0, low, high),),
-        ))
+            (tf.where(low < 0, low, high),)))
     if mask_positions is not None:
         positions = tf.shape(mask_positions)
         checks.append(_check(
             tf.equal(positions[0], shape[0]),
             "mask_positions has {} rows but token_ids has {}: send one row of mask positions per token_ids row",
-            (positions[0], shape[0]),
-        ))
+            (positions[0], shape[0])))
         low, high = tf.reduce_min(mask_positions), tf.reduce_max(mask_positions)
         checks.append(_check(
             tf.logical_and(low >= 0, high < shape[1]),
             "mask_positions holds {}, outside the {} tokens of each token_ids row (0 to {}): give positions "
-            "inside the row",
-            (tf.where(low < 0, low, high), shape[1], shape[1] - 1),
-        ))
+            "inside the row", (tf.where(low < 0, low, high), shape[1], shape[1] - 1)))
     return checks
 
 
@@ -167,9 +149,7 @@ def build_serving_module(model, kind, tokenizer, settings):
         return model(inputs, training=False)
 
     backbone = model if kind == "backbone" else model.backbone
-
     if kind == "pretrainer":
-
         @tf.function(input_signature=[_TOKEN_SPEC] * 4, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask, mask_positions):
             token_ids, segment_ids, padding_mask, mask_positions = _with_rank(
@@ -180,9 +160,7 @@ def build_serving_module(model, kind, tokenizer, settings):
                 checks, token_ids, segment_ids, padding_mask, mask_positions)
             inputs = _numeric_inputs(token_ids, segment_ids, padding_mask)
             return _served_outputs(model, kind, run_model({**inputs, "mask_positions": mask_positions}))
-
     else:
-
         @tf.function(input_signature=[_TOKEN_SPEC] * 3, autograph=False)
         def serve_token_ids(token_ids, segment_ids, padding_mask):
             token_ids, segment_ids, padding_mask = _with_rank(
@@ -218,8 +196,7 @@ def build_serving_module(model, kind, tokenizer, settings):
         signatures[SERVE_TEXT_PAIR] = serve_text_pair.get_concrete_function()
 
     if tokenizer is not None and kind == "question_answerer":
-        serve_text = _question_answering_function(run_model, tokenizer, settings)
-        signatures[SERVE_TEXT] = serve_text.get_concrete_function()
+        signatures[SERVE_TEXT] = _question_answering_function(run_model, tokenizer, settings).get_concrete_function()
 
     if tokenizer is not None and kind == "token_classifier":
         signatures[SERVE_TEXT] = _entity_function(run_model, model.labels, tokenizer, settings).get_concrete_function()
@@ -236,19 +213,15 @@ def _question_answering_function(run_model, tokenizer, settings):
     def serve_text(question, context):
         question, context = _with_rank(1, question=question, context=context)
         (context,) = _after([_assert_same_batch_size(question, context, "question", "context")], context)
-        features = squad_span_graph.windowed_features(
-            tokenizer, question, context, sequence_length, settings["doc_stride"], settings["max_query_length"],
-        )
+        features = squad_span_graph.windowed_features(tokenizer, question, context, sequence_length,
+                                                      settings["doc_stride"], settings["max_query_length"])
         outputs = run_model(features["inputs"])
         version_2_with_negative = settings.get("version_2_with_negative", False)
         best = squad_span_graph.decode_best_spans(
             outputs["start_logits"], outputs["end_logits"], features["windows"], features["context_starts"],
-            features["context_ends"], settings["n_best_size"], settings["max_answer_length"], version_2_with_negative,
-        )
-        return squad_span_graph.select_answers(
-            features["context"], best, version_2_with_negative,
-            null_score_diff_threshold=settings.get("null_score_diff_threshold", 0.0),
-        )
+            features["context_ends"], settings["n_best_size"], settings["max_answer_length"], version_2_with_negative)
+        return squad_span_graph.select_answers(features["context"], best, version_2_with_negative,
+                                               null_score_diff_threshold=settings.get("null_score_diff_threshold", 0.0))
 
     return serve_text
 

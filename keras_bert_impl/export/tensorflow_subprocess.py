@@ -1,8 +1,5 @@
-"""Exports from JAX and torch, done by a subprocess under the TensorFlow backend: the parent's side; and
-`ExportError`, the one error every export raises.
-
-The model is saved with `save_pretrained` into a scratch directory beside the output (`utils.atomic_io`); the worker
-(`export.tensorflow_export_worker`) loads it with `from_pretrained` and exports it under TensorFlow.
+"""Exports from JAX and torch: the model is saved (`save_pretrained`) beside the output, and a subprocess under the
+TensorFlow backend (`export.tensorflow_export_worker`) loads and exports it. `ExportError`: every export's error.
 """
 
 import json
@@ -30,10 +27,8 @@ def exported_class_name(model, exporter):
 
     class_name = type(model).__name__
     if class_name not in TASK_CLASSES or not isinstance(model, keras.Model):
-        raise ExportError(
-            f"{exporter} supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}.{class_name}. Export its "
-            "backbone, or wrap it in one of these models."
-        )
+        raise ExportError(f"{exporter} supports {', '.join(TASK_CLASSES)}; got {type(model).__module__}.{class_name}. "
+                          "Export its backbone, or wrap it in one of these models.")
     return class_name
 
 
@@ -60,10 +55,8 @@ def export_in_tensorflow_subprocess(model, class_name, export_format, path, opti
         try:
             model.save_pretrained(model_dir)
         except Exception as error:
-            raise ExportError(
-                f"Cannot export {class_name} as {name} from the {backend} backend: saving it for the TensorFlow "
-                f"export worker failed ({type(error).__name__}: {error})."
-            ) from error
+            raise ExportError(f"Cannot export {class_name} as {name} from the {backend} backend: saving it for the "
+                              f"TensorFlow export worker failed ({type(error).__name__}: {error}).") from error
         job = {"format": export_format, "model_class": class_name, "model_dir": model_dir, "tokenizer_dir": None,
                "output": path, "overwrite": overwrite, "options": options}
         if tokenizer is not None:

@@ -16,10 +16,7 @@ ACTIVATIONS = {
 
 
 def get_activation(name):
-    """Return the callable for an activation name in `ACTIVATIONS`; a clear error for an unknown name.
-
-    Args:
-        name: str. One of the keys of `ACTIVATIONS`.
+    """Return the callable for `name`, a key of `ACTIVATIONS`; a clear error for an unknown name.
 
     Example:
     >>> import keras
@@ -35,10 +32,8 @@ def get_activation(name):
         return ops.relu
     if name == "silu":
         return ops.silu
-    raise ValueError(
-        f"Unsupported activation {name!r}. Supported: {sorted(ACTIVATIONS)} "
-        f"({'; '.join(f'{k}: {v}' for k, v in ACTIVATIONS.items())})."
-    )
+    raise ValueError(f"Unsupported activation {name!r}. Supported: {sorted(ACTIVATIONS)} "
+                     f"({'; '.join(f'{k}: {v}' for k, v in ACTIVATIONS.items())}).")
 
 
 __all__ = ["ACTIVATIONS", "get_activation"]

@@ -10,13 +10,7 @@ from keras import ops
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class FoldChoices(keras.layers.Layer):
-    """`(B, C, T)` -> `(B * C, T)`: every choice of every example becomes a row of the batch.
-
-    Call arguments:
-        inputs: tensor `(B, C, T)`.
-
-    Returns:
-        tensor `(B * C, T)`, rows ordered example by example (example 0's choices first).
+    """`(B, C, T)` -> `(B * C, T)`: every choice of every example becomes a row, example 0's choices first.
 
     Example:
     >>> import numpy as np
@@ -34,14 +28,8 @@ class FoldChoices(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class UnfoldChoices(keras.layers.Layer):
-    """`(B * C, 1)` scores -> `(B, C)`, the layout of the `(B, C, T)` inputs they were computed from.
-
-    Call arguments:
-        scores: tensor `(B * C, 1)` (or `(B * C,)`), one score per folded row (`FoldChoices`' order).
-        choices: tensor `(B, C, T)`. The unfolded inputs; only their shape is read.
-
-    Returns:
-        tensor `(B, C)`.
+    """`(B * C, 1)` (or `(B * C,)`) scores, one per `FoldChoices` row -> `(B, C)`, the layout of the `(B, C, T)`
+    `choices` they were computed from (only their shape is read).
 
     Example:
     >>> import numpy as np

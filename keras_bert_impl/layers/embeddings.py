@@ -9,11 +9,8 @@ from keras_bert_impl.utils.constructor_config import constructor_config
 
 
 def check_token_ids_in_range(token_ids, vocabulary_size, name="token_ids"):
-    """Raise ValueError naming the offending id when any eager id is outside `[0, vocabulary_size)`.
-
-    Eager values only: compiled steps cannot see an out-of-range id (GPUs and JAX silently clamp it), but a
-    model called eagerly can name it.
-    """
+    """Raise ValueError naming the offending id when any eager id is outside `[0, vocabulary_size)` (compiled
+    steps cannot see one: GPUs and JAX silently clamp it)."""
     try:
         values = np.asarray(ops.convert_to_numpy(token_ids))
     except Exception:  # noqa: BLE001 - symbolic tensors of every backend raise their own error types
@@ -24,11 +21,8 @@ def check_token_ids_in_range(token_ids, vocabulary_size, name="token_ids"):
     if low < 0 or high >= vocabulary_size:
         bad = low if low < 0 else high
         where = tuple(int(i) for i in np.argwhere(values == bad)[0])
-        raise ValueError(
-            f"`{name}` contains id {bad} at index {where}, outside the vocabulary "
-            f"[0, {vocabulary_size}). Check that the tokenizer's vocab matches the model's "
-            f"`vocabulary_size`."
-        )
+        raise ValueError(f"`{name}` contains id {bad} at index {where}, outside the vocabulary [0, {vocabulary_size}). "
+                         f"Check that the tokenizer's vocab matches the model's `vocabulary_size`.")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -54,17 +48,8 @@ class BertEmbeddings(keras.layers.Layer):
     (1, 3, 4)
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        hidden_dim,
-        max_sequence_length=512,
-        num_segments=2,
-        dropout=0.1,
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        **kwargs,
-    ):
+    def __init__(self, vocabulary_size, hidden_dim, max_sequence_length=512, num_segments=2, dropout=0.1,
+                 layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = vocabulary_size
         self.hidden_dim = hidden_dim
@@ -77,31 +62,19 @@ class BertEmbeddings(keras.layers.Layer):
     def _initializer(self):
         return keras.initializers.TruncatedNormal(stddev=self.initializer_range)
 
+    def _embedding(self, rows, name, token_ids_shape):
+        layer = keras.layers.Embedding(rows, self.hidden_dim, embeddings_initializer=self._initializer(),
+                                       dtype=self.dtype_policy, name=name)
+        layer.build(token_ids_shape)
+        return layer
+
     def build(self, token_ids_shape):
-        self.token_embedding = keras.layers.Embedding(
-            self.vocabulary_size,
-            self.hidden_dim,
-            embeddings_initializer=self._initializer(),
-            dtype=self.dtype_policy,
-            name="token_embedding",
-        )
-        self.token_embedding.build(token_ids_shape)
-        self.segment_embedding = keras.layers.Embedding(
-            self.num_segments,
-            self.hidden_dim,
-            embeddings_initializer=self._initializer(),
-            dtype=self.dtype_policy,
-            name="segment_embedding",
-        )
-        self.segment_embedding.build(token_ids_shape)
-        self.position_embeddings = self.add_weight(
-            name="position_embeddings",
-            shape=(self.max_sequence_length, self.hidden_dim),
-            initializer=self._initializer(),
-        )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
-        )
+        self.token_embedding = self._embedding(self.vocabulary_size, "token_embedding", token_ids_shape)
+        self.segment_embedding = self._embedding(self.num_segments, "segment_embedding", token_ids_shape)
+        self.position_embeddings = self.add_weight(name="position_embeddings", initializer=self._initializer(),
+                                                   shape=(self.max_sequence_length, self.hidden_dim))
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy,
+                                                          name="layer_norm")
         self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
         self.dropout_layer = BertDropout(self.dropout, dtype=self.dtype_policy, name="dropout")
         self.built = True
@@ -109,18 +82,13 @@ class BertEmbeddings(keras.layers.Layer):
     def call(self, token_ids, segment_ids, training=None):
         sequence_length = token_ids.shape[1]
         if sequence_length is not None and sequence_length > self.max_sequence_length:
-            raise ValueError(
-                f"Sequence length {sequence_length} exceeds the position table "
-                f"(max_sequence_length={self.max_sequence_length}); truncate or window the inputs."
-            )
+            raise ValueError(f"Sequence length {sequence_length} exceeds the position table "
+                             f"(max_sequence_length={self.max_sequence_length}); truncate or window the inputs.")
         check_token_ids_in_range(token_ids, self.vocabulary_size, "token_ids")
         check_token_ids_in_range(segment_ids, self.num_segments, "segment_ids")
-        positions = ops.cast(self.position_embeddings, self.compute_dtype)
-        positions = positions[: ops.shape(token_ids)[1]]  # (T, H)
-        x = self.token_embedding(token_ids) + self.segment_embedding(segment_ids)  # (B, T, H)
-        x = x + positions[None, :, :]
-        x = self.layer_norm(x)
-        return self.dropout_layer(x, training=training)
+        positions = ops.cast(self.position_embeddings, self.compute_dtype)[: ops.shape(token_ids)[1]]  # (T, H)
+        x = self.token_embedding(token_ids) + self.segment_embedding(segment_ids) + positions[None]  # (B, T, H)
+        return self.dropout_layer(self.layer_norm(x), training=training)
 
     def compute_output_shape(self, token_ids_shape):
         return tuple(token_ids_shape) + (self.hidden_dim,)

@@ -1,7 +1,6 @@
 """One post-LayerNorm transformer encoder block, as in BERT."""
 
 import keras
-
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation
@@ -39,18 +38,8 @@ class BertEncoderBlock(keras.layers.Layer):
     (2, 3, 8)
     """
 
-    def __init__(
-        self,
-        hidden_dim,
-        num_heads,
-        intermediate_dim,
-        dropout=0.1,
-        attention_dropout=0.1,
-        hidden_activation="gelu_approximate",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        **kwargs,
-    ):
+    def __init__(self, hidden_dim, num_heads, intermediate_dim, dropout=0.1, attention_dropout=0.1,
+                 hidden_activation="gelu_approximate", layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.hidden_dim = hidden_dim
         self.num_heads = num_heads
@@ -66,36 +55,23 @@ class BertEncoderBlock(keras.layers.Layer):
         x_shape = tuple(x_shape)
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         policy = self.dtype_policy
-        self.self_attention = BertSelfAttention(
-            self.hidden_dim,
-            self.num_heads,
-            attention_dropout=self.attention_dropout,
-            initializer_range=self.initializer_range,
-            dtype=policy,
-            name="self_attention",
-        )
+        self.self_attention = BertSelfAttention(self.hidden_dim, self.num_heads, self.attention_dropout,
+                                                self.initializer_range, dtype=policy, name="self_attention")
         self.self_attention.build(x_shape)
         self.attention_dropout_layer = BertDropout(self.dropout, dtype=policy, name="attention_output_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
-        )
+        self.attention_layer_norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, dtype=policy,
+                                                                    name="attention_layer_norm")
         self.attention_layer_norm.build(x_shape)
-        self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim,
-            activation=get_activation(self.hidden_activation),
-            kernel_initializer=initializer,
-            dtype=policy,
-            name="intermediate_dense",
-        )
+        self.intermediate_dense = keras.layers.Dense(self.intermediate_dim, get_activation(self.hidden_activation),
+                                                     kernel_initializer=initializer, dtype=policy,
+                                                     name="intermediate_dense")
         self.intermediate_dense.build(x_shape)
-        self.output_dense = keras.layers.Dense(
-            self.hidden_dim, kernel_initializer=initializer, dtype=policy, name="output_dense"
-        )
+        self.output_dense = keras.layers.Dense(self.hidden_dim, kernel_initializer=initializer, dtype=policy,
+                                               name="output_dense")
         self.output_dense.build(x_shape[:-1] + (self.intermediate_dim,))
         self.output_dropout = BertDropout(self.dropout, dtype=policy, name="output_dropout")
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=policy, name="output_layer_norm"
-        )
+        self.output_layer_norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, dtype=policy,
+                                                                 name="output_layer_norm")
         self.output_layer_norm.build(x_shape)
         self.built = True
 
@@ -114,9 +90,7 @@ class BertEncoderBlock(keras.layers.Layer):
         return self.output_layer_norm(x + feed_forward)
 
     def compute_output_shape(self, x_shape, query_positions_shape=None):
-        if query_positions_shape is None:
-            return tuple(x_shape)
-        return tuple(query_positions_shape) + (x_shape[-1],)
+        return tuple(x_shape) if query_positions_shape is None else tuple(query_positions_shape) + (x_shape[-1],)
 
     def get_config(self):
         return {**super().get_config(), **constructor_config(self)}

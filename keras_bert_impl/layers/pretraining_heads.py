@@ -40,14 +40,8 @@ class MaskedLMHead(keras.layers.Layer):
     (2, 2, 20)
     """
 
-    def __init__(
-        self,
-        token_embedding,
-        hidden_activation="gelu_approximate",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        **kwargs,
-    ):
+    def __init__(self, token_embedding, hidden_activation="gelu_approximate", layer_norm_epsilon=1e-12,
+                 initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         get_activation(hidden_activation)  # an unknown name fails here, not in `build`
         self.token_embedding = token_embedding
@@ -61,26 +55,18 @@ class MaskedLMHead(keras.layers.Layer):
             self.token_embedding.build((None,))
         vocabulary_size = self.token_embedding.input_dim
         if self.token_embedding.output_dim != hidden_dim:
-            raise ValueError(
-                f"MaskedLMHead: the token embedding width ({self.token_embedding.output_dim}) must equal the "
-                f"sequence output width ({hidden_dim}) for weight tying."
-            )
+            raise ValueError(f"MaskedLMHead: the token embedding width ({self.token_embedding.output_dim}) must equal "
+                             f"the sequence output width ({hidden_dim}) for weight tying.")
         gathered_shape = (sequence_output_shape[0], None, hidden_dim)  # (B, P, H)
         self.transform_dense = keras.layers.Dense(
-            hidden_dim,
-            activation=get_activation(self.hidden_activation),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            dtype=self.dtype_policy,
-            name="transform_dense",
-        )
+            hidden_dim, get_activation(self.hidden_activation), dtype=self.dtype_policy, name="transform_dense",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
         self.transform_dense.build(gathered_shape)
         self.transform_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
-        )
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm")
         self.transform_layer_norm.build(gathered_shape)
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(vocabulary_size,), initializer="zeros", autocast=False
-        )
+        self.output_bias = self.add_weight(name="output_bias", shape=(vocabulary_size,), initializer="zeros",
+                                           autocast=False)
         self.built = True
 
     def call(self, sequence_output, mask_positions=None):
@@ -90,12 +76,9 @@ class MaskedLMHead(keras.layers.Layer):
             x = ops.take_along_axis(sequence_output, mask_positions[:, :, None], axis=1)  # (B, P, H)
         batch_size, num_predictions = ops.shape(x)[0], ops.shape(x)[1]
         # 2-D (B*P, H) rows for the matmuls, as in `BertSelfAttention`: faster kernel gradients under JAX.
-        x = ops.reshape(x, (-1, ops.shape(x)[-1]))  # (B*P, H)
-        x = self.transform_dense(x)  # (B*P, H)
-        x = self.transform_layer_norm(x)  # (B*P, H)
+        x = self.transform_layer_norm(self.transform_dense(ops.reshape(x, (-1, ops.shape(x)[-1]))))  # (B*P, H)
         embeddings = ops.cast(self.token_embedding.embeddings, "float32")  # (V, H)
-        logits = ops.matmul(ops.cast(x, "float32"), ops.transpose(embeddings))  # (B*P, V)
-        logits = logits + self.output_bias  # (B*P, V)
+        logits = ops.matmul(ops.cast(x, "float32"), ops.transpose(embeddings)) + self.output_bias  # (B*P, V)
         return ops.reshape(logits, (batch_size, num_predictions, ops.shape(logits)[-1]))  # (B, P, V)
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape=None):
@@ -104,8 +87,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def compute_output_spec(self, sequence_output, mask_positions=None):
         positions_shape = None if mask_positions is None else mask_positions.shape
-        shape = self.compute_output_shape(sequence_output.shape, positions_shape)
-        return keras.KerasTensor(shape, dtype="float32")
+        return keras.KerasTensor(self.compute_output_shape(sequence_output.shape, positions_shape), dtype="float32")
 
     def get_config(self):
         config = {**super().get_config(), **constructor_config(self)}
@@ -142,12 +124,8 @@ class NextSentenceHead(keras.layers.Layer):
         self.initializer_range = initializer_range
 
     def build(self, pooled_output_shape):
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(pooled_output_shape[-1], 2),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
-            autocast=False,
-        )
+        self.kernel = self.add_weight(name="kernel", shape=(pooled_output_shape[-1], 2), autocast=False,
+                                      initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
         self.bias = self.add_weight(name="bias", shape=(2,), initializer="zeros", autocast=False)
         self.built = True
 

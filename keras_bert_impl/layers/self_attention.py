@@ -26,8 +26,7 @@ def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads,
         sequence_length: int. `T`, the tokens (keys) per sequence.
         hidden_dim: int. `H`.
         num_heads: int. `N`.
-        quantized: bool. Whether the layer's query/key/value projection is quantized (int8 / int4 / ...).
-            Defaults to False.
+        quantized: bool. Whether the query/key/value projection is quantized. Defaults to False.
 
     Returns:
         bool. True when the layer takes the few-query path.
@@ -38,9 +37,7 @@ def few_queries_are_cheaper(num_queries, sequence_length, hidden_dim, num_heads,
     >>> few_queries_are_cheaper(21, 128, hidden_dim=256, num_heads=4)  # [CLS] + 20 masked slots
     False
     """
-    if quantized:
-        return False
-    if not isinstance(num_queries, int) or not isinstance(sequence_length, int):
+    if quantized or not isinstance(num_queries, int) or not isinstance(sequence_length, int):
         return False
     return 4 * num_queries * (hidden_dim + num_heads * sequence_length) <= sequence_length * hidden_dim
 
@@ -75,9 +72,7 @@ class BertSelfAttention(keras.layers.Layer):
     def __init__(self, hidden_dim, num_heads, attention_dropout=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         if hidden_dim % num_heads:
-            raise ValueError(
-                f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads})."
-            )
+            raise ValueError(f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads}).")
         self.hidden_dim = hidden_dim
         self.num_heads = num_heads
         self.attention_dropout = attention_dropout
@@ -86,23 +81,14 @@ class BertSelfAttention(keras.layers.Layer):
 
     def build(self, x_shape):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
-        self.query_key_value = keras.layers.Dense(
-            3 * self.hidden_dim,
-            kernel_initializer=initializer,
-            dtype=self.dtype_policy,
-            name="query_key_value",
-        )
+        self.query_key_value = keras.layers.Dense(3 * self.hidden_dim, kernel_initializer=initializer,
+                                                  dtype=self.dtype_policy, name="query_key_value")
         self.query_key_value.build(x_shape)
-        self.attention_output = keras.layers.Dense(
-            self.hidden_dim,
-            kernel_initializer=initializer,
-            dtype=self.dtype_policy,
-            name="attention_output",
-        )
+        self.attention_output = keras.layers.Dense(self.hidden_dim, kernel_initializer=initializer,
+                                                   dtype=self.dtype_policy, name="attention_output")
         self.attention_output.build(tuple(x_shape[:-1]) + (self.hidden_dim,))
-        self.probability_dropout = BertDropout(
-            self.attention_dropout, dtype=self.dtype_policy, name="probability_dropout"
-        )
+        self.probability_dropout = BertDropout(self.attention_dropout, dtype=self.dtype_policy,
+                                               name="probability_dropout")
         self.built = True
 
     def call(self, x, padding_mask, training=None, queries=None):
@@ -123,14 +109,11 @@ class BertSelfAttention(keras.layers.Layer):
                 context = ops.einsum("bnts,bsnd->btnd", probabilities, value)  # (B, T or P, N, D)
             else:
                 # (B, N, T or P, T): cuDNN's fused attention (JAX on GPU) takes no (B, 1, 1, T) mask (2x slower).
-                mask = ops.broadcast_to(
-                    mask, (batch_size, self.num_heads, ops.shape(query)[1], sequence_length)
-                )  # (B, N, T or P, T)
+                mask = ops.broadcast_to(mask, (batch_size, self.num_heads, ops.shape(query)[1], sequence_length))
                 # cuDNN's fused kernel rejects P != T; asking would log a traceback at every trace.
                 flash_attention = None if queries is None else False
-                context = ops.dot_product_attention(
-                    query, key, value, mask=mask, scale=scale, flash_attention=flash_attention
-                )
+                context = ops.dot_product_attention(query, key, value, mask=mask, scale=scale,
+                                                    flash_attention=flash_attention)
         num_queries = ops.shape(context)[1]
         context = ops.reshape(context, (-1, self.hidden_dim))  # (B*T or B*P, H)
         output = self.attention_output(context)

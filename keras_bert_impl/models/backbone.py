@@ -6,15 +6,8 @@ import os
 import keras
 from keras import ops
 
-from keras_bert_impl.checkpoints import (
-    HUGGINGFACE,
-    CheckpointError,
-    backbone_config,
-    load_weights,
-    native,
-    read_checkpoint,
-    resolve_checkpoint,
-)
+from keras_bert_impl.checkpoints import (HUGGINGFACE, CheckpointError, backbone_config, load_weights, native,
+                                         read_checkpoint, resolve_checkpoint)
 from keras_bert_impl.checkpoints.conversion import check_fits_in_memory
 from keras_bert_impl.checkpoints.keras_hub_presets import read_keras_hub_preset, write_keras_hub_preset
 from keras_bert_impl.layers.activations import get_activation
@@ -82,23 +75,9 @@ class BertBackbone(keras.Model):
     (1, 1, 128)
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=512,
-        num_segments=2,
-        dropout=0.1,
-        attention_dropout=0.1,
-        hidden_activation="gelu_approximate",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        dtype=None,
-        **kwargs,
-    ):
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim, max_sequence_length=512,
+                 num_segments=2, dropout=0.1, attention_dropout=0.1, hidden_activation="gelu_approximate",
+                 layer_norm_epsilon=1e-12, initializer_range=0.02, dtype=None, **kwargs):
         get_activation(hidden_activation)  # an unknown name fails before any layer is built
         sizes = {"vocabulary_size": vocabulary_size, "num_layers": num_layers, "hidden_dim": hidden_dim,
                  "intermediate_dim": intermediate_dim, "max_sequence_length": max_sequence_length,
@@ -111,10 +90,8 @@ class BertBackbone(keras.Model):
                              f"({num_heads}).")
         check_fits_in_memory(sizes, type(self).__name__)  # before any weight is allocated
 
-        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
-        padding_mask = keras.Input(shape=(None,), dtype="bool", name="padding_mask")
-
+        inputs = {name: keras.Input(shape=(None,), dtype=dtype_name, name=name)
+                  for name, dtype_name in (("token_ids", "int32"), ("segment_ids", "int32"), ("padding_mask", "bool"))}
         # The settings the embeddings and every block share.
         shared = dict(dropout=dropout, layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
                       dtype=dtype)
@@ -125,7 +102,6 @@ class BertBackbone(keras.Model):
                              hidden_activation=hidden_activation, name=f"encoder_layer_{index}", **shared)
             for index in range(num_layers)
         ]
-        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
         sequence_output, cls_row = _encode(embeddings, blocks, inputs)
         # Created after the blocks: unseeded initializers draw their seeds in creation order.
         pooler = keras.layers.Dense(hidden_dim, activation="tanh", dtype=dtype, name="pooler_dense",
@@ -156,10 +132,8 @@ class BertBackbone(keras.Model):
         if output_positions is None:
             return spec
         sequence_output = spec["sequence_output"]
-        positions_shape = tuple(output_positions.shape)
-        spec["sequence_output"] = keras.KerasTensor(
-            positions_shape + (sequence_output.shape[-1],), dtype=sequence_output.dtype
-        )
+        spec["sequence_output"] = keras.KerasTensor(tuple(output_positions.shape) + (sequence_output.shape[-1],),
+                                                    dtype=sequence_output.dtype)
         return spec
 
     @property
@@ -229,9 +203,8 @@ class BertBackbone(keras.Model):
         path = resolve_checkpoint(path, revision)
         fmt, config, tensors, extra = read_checkpoint(path)
         backbone = cls(**{**backbone_config(fmt, config, extra), **overrides})
-        report = load_weights(backbone, backbone, fmt, tensors, path)
-        logger.info("Loaded %s from %s (%s): %s", cls.__name__, path, fmt, report.summary())
-        backbone.load_report = report
+        backbone.load_report = load_weights(backbone, backbone, fmt, tensors, path)
+        logger.info("Loaded %s from %s (%s): %s", cls.__name__, path, fmt, backbone.load_report.summary())
         return backbone
 
     def save_pretrained(self, path):

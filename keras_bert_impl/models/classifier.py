@@ -6,24 +6,17 @@ Shape legend: B batch, T tokens, H hidden width, C classes (`num_classes`).
 import keras
 import numpy as np
 
-from keras_bert_impl.models.task import (
-    DEFAULT_DROPOUT,
-    BertTask,
-    check_classification_head,
-    classification_head_arguments,
-    head_logits,
-    labelled_huggingface_config,
-    pooled_output,
-)
+from keras_bert_impl.models.task import (DEFAULT_DROPOUT, BertTask, check_classification_head,
+                                         classification_head_arguments, head_logits, labelled_huggingface_config,
+                                         pooled_output)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertClassifier(BertTask):
     """Sentence and sentence-pair classification with BERT (Devlin et al., 2018, section 4.1).
 
-    The head (module docstring) is named "classifier_dense", as `run_classifier.py`'s. `num_classes=1` is
-    regression (STS-B): the one output is the predicted score. `compile()`'s default loss:
-    `default_loss_and_metrics`.
+    The head is named "classifier_dense", as `run_classifier.py`'s. `num_classes=1` is regression (STS-B): the one
+    output is the predicted score.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -79,8 +72,6 @@ class BertClassifier(BertTask):
             return keras.losses.MeanSquaredError(), None
         return classification_loss_and_metrics()
 
-    # -- config and checkpoints -------------------------------------------------------------------------
-
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, num_classes=None, labels=None, classifier_dropout=None):
         """`from_pretrained`'s head: ours, Hugging Face `BertForSequenceClassification`'s or `run_classifier.py`'s.
@@ -106,11 +97,8 @@ class BertClassifier(BertTask):
 
     def huggingface_config(self):
         """`num_labels`, `id2label`, `label2id`, `classifier_dropout` and `problem_type` for config.json."""
-        problem_type = "regression" if self.is_regression else "single_label_classification"
-        config = labelled_huggingface_config(self.num_classes, self.labels, self.dropout)
-        return {**config, "problem_type": problem_type}
-
-    # -- decoding -----------------------------------------------------------------------------------------
+        return {**labelled_huggingface_config(self.num_classes, self.labels, self.dropout),
+                "problem_type": "regression" if self.is_regression else "single_label_classification"}
 
     def decode_predictions(self, logits):
         """Each row's predicted class and its probability (a softmax over the classes), from `predict`'s logits.

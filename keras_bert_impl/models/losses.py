@@ -8,8 +8,7 @@ from keras import ops
 
 
 def sparse_cross_entropy_from_logits(labels, logits):
-    """Negative log-likelihood of each integer label under `logits`, in float32: the one cross-entropy of the
-    task models (span, token and pretraining losses).
+    """Negative log-likelihood of each integer label under `logits`, in float32 (every task model's cross-entropy).
 
     Args:
         labels: int tensor `(...)` (or `(B, 1)` for `(B, C)` logits). Class ids in `[0, C)`.

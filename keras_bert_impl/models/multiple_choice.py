@@ -15,10 +15,9 @@ from keras_bert_impl.models.task_checkpoints import stored_head
 class BertMultipleChoice(BertTask):
     """Pick the right ending among `C` with BERT (Devlin et al., 2018, section 4.4, SWAG).
 
-    The `B * C` packed sequences `[CLS] context [SEP] ending [SEP]` go through the backbone as one batch; the
-    head (module docstring) is named "multiple_choice_dense". An example's `C` scores are its logits over the
-    choices (as Hugging Face `BertForMultipleChoice`); `C` may vary by batch. `compile()`'s default loss and
-    metric are `BertClassifier`'s.
+    The `B * C` packed sequences `[CLS] context [SEP] ending [SEP]` go through the backbone as one batch; an
+    example's `C` scores (head "multiple_choice_dense") are its logits over the choices, as Hugging Face
+    `BertForMultipleChoice`; `C` may vary by batch.
 
     Args:
         backbone: `BertBackbone`. The encoder; its variables keep their paths.
@@ -50,10 +49,8 @@ class BertMultipleChoice(BertTask):
 
     def __init__(self, backbone, dropout=DEFAULT_DROPOUT, preprocessor=None, **kwargs):
         check_head_dropout("BertMultipleChoice", dropout)
-        inputs = {
-            name: keras.Input(shape=(None, None), dtype=tensor.dtype, name=name)  # (B, C, T)
-            for name, tensor in backbone.input.items()
-        }
+        inputs = {name: keras.Input(shape=(None, None), dtype=tensor.dtype, name=name)  # (B, C, T)
+                  for name, tensor in backbone.input.items()}
         folded = {name: FoldChoices(name=f"fold_{name}")(tensor) for name, tensor in inputs.items()}  # (B * C, T)
         pooled = pooled_output(backbone, folded)  # (B * C, H)
         scores = head_logits(backbone, pooled, 1, "multiple_choice", dropout)  # (B * C, 1)
@@ -63,8 +60,6 @@ class BertMultipleChoice(BertTask):
 
     def default_loss_and_metrics(self):
         return classification_loss_and_metrics()
-
-    # -- config and checkpoints -------------------------------------------------------------------------
 
     @classmethod
     def pretrained_head_arguments(cls, checkpoint, dropout=None):
@@ -81,8 +76,6 @@ class BertMultipleChoice(BertTask):
     def huggingface_config(self):
         """`classifier_dropout` for config.json."""
         return {"classifier_dropout": self.dropout}
-
-    # -- decoding -----------------------------------------------------------------------------------------
 
     def decode_predictions(self, logits):
         """Each example's chosen ending and its probability (a softmax over the choices), from `predict`'s logits.

@@ -25,9 +25,7 @@ def preset_config(name, **overrides):
     """
     if name not in PRESETS:
         raise ValueError(f"Unknown size {name!r}. Published sizes: {', '.join(PRESETS)}.")
-    config = {"vocabulary_size": DEFAULT_VOCABULARY_SIZE, **PRESETS[name]}
-    config.update(overrides)
-    return config
+    return {"vocabulary_size": DEFAULT_VOCABULARY_SIZE, **PRESETS[name], **overrides}
 
 
 def refuse_size_as_preset(class_name, preset):
@@ -37,7 +35,6 @@ def refuse_size_as_preset(class_name, preset):
     >>> refuse_size_as_preset("BertBackbone", "bert_base_en_uncased")  # a keras-hub handle passes
     """
     if preset in PRESETS:
-        raise ValueError(
-            f"{preset!r} is a model size without weights, not a preset: use {class_name}.from_scratch({preset!r}, "
-            f"...) for random weights, or from_preset with a keras-hub preset (e.g. 'bert_base_en_uncased')."
-        )
+        raise ValueError(f"{preset!r} is a model size without weights, not a preset: use {class_name}.from_scratch("
+                         f"{preset!r}, ...) for random weights, or from_preset with a keras-hub preset (e.g. "
+                         "'bert_base_en_uncased').")

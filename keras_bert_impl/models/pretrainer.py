@@ -18,11 +18,8 @@ METRIC_NAMES = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
 
 def _first_argmax(logits):
-    """int32 index of the first maximum along the last axis, as `np.argmax` (ties: the lowest index).
-
-    Max + compare + min instead of `ops.argmax`, whose JAX form adds two passes over the `(B, P, V)` logits
-    (about 4% of a mini pretraining step on CPU).
-    """
+    """int32 index of the first maximum along the last axis, as `np.argmax`; cheaper than `ops.argmax`, whose JAX
+    form adds two passes over the `(B, P, V)` logits (about 4% of a mini pretraining step on CPU)."""
     num_classes = ops.shape(logits)[-1]
     is_max = ops.equal(logits, ops.max(logits, axis=-1, keepdims=True))
     indices = ops.where(is_max, ops.arange(num_classes, dtype="int32"), num_classes)
@@ -68,14 +65,8 @@ def pretraining_losses(y, y_pred):
     nsp_loss = ops.mean(sparse_cross_entropy_from_logits(nsp_labels, nsp_logits))
     nsp_correct = ops.equal(ops.cast(ops.argmax(nsp_logits, axis=-1), "int32"), nsp_labels)
     nsp_accuracy = ops.mean(ops.cast(nsp_correct, "float32"))
-    return {
-        "loss": mlm_loss + nsp_loss,
-        "mlm_loss": mlm_loss,
-        "nsp_loss": nsp_loss,
-        "mlm_accuracy": mlm_accuracy,
-        "nsp_accuracy": nsp_accuracy,
-        "mlm_weight": mlm_weight,
-    }
+    return {"loss": mlm_loss + nsp_loss, "mlm_loss": mlm_loss, "nsp_loss": nsp_loss, "mlm_accuracy": mlm_accuracy,
+            "nsp_accuracy": nsp_accuracy, "mlm_weight": mlm_weight}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -123,29 +114,15 @@ class BertPretrainer(BertTask):
         mask_positions = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
         # The backbone's last block computes only the rows the heads read: [CLS] and the masked positions.
         backbone_outputs = backbone(inputs, output_positions=mask_positions)
-        mlm_head = MaskedLMHead(
-            backbone.token_embedding,
-            hidden_activation=backbone.hidden_activation,
-            layer_norm_epsilon=backbone.layer_norm_epsilon,
-            initializer_range=backbone.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="masked_lm_head",
-        )
-        nsp_head = NextSentenceHead(
-            initializer_range=backbone.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="next_sentence_head",
-        )
-        outputs = {
-            "mlm_logits": mlm_head(backbone_outputs["sequence_output"]),  # (B, P, V)
-            "nsp_logits": nsp_head(backbone_outputs["pooled_output"]),  # (B, 2)
-        }
+        mlm_head = MaskedLMHead(backbone.token_embedding, backbone.hidden_activation, backbone.layer_norm_epsilon,
+                                backbone.initializer_range, dtype=backbone.dtype_policy, name="masked_lm_head")
+        nsp_head = NextSentenceHead(backbone.initializer_range, dtype=backbone.dtype_policy, name="next_sentence_head")
+        outputs = {"mlm_logits": mlm_head(backbone_outputs["sequence_output"]),  # (B, P, V)
+                   "nsp_logits": nsp_head(backbone_outputs["pooled_output"])}  # (B, 2)
         super().__init__(backbone, {**inputs, "mask_positions": mask_positions}, outputs, preprocessor, **kwargs)
         self.masked_lm_head = mlm_head
         self.next_sentence_head = nsp_head
         self.metric_trackers = [keras.metrics.Mean(name=name) for name in METRIC_NAMES if name != "loss"]
-
-    # -- training: Keras' own train_step / test_step call compute_loss -----------------------------------
 
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
         """`BertTask.compile` (the original recipe's optimizer at 1e-4); losses and metrics are the model's own."""
@@ -153,25 +130,21 @@ class BertPretrainer(BertTask):
                  "weighted_metrics": kwargs.get("weighted_metrics")}
         given = {name: value for name, value in given.items() if value is not None}
         if given:
-            raise ValueError(
-                "BertPretrainer computes its own MLM + NSP loss and metrics; call compile() without "
-                "`loss`/`metrics`/`loss_weights`/`weighted_metrics` (got "
-                + ", ".join(f"{name}={value!r}" for name, value in given.items()) + ")."
-            )
+            raise ValueError("BertPretrainer computes its own MLM + NSP loss and metrics; call compile() without "
+                             "`loss`/`metrics`/`loss_weights`/`weighted_metrics` (got "
+                             + ", ".join(f"{name}={value!r}" for name, value in given.items()) + ").")
         super().compile(optimizer=optimizer, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The MLM + NSP loss (`pretraining_losses`) that Keras' train step differentiates.
-
-        Updates the other logs: `mlm_loss`, `nsp_loss` and `nsp_accuracy` weighted by the batch size,
-        `mlm_accuracy` by the mask-weight sum (on JAX inside Keras' `StatelessScope`).
+        """The MLM + NSP loss (`pretraining_losses`) that Keras' train step differentiates; updates the other logs
+        (`mlm_accuracy` weighted by the mask-weight sum, the rest by the batch size).
 
         Args:
             x: dict. The inputs (see the class docstring); only the batch size is read.
             y: dict. The targets: `mask_ids`, `mask_weights`, `next_sentence_labels`.
             y_pred: dict. The outputs: `mlm_logits`, `nsp_logits`.
             sample_weight: must be None: the losses weight themselves (`mask_weights`).
-            training: bool. Unused (the loss is the same in training and evaluation). Defaults to True.
+            training: bool. Unused. Defaults to True.
 
         Returns:
             float32 scalar: `mlm_loss + nsp_loss`, divided by the tf.distribute replicas in sync (this
@@ -179,10 +152,9 @@ class BertPretrainer(BertTask):
         """
         del training
         if sample_weight is not None:
-            raise ValueError(
-                "BertPretrainer computes its own weighted losses from `y` and does not take a third batch "
-                "element (sample_weight / class_weight); put per-example weights into `y` (`mask_weights`)."
-            )
+            raise ValueError("BertPretrainer computes its own weighted losses from `y` and does not take a third "
+                             "batch element (sample_weight / class_weight); put per-example weights into `y` "
+                             "(`mask_weights`).")
         values = pretraining_losses(y, y_pred)
         batch_size = ops.cast(ops.shape(x["token_ids"])[0], "float32")
         weights = {"mlm_accuracy": values["mlm_weight"]}

@@ -23,8 +23,7 @@ def _targets_by_output(y):
 class BertQuestionAnswerer(BertTask):
     """Span extraction with BERT (Devlin et al., 2018, section 4.2), as `run_squad.py`.
 
-    The head (module docstring) is named "span_dense". A `loss` or `metrics` given to `compile()` per output
-    receives `start_positions` / `end_positions` as its targets.
+    A `loss` or `metrics` given to `compile()` per output receives `start_positions` / `end_positions` as targets.
 
     With a preprocessor, `predict(questions, contexts)` windows the contexts, runs the model and decodes as
     `run_squad.py` (`squad.decode_squad_predictions`), returning one `{"text", "start", "end", "score"}` dict
@@ -69,16 +68,12 @@ class BertQuestionAnswerer(BertTask):
         super().__init__(backbone, inputs, outputs, preprocessor, **kwargs)
         self.span_loss = None
 
-    # -- training ---------------------------------------------------------------------------------------
-
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
         """`BertTask.compile`; without `loss`, `SpanCrossEntropy` and start / end accuracy."""
         self.span_loss = SpanCrossEntropy() if loss is None else None
         if loss is None and metrics is None:
-            metrics = {
-                "start_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                "end_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-            }
+            metrics = {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                       for name in ("start_logits", "end_logits")}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -88,8 +83,6 @@ class BertQuestionAnswerer(BertTask):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, _targets_by_output(y), y_pred, sample_weight)
-
-    # -- prediction -------------------------------------------------------------------------------------
 
     def predict(self, x, contexts=None, batch_size=None, **kwargs):
         """Answers to raw questions (with a preprocessor), else `keras.Model.predict` (logits).
@@ -109,19 +102,16 @@ class BertQuestionAnswerer(BertTask):
             x = (x, contexts)
         if self.preprocessor is None or not _contains_strings(x):
             if contexts is not None:
-                raise ValueError(
-                    "predict(questions, contexts) answers raw text, which needs a preprocessor; this "
-                    f"{type(self).__name__} has none (attach a BertQuestionAnsweringPreprocessor)."
-                )
+                raise ValueError("predict(questions, contexts) answers raw text, which needs a preprocessor; this "
+                                 f"{type(self).__name__} has none (attach a BertQuestionAnsweringPreprocessor).")
             return super().predict(x, batch_size=batch_size, **kwargs)
-        preprocessor = self.preprocessor
-        examples, features = preprocessor.featurize(x)
+        examples, features = self.preprocessor.featurize(x)
         if len(features):
             outputs = keras.Model.predict(self, features.inputs(), batch_size=batch_size or 32, **kwargs)
         else:
-            outputs = {name: ops.convert_to_numpy(ops.zeros((0, preprocessor.sequence_length)))
+            outputs = {name: ops.convert_to_numpy(ops.zeros((0, self.preprocessor.sequence_length)))
                        for name in LABEL_TO_OUTPUT.values()}
-        decoded = preprocessor.decode(examples, features, outputs)
+        decoded = self.preprocessor.decode(examples, features, outputs)
         answers = [decoded.answer(example.qas_id) for example in examples]
         single = isinstance(x, tuple) and isinstance(x[0], (str, bytes))
         return answers[0] if single else answers

@@ -1,8 +1,6 @@
-"""The base of every model that puts a head on a `BertBackbone`: an optional preprocessor (raw text in `fit`,
-`evaluate` and `predict`), config round trip, loading and saving in every format, and the fine-tuning
-`compile()` default. Each task declares only its head (as keras-hub's `Task` subclasses declare theirs).
-
-Backend-agnostic: `keras_bert_impl.preprocessing` (TensorFlow) is imported only to attach a preprocessor.
+"""The base of every model that puts a head on a `BertBackbone` (each task declares only its head, as keras-hub's
+`Task` subclasses): an optional preprocessor (raw text in `fit`, `evaluate` and `predict`; TensorFlow, imported
+only to attach one), config round trip, loading and saving in every format, and the fine-tuning `compile()`.
 """
 
 import inspect
@@ -58,10 +56,8 @@ def classification_head_arguments(task_class, checkpoint, num_classes=None, labe
     stored = stored_head(task_class, checkpoint)
     if num_classes is None:
         if stored["num_classes"] is None:
-            raise ValueError(
-                f"{checkpoint.path} has no {task_class.__name__} head, so `num_classes` is needed "
-                f"(e.g. {task_class.__name__}.from_pretrained(path, num_classes=2))."
-            )
+            raise ValueError(f"{checkpoint.path} has no {task_class.__name__} head, so `num_classes` is needed "
+                             f"(e.g. {task_class.__name__}.from_pretrained(path, num_classes=2)).")
         num_classes = stored["num_classes"]
     if labels is None and stored["labels"] is not None and len(stored["labels"]) == num_classes:
         labels = stored["labels"]
@@ -104,12 +100,8 @@ def head_logits(backbone, x, units, name, dropout=None):
     `{name}_dropout` when `dropout` is given), initialised and typed as the backbone's layers."""
     if dropout is not None:
         x = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name=f"{name}_dropout")(x)
-    logits = keras.layers.Dense(
-        units,
-        kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.initializer_range),
-        dtype=backbone.dtype_policy,
-        name=f"{name}_dense",
-    )(x)
+    logits = keras.layers.Dense(units, kernel_initializer=keras.initializers.TruncatedNormal(
+        stddev=backbone.initializer_range), dtype=backbone.dtype_policy, name=f"{name}_dense")(x)
     return ops.cast(logits, "float32")
 
 
@@ -151,10 +143,8 @@ class BertTask(keras.Model):
     def __call__(self, *args, **kwargs):
         inputs = args[0] if args else kwargs.get("inputs")
         if _contains_strings(inputs):
-            raise ValueError(
-                f"{type(self).__name__} was called on strings; calling a model does not preprocess. Use "
-                "predict(texts) with a preprocessor attached, or call it on model(preprocessor(texts))."
-            )
+            raise ValueError(f"{type(self).__name__} was called on strings; calling a model does not preprocess. Use "
+                             "predict(texts) with a preprocessor attached, or call it on model(preprocessor(texts)).")
         return super().__call__(*args, **kwargs)
 
     def _preprocessed(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
@@ -167,9 +157,8 @@ class BertTask(keras.Model):
                                validation_data=validation_data, validation_split=validation_split,
                                shuffle=shuffle, **kwargs)
         if validation_split and validation_data is None:
-            (x, y, sample_weight), validation_data = self.preprocessor.split_validation(
-                x, y, sample_weight, validation_split
-            )
+            (x, y, sample_weight), validation_data = self.preprocessor.split_validation(x, y, sample_weight,
+                                                                                        validation_split)
         dataset = self._preprocessed(x, y, sample_weight, batch_size, shuffle=shuffle)
         if validation_data is not None:
             if isinstance(validation_data, tuple):
@@ -199,12 +188,8 @@ class BertTask(keras.Model):
         return {name: list(value) if isinstance(value, tuple) else value for name, value in config.items()}
 
     def get_config(self):
-        config = {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            **self.task_config(),
-        }
+        config = {"name": self.name, "trainable": self.trainable,
+                  "backbone": keras.saving.serialize_keras_object(self.backbone), **self.task_config()}
         if self.preprocessor is not None:
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
         return config
@@ -281,9 +266,8 @@ class BertTask(keras.Model):
     def from_pretrained(cls, path, *, preprocessor=AUTO, sequence_length=None, revision=None, **kwargs):
         """Build this task from any checkpoint `checkpoints.read_checkpoint` reads.
 
-        Our directory of this class restores everything; a Hugging Face or original checkpoint with this
-        task's head loads the head too. Otherwise only the encoder loads: the head keeps its initial values,
-        listed in `model.load_report.missing` and named in a WARNING (as are checkpoint tensors left unused).
+        A checkpoint with this task's head loads it too; otherwise the head keeps its initial values, listed in
+        `model.load_report.missing` and named in a WARNING (as are checkpoint tensors left unused).
 
         Args:
             path: str. Checkpoint directory (or original-TF checkpoint prefix), or a Hugging Face Hub model id
@@ -448,9 +432,7 @@ class BertTask(keras.Model):
         if self.preprocessor is not None:
             files[PREPROCESSOR_FILENAME] = self._write_preprocessor_config
             # Writes vocab.txt and tokenizer_config.json into the same staged directory.
-            files[VOCABULARY_FILENAME] = lambda file_path: self.preprocessor.tokenizer.save_pretrained(
-                os.path.dirname(file_path)
-            )
+            files[VOCABULARY_FILENAME] = lambda file: self.preprocessor.tokenizer.save_pretrained(os.path.dirname(file))
         native.write_native(os.fspath(path), self, self.task_config(),
                             extra={"backbone_config": self.backbone.get_config()}, files=files)
 

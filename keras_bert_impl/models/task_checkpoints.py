@@ -99,10 +99,8 @@ def load_task_weights(model, checkpoint):
     reads_head = fmt == "native" or model.reads_foreign_head(checkpoint)
     mismatches = _head_mismatches(model, fmt, tensors, head_specs) if reads_head else []
     if mismatches:
-        logger.warning(
-            "%s: the checkpoint's head does not fit this %s (variable, checkpoint shape, model shape: %s); the "
-            "head starts from its initial values.", path, task_name, mismatches,
-        )
+        logger.warning("%s: the checkpoint's head does not fit this %s (variable, checkpoint shape, model shape: %s); "
+                       "the head starts from its initial values.", path, task_name, mismatches)
     if fmt == "native":
         reads_head = extra.get("class_name") == task_name and not mismatches
         report = load_weights(model if reads_head else backbone, backbone, fmt, tensors, path)
@@ -114,10 +112,8 @@ def load_task_weights(model, checkpoint):
         report.missing = report.missing + head_paths
     missing_head = [name for name in report.missing if name in head_paths]
     if missing_head:
-        logger.warning(
-            "%s has no %s head weights for %s: they keep their random initial values. Train before using the "
-            "outputs.", path, task_name, missing_head,
-        )
+        logger.warning("%s has no %s head weights for %s: they keep their random initial values. Train before using "
+                       "the outputs.", path, task_name, missing_head)
     if report.unused:
         logger.warning("%s: checkpoint tensors not used by %s: %s", path, task_name, report.unused)
     logger.info("Loaded %s from %s (%s): %s", task_name, path, fmt, report.summary())

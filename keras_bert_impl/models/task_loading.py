@@ -33,10 +33,8 @@ def _huggingface_class_name(config_path):
             return ours[name]
     if not architectures or any(name.startswith("Bert") for name in architectures):
         return "BertBackbone"  # a BERT encoder under another head (BertForMaskedLM, ...) or none named
-    raise ValueError(
-        f"{config_path}: architectures {architectures} name no BERT task this library detects; pass task= (one "
-        f"of {', '.join(sorted(TASK_KINDS.values()))}) to load it as that task."
-    )
+    raise ValueError(f"{config_path}: architectures {architectures} name no BERT task this library detects; pass "
+                     f"task= (one of {', '.join(sorted(TASK_KINDS.values()))}) to load it as that task.")
 
 
 def detect_task(path):
@@ -50,10 +48,8 @@ def detect_task(path):
     if os.path.isdir(path) and native.is_native_directory(path):
         class_name = read_json(config_path, CheckpointError, native.CONFIG_SCHEMA)["class_name"]
         if class_name not in TASK_CLASSES:
-            raise CheckpointError(
-                f"{config_path}: class_name {class_name!r} is not one of {sorted(TASK_CLASSES)}; pass task= to "
-                "load it as one of them."
-            )
+            raise CheckpointError(f"{config_path}: class_name {class_name!r} is not one of {sorted(TASK_CLASSES)}; "
+                                  "pass task= to load it as one of them.")
         return class_name
     if os.path.isdir(path) and os.path.isfile(config_path):
         return _huggingface_class_name(config_path)

@@ -8,15 +8,8 @@ from keras import ops
 
 from keras_bert_impl.data.token_classification_data import IGNORED_LABEL
 from keras_bert_impl.models.losses import sparse_cross_entropy_from_logits
-from keras_bert_impl.models.task import (
-    DEFAULT_DROPOUT,
-    BertTask,
-    _contains_strings,
-    check_classification_head,
-    classification_head_arguments,
-    head_logits,
-    labelled_huggingface_config,
-)
+from keras_bert_impl.models.task import (DEFAULT_DROPOUT, BertTask, _contains_strings, check_classification_head,
+                                         classification_head_arguments, head_logits, labelled_huggingface_config)
 
 
 def _targets_and_weights(y, y_pred, sample_weight):
@@ -55,9 +48,8 @@ def masked_token_cross_entropy(labels, logits, weights):
 class BertTokenClassifier(BertTask):
     """Token classification with BERT, e.g. named entities (Devlin et al., 2018, section 5.3).
 
-    The head (module docstring) is named "token_classifier_dense", as Hugging Face's
-    `BertForTokenClassification`. Labels sit on the first sub-token of each word; other positions carry -100
-    (`IGNORED_LABEL`), which the default loss (`masked_token_cross_entropy`) and accuracy skip.
+    Labels sit on the first sub-token of each word; other positions carry -100 (`IGNORED_LABEL`), which the
+    default loss (`masked_token_cross_entropy`) and accuracy skip.
 
     With a preprocessor, `fit(words, tag_ids)` trains on pre-split sentences and `predict(texts)` (or word
     lists) returns per text its `words` (`tag`, character `start` / `end`, `score`) and `entities`
@@ -105,8 +97,6 @@ class BertTokenClassifier(BertTask):
         self.labels = labels
         self.uses_default_loss = False
 
-    # -- training ---------------------------------------------------------------------------------------
-
     def compile(self, optimizer="auto", loss=None, metrics=None, **kwargs):
         """`BertTask.compile`; without `loss`, the masked token cross-entropy and accuracy over labelled tokens.
         With the default loss, `weighted_metrics` see the labelled tokens only; `metrics` see every position."""
@@ -126,8 +116,6 @@ class BertTokenClassifier(BertTask):
             return super().compute_metrics(x, y, y_pred, sample_weight)
         labels, weights = _targets_and_weights(y, y_pred, sample_weight)
         return super().compute_metrics(x, labels, y_pred, weights)
-
-    # -- prediction -------------------------------------------------------------------------------------
 
     def predict(self, x, batch_size=None, **kwargs):
         """Tagged words and entities of raw texts or word lists (with a preprocessor), else the logits.
@@ -150,8 +138,6 @@ class BertTokenClassifier(BertTask):
         logits = keras.Model.predict(self, features["inputs"], batch_size=batch_size or 32, **kwargs)
         results = self.preprocessor.decode(features, logits, self.labels)
         return results[0] if isinstance(x, (str, bytes)) else results
-
-    # -- config and checkpoints -------------------------------------------------------------------------
 
     @classmethod
     def reads_foreign_head(cls, checkpoint):

@@ -21,10 +21,8 @@ def compile_variable_patterns(patterns, argument_name):
     True
     """
     if isinstance(patterns, str) or not isinstance(patterns, (list, tuple)):
-        raise ValueError(
-            f"`{argument_name}` must be a list or tuple of regular expressions, got {patterns!r} "
-            f"(a single string would be read character by character)."
-        )
+        raise ValueError(f"`{argument_name}` must be a list or tuple of regular expressions, got {patterns!r} "
+                         f"(a single string would be read character by character).")
     for pattern in patterns:
         if not isinstance(pattern, str):
             raise ValueError(f"`{argument_name}` entries must be str, got {pattern!r} in {list(patterns)}.")
@@ -40,9 +38,8 @@ def compile_variable_patterns(patterns, argument_name):
 def variable_matches(pattern, variable):
     """Whether `pattern` (from `compile_variable_patterns`, `None` matches nothing) occurs in the variable's
     path or its name."""
-    if pattern is None:
-        return False
-    return any(pattern.search(name) is not None for name in (str(getattr(variable, "path", "")), str(variable.name)))
+    return pattern is not None and any(pattern.search(name) is not None
+                                       for name in (str(getattr(variable, "path", "")), str(variable.name)))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -82,22 +79,11 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     0.6828
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        weight_decay_rate=0.01,
-        exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-        global_clipnorm=1.0,
-        **kwargs,
-    ):
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-6, weight_decay_rate=0.01,
+                 exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, global_clipnorm=1.0, **kwargs):
         if kwargs.get("weight_decay") is not None:
-            raise ValueError(
-                f"{type(self).__name__} applies decoupled decay itself: pass `weight_decay_rate` "
-                f"(got weight_decay={kwargs['weight_decay']})."
-            )
+            raise ValueError(f"{type(self).__name__} applies decoupled decay itself: pass `weight_decay_rate` "
+                             f"(got weight_decay={kwargs['weight_decay']}).")
         kwargs.pop("weight_decay", None)
         super().__init__(learning_rate=learning_rate, global_clipnorm=global_clipnorm, **kwargs)
         self._clipping_done = threading.local()
@@ -112,25 +98,17 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self.beta_2 = beta_2
         self.epsilon = epsilon
         self.weight_decay_rate = weight_decay_rate
-        self._weight_decay_exclusion = compile_variable_patterns(
-            exclude_from_weight_decay, "exclude_from_weight_decay"
-        )
+        self._weight_decay_exclusion = compile_variable_patterns(exclude_from_weight_decay, "exclude_from_weight_decay")
         self.exclude_from_weight_decay_patterns = tuple(exclude_from_weight_decay)
 
     def build(self, var_list):
         if self.built:
             return
         super().build(var_list)
-        self._first_moments, self._second_moments = self.add_optimizer_variables(
-            var_list, ["momentum", "velocity"]
-        )
+        self._first_moments, self._second_moments = self.add_optimizer_variables(var_list, ["momentum", "velocity"])
         # Decided on the Keras variables (`update_step` may get a TensorFlow variable without `path`).
-        self._decay_flags = [
-            self.weight_decay_rate > 0
-            and not variable_matches(self._weight_decay_exclusion, variable)
-            and self._use_weight_decay(variable)
-            for variable in var_list
-        ]
+        self._decay_flags = [self.weight_decay_rate > 0 and not variable_matches(self._weight_decay_exclusion, variable)
+                             and self._use_weight_decay(variable) for variable in var_list]
 
     def apply(self, grads, trainable_variables=None):
         """`keras.optimizers.Optimizer.apply`, clipping the global (all-reduced) gradient under tf.distribute.
@@ -198,13 +176,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def get_config(self):
         config = super().get_config()
         config.pop("weight_decay")
-        config.update(
-            {
-                "beta_1": self.beta_1,
-                "beta_2": self.beta_2,
-                "epsilon": self.epsilon,
-                "weight_decay_rate": self.weight_decay_rate,
-                "exclude_from_weight_decay": list(self.exclude_from_weight_decay_patterns),
-            }
-        )
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+                      weight_decay_rate=self.weight_decay_rate,
+                      exclude_from_weight_decay=list(self.exclude_from_weight_decay_patterns))
         return config

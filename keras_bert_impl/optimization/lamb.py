@@ -7,11 +7,7 @@ Unlike `keras.optimizers.Lamb`, the decay is part of the update the trust ratio 
 import keras
 from keras import ops
 
-from keras_bert_impl.optimization.adam_weight_decay import (
-    AdamWeightDecay,
-    compile_variable_patterns,
-    variable_matches,
-)
+from keras_bert_impl.optimization.adam_weight_decay import AdamWeightDecay, compile_variable_patterns, variable_matches
 from keras_bert_impl.utils.constructor_config import constructor_config
 
 
@@ -50,12 +46,9 @@ class Lamb(AdamWeightDecay):
         super().__init__(learning_rate=learning_rate, **kwargs)
         self._layer_adaptation_exclusion = compile_variable_patterns(
             self.exclude_from_weight_decay_patterns if exclude_from_layer_adaptation is None
-            else exclude_from_layer_adaptation,
-            "exclude_from_layer_adaptation",
-        )
-        self.exclude_from_layer_adaptation = (
-            None if exclude_from_layer_adaptation is None else list(exclude_from_layer_adaptation)
-        )
+            else exclude_from_layer_adaptation, "exclude_from_layer_adaptation")
+        self.exclude_from_layer_adaptation = (None if exclude_from_layer_adaptation is None
+                                              else list(exclude_from_layer_adaptation))
         self.bias_correction = bool(bias_correction)
 
     def build(self, var_list):
@@ -71,10 +64,7 @@ class Lamb(AdamWeightDecay):
             update_norm = ops.sqrt(ops.sum(ops.square(update)))
             both_positive = ops.logical_and(weight_norm > 0, update_norm > 0)
             # The safe denominator keeps the unselected branch finite (0 / 0 would be NaN).
-            trust_ratio = ops.where(
-                both_positive, weight_norm / ops.where(both_positive, update_norm, 1.0), 1.0
-            )
-            update = trust_ratio * update
+            update = ops.where(both_positive, weight_norm / ops.where(both_positive, update_norm, 1.0), 1.0) * update
         self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * update)
 
     def get_config(self):

@@ -49,32 +49,21 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     [0.0, 5e-05, 9e-05, 4.5e-05, 0.0]
     """
 
-    def __init__(
-        self,
-        peak_learning_rate,
-        warmup_steps,
-        total_steps,
-        variant="original",
-        end_learning_rate=0.0,
-        gradient_accumulation_steps=1,
-    ):
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps, variant="original", end_learning_rate=0.0,
+                 gradient_accumulation_steps=1):
         if variant not in SCHEDULE_VARIANTS:
             raise ValueError(f"`variant` must be one of {SCHEDULE_VARIANTS}, got {variant!r}.")
         if int(total_steps) != total_steps or total_steps < 1:
             raise ValueError(f"`total_steps` must be a positive integer, got {total_steps}.")
         if int(warmup_steps) != warmup_steps or not 0 <= warmup_steps <= total_steps:
-            raise ValueError(
-                f"`warmup_steps` must be an integer in [0, total_steps={total_steps}], got {warmup_steps}."
-            )
+            raise ValueError(f"`warmup_steps` must be an integer in [0, total_steps={total_steps}], got "
+                             f"{warmup_steps}.")
         if peak_learning_rate < 0 or end_learning_rate < 0:
-            raise ValueError(
-                "Learning rates must be >= 0, got "
-                f"peak_learning_rate={peak_learning_rate}, end_learning_rate={end_learning_rate}."
-            )
+            raise ValueError(f"Learning rates must be >= 0, got peak_learning_rate={peak_learning_rate}, "
+                             f"end_learning_rate={end_learning_rate}.")
         if int(gradient_accumulation_steps) != gradient_accumulation_steps or gradient_accumulation_steps < 1:
-            raise ValueError(
-                f"`gradient_accumulation_steps` must be a positive integer, got {gradient_accumulation_steps}."
-            )
+            raise ValueError(f"`gradient_accumulation_steps` must be a positive integer, got "
+                             f"{gradient_accumulation_steps}.")
         self.peak_learning_rate = float(peak_learning_rate)
         self.warmup_steps = int(warmup_steps)
         self.total_steps = int(total_steps)
@@ -92,8 +81,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         else:
             decay_steps = float(max(1, self.total_steps - self.warmup_steps))
             progress = ops.clip((step - float(self.warmup_steps)) / decay_steps, 0.0, 1.0)
-        learning_rate = (self.peak_learning_rate - self.end_learning_rate) * (1.0 - progress)
-        learning_rate = learning_rate + self.end_learning_rate
+        learning_rate = (self.peak_learning_rate - self.end_learning_rate) * (1.0 - progress) + self.end_learning_rate
         if self.warmup_steps > 0:
             warmup_learning_rate = self.peak_learning_rate * step / float(self.warmup_steps)
             learning_rate = ops.where(step < float(self.warmup_steps), warmup_learning_rate, learning_rate)
@@ -111,9 +99,8 @@ def resolve_warmup_steps(total_steps, warmup_steps=None, warmup_fraction=None):
     100
     """
     if warmup_steps is not None and warmup_fraction is not None:
-        raise ValueError(
-            f"Give `warmup_steps` or `warmup_fraction`, not both (got {warmup_steps} and {warmup_fraction})."
-        )
+        raise ValueError(f"Give `warmup_steps` or `warmup_fraction`, not both (got {warmup_steps} and "
+                         f"{warmup_fraction}).")
     if warmup_fraction is not None:
         if not 0.0 <= warmup_fraction <= 1.0:
             raise ValueError(f"`warmup_fraction` must be in [0, 1], got {warmup_fraction}.")
@@ -121,21 +108,9 @@ def resolve_warmup_steps(total_steps, warmup_steps=None, warmup_fraction=None):
     return 0 if warmup_steps is None else int(warmup_steps)
 
 
-def create_optimizer(
-    *,
-    name="adamw_original",
-    learning_rate,
-    total_steps=None,
-    warmup_steps=None,
-    warmup_fraction=None,
-    weight_decay=0.01,
-    global_clipnorm=1.0,
-    gradient_accumulation_steps=1,
-    loss_scale=False,
-    schedule_variant="original",
-    end_learning_rate=0.0,
-    exclude_from_weight_decay=None,
-):
+def create_optimizer(*, name="adamw_original", learning_rate, total_steps=None, warmup_steps=None, warmup_fraction=None,
+                     weight_decay=0.01, global_clipnorm=1.0, gradient_accumulation_steps=1, loss_scale=False,
+                     schedule_variant="original", end_learning_rate=0.0, exclude_from_weight_decay=None):
     """A BERT optimizer with a `WarmupLinearDecay` schedule (a constant rate without `total_steps`).
 
     Args:
@@ -172,19 +147,10 @@ def create_optimizer(
             raise ValueError("A warmup needs `total_steps` (the schedule's length); give it, or no warmup.")
         schedule = float(learning_rate)
     else:
-        schedule = WarmupLinearDecay(
-            peak_learning_rate=learning_rate,
-            warmup_steps=resolve_warmup_steps(total_steps, warmup_steps, warmup_fraction),
-            total_steps=total_steps,
-            variant=schedule_variant,
-            end_learning_rate=end_learning_rate,
-            gradient_accumulation_steps=gradient_accumulation_steps,
-        )
-    common = {
-        "learning_rate": schedule,
-        "global_clipnorm": global_clipnorm,
-        "gradient_accumulation_steps": None if gradient_accumulation_steps == 1 else gradient_accumulation_steps,
-    }
+        schedule = WarmupLinearDecay(learning_rate, resolve_warmup_steps(total_steps, warmup_steps, warmup_fraction),
+                                     total_steps, schedule_variant, end_learning_rate, gradient_accumulation_steps)
+    common = {"learning_rate": schedule, "global_clipnorm": global_clipnorm,
+              "gradient_accumulation_steps": None if gradient_accumulation_steps == 1 else gradient_accumulation_steps}
     if exclude_from_weight_decay is None:
         exclude_from_weight_decay = (KERAS_ADAMW_EXCLUDE_FROM_WEIGHT_DECAY if name == "keras_adamw"
                                      else DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY)
@@ -193,15 +159,12 @@ def create_optimizer(
         optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
     else:
         optimizer_class = AdamWeightDecay if name == "adamw_original" else Lamb
-        optimizer = optimizer_class(
-            weight_decay_rate=weight_decay, exclude_from_weight_decay=exclude_from_weight_decay, **common
-        )
+        optimizer = optimizer_class(weight_decay_rate=weight_decay, exclude_from_weight_decay=exclude_from_weight_decay,
+                                    **common)
     shape = ("constant" if total_steps is None else
              f"{schedule.warmup_steps} warmup / {total_steps} total updates ({schedule_variant} schedule)")
-    logger.info(
-        "Optimizer %s: peak lr %g, %s, weight decay %g, global clipnorm %s, accumulation %d, loss scaling %s.",
-        name, learning_rate, shape, weight_decay, global_clipnorm, gradient_accumulation_steps, loss_scale,
-    )
+    logger.info("Optimizer %s: peak lr %g, %s, weight decay %g, global clipnorm %s, accumulation %d, loss scaling %s.",
+                name, learning_rate, shape, weight_decay, global_clipnorm, gradient_accumulation_steps, loss_scale)
     if loss_scale:
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
