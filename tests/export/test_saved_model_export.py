@@ -161,6 +161,7 @@ def served(exports):
     return outputs, report
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_fresh_process_imports_neither_keras_nor_package_and_finds_assets(exports, served):
     _, report = served
@@ -180,6 +181,7 @@ def test_fresh_process_imports_neither_keras_nor_package_and_finds_assets(export
     assert report["export_config"][exports["paths"]["classifier"]]["labels"] == ["negative", "neutral", "positive"]
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_numeric_signatures_match_keras(exports, served):
     outputs, _ = served
@@ -201,6 +203,7 @@ def test_numeric_signatures_match_keras(exports, served):
         np.testing.assert_allclose(outputs["pretrainer_ids"][key], to_numpy(pretraining[key]), **TOLERANCE)
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_classifier_text_signatures_match_keras(exports, served):
     outputs, _ = served
@@ -225,6 +228,7 @@ def test_classifier_text_signatures_match_keras(exports, served):
     np.testing.assert_allclose(outputs["regression_text"]["score"], scores, **TOLERANCE)
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_empty_batches_are_served(served):
     outputs, _ = served
@@ -234,6 +238,7 @@ def test_empty_batches_are_served(served):
         "answer": (0,), "start_char": (0,), "end_char": (0,), "score": (0,)}
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_backbone_text_signatures_match_keras(exports, served):
     outputs, _ = served
@@ -279,6 +284,7 @@ def _python_answers(model, tokenizer, questions, contexts, **settings):
     return examples, features, decoded, spans
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_question_answering_text_signature_matches_python_decoding(exports, served):
     outputs, _ = served
@@ -301,6 +307,7 @@ def test_question_answering_text_signature_matches_python_decoding(exports, serv
     assert served_outputs["start_char"].dtype == np.int64
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_question_answering_null_answers_follow_the_threshold(exports):
     """SQuAD v2.0 decoding in the graph (traced in-process; the fresh-process test covers save and load)."""
@@ -328,6 +335,7 @@ def test_question_answering_null_answers_follow_the_threshold(exports):
     np.testing.assert_array_equal(served_outputs["start_char"].numpy()[is_null], -1)
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 @pytest.mark.parametrize("model_name, inputs, message", [
     ("classifier", {"text": TEXTS[:2], "text_pair": PAIRS[:1]}, "text and text_pair must have the same batch size"),
@@ -348,6 +356,7 @@ def test_text_pairs_of_unequal_batch_sizes_fail_with_a_clear_error(exports, mode
         signature(**{name: tf.constant(value) for name, value in inputs.items()})
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_saved_model_cli_lists_the_signatures(served):
     cli = served[1]["saved_model_cli"]  # `saved_model_cli show --dir <classifier export> --all`
@@ -367,6 +376,7 @@ def _snapshot(directory):
     return files
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_failed_export_leaves_previous_export_and_no_leftovers(exports, tmp_path, monkeypatch):
     import tensorflow as tf
@@ -392,6 +402,7 @@ def test_failed_export_leaves_previous_export_and_no_leftovers(exports, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["target"]  # no temporary directories, no half-written "fresh"
 
 
+@pytest.mark.slow
 @pytest.mark.backend_independent
 def test_default_path_and_reexport_replaces_the_directory(exports, tmp_path, monkeypatch):
     from keras_bert_impl.export import export_saved_model
