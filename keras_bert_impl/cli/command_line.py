@@ -151,8 +151,9 @@ def main(argv=None):
     # Before the subcommands' modules import TensorFlow (`utils.tensorflow_startup_logs`).
     if "--debug" not in argv:
         quiet_tensorflow_startup()
-        # TensorFlow's Python warnings (tf.function retracing hints) are for this library's authors, not its users.
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)
+        # TensorFlow's and absl's Python log lines (retracing hints, SavedModel input renaming) are not for users.
+        for name in ("tensorflow", "absl"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     args = parse_arguments(argv)
     logging.basicConfig(level=getattr(logging, args.log_level), format=LOG_FORMAT)
     if hasattr(args, "verbose") and args.verbose is None:  # redrawn progress bars only on a terminal
