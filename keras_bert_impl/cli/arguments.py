@@ -49,14 +49,15 @@ fraction_held_out = _bounded("tune_fraction", _finite_float, lambda value: 0 < v
                          "between 0 and 1 (exclusive)")
 
 
-def add_verbose_argument(parser, default=1):
-    """`--verbose 0|1|2`: Keras' fit verbosity (1: a progress bar per epoch)."""
+def add_verbose_argument(parser):
+    """`--verbose 0|1|2`: Keras' fit verbosity; `command_line.main` sets the default (1 on a terminal, else 2)."""
     from keras_bert_impl.training.callbacks import PROGRESS_EVERY_SECONDS, PROGRESS_EVERY_STEPS
 
-    parser.add_argument("--verbose", type=int, default=default, choices=(0, 1, 2),
+    parser.add_argument("--verbose", type=int, choices=(0, 1, 2),
                         help="training output: 0 silent, 1 progress bar, 2 a line per epoch and a progress line "
                              f"(steps, examples/s, loss, elapsed) every {PROGRESS_EVERY_STEPS} steps or "
-                             f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: {default})")
+                             f"{PROGRESS_EVERY_SECONDS:.0f} s, whichever comes first (default: 1 when stdout is a "
+                             "terminal, else 2: a redrawn bar would fill a log file with carriage returns)")
 
 
 def add_masking_arguments(group, masking_default=None):

@@ -106,6 +106,11 @@ def _is_user_facing(error):
     return tensorflow is not None and isinstance(error, tensorflow.errors.OpError)
 
 
+def _trained_next(record):
+    """Drops the loader's "head weights keep their random initial values" warning: fine-tuning trains them next."""
+    return "keep their random initial values" not in str(record.msg)
+
+
 def parse_arguments(argv):
     """Parse `argv` (without the program name) with config files applied; argparse errors exit 2.
 
@@ -146,8 +151,16 @@ def main(argv=None):
     # Before the subcommands' modules import TensorFlow (`utils.tensorflow_startup_logs`).
     if "--debug" not in argv:
         quiet_tensorflow_startup()
+        # TensorFlow's and absl's Python log lines (retracing hints, SavedModel input renaming) are not for users.
+        for name in ("tensorflow", "absl"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     args = parse_arguments(argv)
     logging.basicConfig(level=getattr(logging, args.log_level), format=LOG_FORMAT)
+    if hasattr(args, "verbose") and args.verbose is None:  # redrawn progress bars only on a terminal
+        args.verbose = 1 if sys.stdout.isatty() else 2
+    checkpoint_logger = logging.getLogger("keras_bert_impl.models.task_checkpoints")
+    if args.command == "quickstart" or args.command.startswith("finetune") and getattr(args, "epochs", 1) != 0:
+        checkpoint_logger.addFilter(_trained_next)
     try:
         for flag in CHECKPOINT_FLAGS:  # a Hub model id -> its local snapshot (`checkpoints.hub_cache`)
             value = getattr(args, flag, None)
@@ -164,4 +177,6 @@ def main(argv=None):
             raise
         print(f"{PROGRAM} {args.command}: error: {_one_line(error)}", file=sys.stderr)
         return 1
+    finally:
+        checkpoint_logger.removeFilter(_trained_next)
     return 0 if status is None else int(status)

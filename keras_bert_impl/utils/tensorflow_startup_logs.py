@@ -12,7 +12,9 @@ import sys
 import tempfile
 
 LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
-QUIET_LOG_LEVEL = "2"  # hides TensorFlow's INFO and WARNING lines once its logging is initialised
+# Hides TensorFlow's native INFO, WARNING and ERROR lines once its logging is initialised (oneDNN's "supports
+# DT_INT64 only on platforms with AVX-512" is an ERROR line); a failing op still raises its Python exception.
+QUIET_LOG_LEVEL = "3"
 # absl's line prefix: severity (Info, Warning, Error), date, time, thread, file:line]. Fatal lines stay.
 NATIVE_LOG_LINE = re.compile(r"[IWE]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ [\w.-]+:\d+\] ")
 NOISE_LINES = (
@@ -92,7 +94,8 @@ class _TensorFlowImportHook(importlib.abc.MetaPathFinder):
 
 def quiet_tensorflow_startup():
     """Filter TensorFlow's native start-up lines from stderr when it is first imported, and set
-    `TF_CPP_MIN_LOG_LEVEL=2` unless set; nothing when TensorFlow is already imported or that variable is "0"."""
+    `TF_CPP_MIN_LOG_LEVEL=3` unless set. Does nothing when TensorFlow is already imported or the user set
+    `TF_CPP_MIN_LOG_LEVEL=0`."""
     if os.environ.get(LOG_LEVEL_VARIABLE) == "0" or "tensorflow" in sys.modules:
         return
     os.environ.setdefault(LOG_LEVEL_VARIABLE, QUIET_LOG_LEVEL)

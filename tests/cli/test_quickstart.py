@@ -1,11 +1,16 @@
-"""A reduced `keras-bert quickstart` end to end, then `predict`, `evaluate` and `export` on what it made.
+"""A reduced `keras-bert quickstart` end to end, then its "What next" commands, `predict`, `evaluate` and `export`
+on what it made.
 
-The quickstart runs once per module (a few steps of each stage, small data); the checks look at its report,
-its files and the reloaded SavedModels, and reuse its fine-tuned models for the other subcommands.
+The quickstart runs once per module, as a user runs it (a fresh process, stdout to a pipe: a log file's view), with
+a few steps of each stage and small data; the checks look at its report, its stderr, its files and the reloaded
+SavedModels, run each printed command in a shell, and reuse its fine-tuned models for the other subcommands.
 """
 
 import json
+import os
 import pathlib
+import shlex
+import subprocess
 import sys
 
 import numpy as np
@@ -14,17 +19,85 @@ import pytest
 from tests.cli.cli_test_utils import run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
+REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
+REAL_SQUAD = REPOSITORY_ROOT.parent / "shared" / "data" / "squad" / "squad-v2.0-dev-sample.json"
+TOPICS = {"networking", "files", "code_tools", "text_formats", "numbers"}
+
+
+def shell(command, **kwargs):
+    """`command` in a shell as a user's (TensorFlow's log level not set), with this checkout importable."""
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(filter(None, [
+        str(REPOSITORY_ROOT), os.environ.get("PYTHONPATH")])))
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=2400, **kwargs)
 
 
 @pytest.fixture(scope="module")
-def quickstart(tmp_path_factory):
-    from keras_bert_impl.cli import main
+def quickstart_run(tmp_path_factory):
+    """`(output directory, stdout, stderr)` of one reduced quickstart; the output directory has a space in it."""
+    output = tmp_path_factory.mktemp("quickstart") / "my run"
+    result = shell([sys.executable, "-m", "keras_bert_impl.cli", "quickstart", "--output-dir", str(output),
+                    "--steps-scale", "0.02", "--pretrain-steps", "10", "--classifier-epochs", "1", "--squad-epochs",
+                    "1", "--vocab-size", "2000"], cwd=REPOSITORY_ROOT)
+    assert result.returncode == 0, result.stderr
+    return output, result.stdout, result.stderr
 
-    output = tmp_path_factory.mktemp("quickstart")
-    status = main(["quickstart", "--output-dir", str(output), "--steps-scale", "0.02", "--pretrain-steps", "10",
-                   "--classifier-epochs", "1", "--squad-epochs", "1", "--vocab-size", "2000", "--verbose", "0"])
-    assert status == 0
-    return output
+
+@pytest.fixture(scope="module")
+def quickstart(quickstart_run):
+    return quickstart_run[0]
+
+
+def test_quickstart_is_quiet_and_logs_progress_as_lines(quickstart_run):
+    """Nothing on stderr (no TensorFlow start-up or oneDNN line, no retracing hint, no Keras "ran out of data", no
+    head-weights warning while fine-tuning follows); stdout to a pipe gets Keras' line per epoch, not redrawn bars."""
+    _, out, err = quickstart_run
+    assert err == ""
+    assert "\r" not in out and "\b" not in out and "\x1b[" not in out
+    assert out.count("Epoch 1/5") == 1 and "[6/6] Serving" in out
+
+
+def test_what_next_commands_work_when_pasted(quickstart_run, tmp_path):
+    """Each printed command runs in a shell from another directory, quietly, and gives a sensible answer."""
+    output, out, _ = quickstart_run
+    commands = [line[2:] for line in out.split("\nWhat next", 1)[1].splitlines()[1:] if line.startswith("  ")]
+    assert len(commands) == 4 and shlex.quote(str(output / "classifier" / "last")) in commands[0]
+    results = [shell(command, shell=True, cwd=tmp_path) for command in commands]
+    assert [result.returncode for result in results] == [0] * 4, [result.stderr for result in results]
+    for result in results[:3]:  # keras-bert's own INFO lines only ("Loaded BertClassifier from ...")
+        assert all(" INFO keras_bert_impl." in line for line in result.stderr.splitlines()), result.stderr
+    classified = results[0].stdout.strip().split("\t")
+    assert classified[0] == "0" and classified[1] in TOPICS and classified[3] == "Open a network connection to a host."
+    answer = results[1].stdout.strip()
+    assert answer and answer in "json.loads is defined in the json module. json.loads returns the Python object that " \
+                                "the JSON document describes."
+    assert "Exported BertClassifier" in results[2].stdout and (output / "exported" / "classifier").is_dir()
+    assert results[3].stdout.strip().strip("[]'b") in TOPICS
+
+
+def test_question_answerer_is_scored_on_held_out_real_squad_articles(quickstart_run):
+    output, out, _ = quickstart_run
+    qa = json.loads((output / "summary.json").read_text())["question_answering"]
+    if not REAL_SQUAD.is_file():
+        assert "the score on real SQuAD paragraphs is left out" in out and "real_squad_f1" not in qa
+        return
+    assert qa["real_squad_articles"] and set(qa["real_squad_articles"]) <= {
+        "Imperialism", "Warsaw", "French_and_Indian_War", "Force"}
+    assert qa["real_squad_questions"] >= 64 and 0.0 <= qa["real_squad_exact_match"] <= qa["real_squad_f1"] <= 100
+    assert f"on {qa['real_squad_questions']} real SQuAD questions from held-out articles" in out
+    predictions = json.loads((output / "question_answerer" / "real_squad" / "predictions.json").read_text())
+    assert len(predictions) == qa["real_squad_questions"]
+
+
+def test_real_squad_absent_says_so_in_one_line(capsys, tmp_path):
+    import argparse
+
+    from keras_bert_impl.cli.quickstart import real_squad
+
+    args = argparse.Namespace(real_squad_file=str(tmp_path / "missing.json"), steps_scale=1.0, seed=0)
+    assert real_squad(args, {"data": str(tmp_path)}) is None
+    assert capsys.readouterr().out == f"    no {tmp_path / 'missing.json'}: the score on real SQuAD paragraphs is " \
+                                      "left out\n"
 
 
 def test_quickstart_reports_metrics_against_chance_and_where_everything_went(quickstart):
@@ -44,7 +117,7 @@ def test_quickstart_reports_metrics_against_chance_and_where_everything_went(qui
     for saved_model in summary["paths"]["saved_models"].values():
         assert (quickstart / saved_model / "saved_model.pb").is_file()
     served = summary["served_examples"]
-    labels = {"networking", "files", "code_tools", "text_formats", "numbers"}
+    labels = TOPICS
     assert [item["gold"] for item in served["classified"][:3]] == ["networking", "files", "numbers"]
     assert {item["label"] for item in served["classified"]} <= labels
     assert {item["gold"] for item in served["classified"][3:]} == labels  # one held-out sentence per topic

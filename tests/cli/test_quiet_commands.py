@@ -1,7 +1,9 @@
 """`keras-bert` and a script that calls `quiet_tensorflow_startup()` keep TensorFlow's native start-up log lines off
 stderr (they are written to file descriptor 2 while TensorFlow loads, whatever TF_CPP_MIN_LOG_LEVEL says);
 `--debug` and TF_CPP_MIN_LOG_LEVEL=0 show them. `import keras_bert_impl` alone changes nothing
-(tests/test_layering.py). Each case is a fresh process, since TensorFlow loads once per process."""
+(tests/test_layering.py). Each case is a fresh process, since TensorFlow loads once per process. The whole main job's
+stderr (empty) and its progress to a pipe (no redraws) are checked in test_quickstart.py, on the one reduced
+quickstart the suite runs."""
 
 import os
 import subprocess

@@ -150,3 +150,20 @@ def test_non_utf8_file_is_a_clear_error(tmp_path):
     path.write_bytes(json.dumps(squad_json([(CONTEXT, [])])).encode("utf-8").replace(b"Marie", b"M\xe9rie"))
     with pytest.raises(SquadFormatError, match=r"latin1.json, line 1: bytes b'\\xe9' .* are not valid UTF-8"):
         read_squad_examples(str(path))
+
+
+def test_answerable_articles_keeps_the_chosen_articles_answerable_questions():
+    from keras_bert_impl.squad.squad_reader import answerable_articles
+
+    data = {"version": "v2.0", "data": [
+        {"title": title, "paragraphs": [
+            {"context": CONTEXT, "qas": [question(f"{title}-yes", "When?", [("1903", CONTEXT.index("1903"))]),
+                                         question(f"{title}-no", "Why?", [], is_impossible=True)]},
+            {"context": CONTEXT, "qas": [question(f"{title}-none", "How?", [], is_impossible=True)]}]}
+        for title in ("first", "second", "third")]}
+    kept = answerable_articles(data, [2, 0])
+    assert kept["version"] == "1.1" and [article["title"] for article in kept["data"]] == ["third", "first"]
+    assert [[q["id"] for p in article["paragraphs"] for q in p["qas"]] for article in kept["data"]] == [
+        ["third-yes"], ["first-yes"]]
+    assert [len(article["paragraphs"]) for article in kept["data"]] == [1, 1]  # no paragraph left without questions
+    assert [example.qas_id for example in parse_squad_examples(kept, is_training=True)] == ["third-yes", "first-yes"]
