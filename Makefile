@@ -11,10 +11,10 @@ BACKENDS ?= tensorflow jax torch
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast install clean
+.PHONY: demo test test-fast install docs clean
 
 # Two stamps: `make demo` installs the runtime and the checkpoint the demo fine-tunes from (.runtime-installed);
-# `make test` adds the test, JAX and torch extras (.installed). `make demo` after `make test` reuses that
+# `make test` adds the test, docs, JAX and torch extras (.installed). `make demo` after `make test` reuses that
 # environment; `make test` after `make demo` adds the extras to it.
 $(BIN)/.runtime-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ $(BIN)/.runtime-installed: pyproject.toml
 	touch $@
 
 $(BIN)/.installed: $(BIN)/.runtime-installed
-	$(BIN)/python -m pip install -q -e ".[test,jax,torch]"
+	$(BIN)/python -m pip install -q -e ".[test,docs,jax,torch]"
 	touch $@
 
 install: $(BIN)/.installed
@@ -43,5 +43,9 @@ test: $(BIN)/.installed
 test-fast: $(BIN)/.installed
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or docstring reference.
+docs: $(BIN)/.installed
+	$(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

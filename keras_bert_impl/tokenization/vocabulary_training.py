@@ -37,8 +37,8 @@ def train_wordpiece_vocabulary(text_files_or_dataset, vocabulary_size, lowercase
             allowed), read line by line, or a dataset of tf.string scalars or `(B,)` batches.
         vocabulary_size: int. Most tokens, reserved ones included.
         lowercase: bool. Learn an uncased vocabulary. Defaults to True.
-        reserved_tokens: sequence of str. Tokens placed first, in order; must include [PAD] [UNK] [CLS]
-            [SEP] [MASK]. Defaults to those five, [PAD] first.
+        reserved_tokens: sequence of str. Tokens placed first, in order; must include `[PAD]` `[UNK]` `[CLS]`
+            `[SEP]` `[MASK]`. Defaults to those five, `[PAD]` first.
         output_path: str or None. Where to write `vocab.txt` (atomically). Defaults to None (not written).
         strip_accents: bool or None. As in `BertTokenizer`; None follows `lowercase`. Defaults to None.
         tokenize_chinese_chars: bool. As in `BertTokenizer`. Defaults to True.

@@ -61,9 +61,10 @@ class PretrainingSettings:
         dupe_factor: int. Passes over the corpus per epoch of instances.
         seed: int. Data order, masks and initialisation.
         masking: `"dynamic"`, `"static"` or None (the recorded one for TFRecords, else dynamic).
-        sequence_length, max_predictions_per_seq, mask_rate, masking_rule, whole_word_masking,
-            replacement_unit, mask_token_rate, random_token_rate: phase 1's `BertPretrainingPreprocessor` settings
-            (`masking_rule` is its `counting`); None: those recorded with `input_tfrecords`, else the defaults.
+        sequence_length, max_predictions_per_seq, mask_rate, masking_rule: phase 1's packing and masking,
+            as are whole_word_masking, replacement_unit, mask_token_rate and random_token_rate
+            (`BertPretrainingPreprocessor`; `masking_rule` is its `counting`). None: the recorded settings
+            of `input_tfrecords`, else the defaults (length 128, 20 predictions, the preprocessor's rest).
         preset: str. Model size from scratch (tiny .. large), unless `init_checkpoint`.
         init_checkpoint: str or None. Continue pretraining this checkpoint (any path `from_pretrained` reads).
         dropout: float or None. Hidden and attention dropout, instead of the model's.
