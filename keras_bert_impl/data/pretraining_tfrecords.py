@@ -158,7 +158,7 @@ def read_pretraining_tfrecords(file_pattern, batch_size, sequence_length=128, ma
         initial_epoch: int. Number of the first epoch. Defaults to 0.
 
     Returns:
-        tf.data.Dataset of `(x, y)` as in README.md ("Data formats", pretraining batches).
+        tf.data.Dataset of `(x, y)` as in docs/data-formats.md (pretraining batches).
     """
     if vocabulary_size is not None and (not isinstance(vocabulary_size, (int, np.integer))
                                         or isinstance(vocabulary_size, bool) or vocabulary_size < 1):

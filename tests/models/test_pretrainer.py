@@ -25,7 +25,7 @@ HEAD_PATHS = [
 
 def pretraining_batch(batch_size=4, sequence_length=10, predictions=4, vocabulary_size=50, seed=0,
                       weights_per_row=(3, 2, 1, 4)):
-    """A pretraining batch in the layout of README.md ("Data formats"); row r has `weights_per_row[r]` real mask slots.
+    """A pretraining batch in the layout of docs/data-formats.md; row r has `weights_per_row[r]` real mask slots.
 
     The default row weights sum to 5 in each half of the batch, so a 2-replica split normalises the MLM
     loss the same way as the whole batch does (see test_distribution).

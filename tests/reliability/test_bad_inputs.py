@@ -1,4 +1,4 @@
-"""The bad-input table of the README ("Reliability"), one test per row: each bad input gets an error that
+"""The bad-input table of docs/reliability.md, one test per row: each bad input gets an error that
 says what is wrong, where (file, line, field, index), with which value or limit, and what to do; none crashes
 with an index error or loses data.
 
