@@ -421,7 +421,7 @@ def _programs():
 
 def what_next(output_dir):
     """Shell commands (paths quoted) that use what a quickstart into `output_dir` made: classify a text, answer a
-    question, export the classifier, serve its SavedModel with TensorFlow alone (its native start-up lines off)."""
+    question, export the classifier, serve its SavedModel with TensorFlow alone."""
     keras_bert, python = _programs()
     classifier, answerer = (shlex.quote(os.path.join(output_dir, name, "last"))
                             for name in ("classifier", "question_answerer"))
@@ -432,5 +432,5 @@ def what_next(output_dir):
             f"{shlex.quote(NEXT_QUESTION[1])}",
             f"{keras_bert} export --model {classifier} --format saved_model --output "
             f"{shlex.quote(os.path.join(output_dir, 'exported', 'classifier'))} --overwrite",
-            f"TF_CPP_MIN_LOG_LEVEL=3 {python} -c {shlex.quote(serve)} {shlex.quote(os.path.join(output_dir, 'saved_models', 'classifier'))} "
+            f"{python} -c {shlex.quote(serve)} {shlex.quote(os.path.join(output_dir, 'saved_models', 'classifier'))} "
             f"{shlex.quote(NEXT_TEXT)}"]
