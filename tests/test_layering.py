@@ -285,6 +285,7 @@ NO_IMPORT_SIDE_EFFECTS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_importing_the_package_or_any_module_adds_no_import_hook_and_sets_no_environment_variable():
     # A fresh process without TF_CPP_MIN_LOG_LEVEL: the variable the CLI sets (cli.command_line.main) must stay unset.
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}

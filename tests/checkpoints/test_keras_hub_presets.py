@@ -67,6 +67,7 @@ def test_task_from_keras_hub_preset_takes_its_tokenizer(keras_hub_preset):
     assert model.predict(TEXTS, verbose=0).shape == (3, 3)
 
 
+@pytest.mark.slow
 def test_ours_written_as_a_keras_hub_preset_loads_in_keras_hub(tmp_path):
     from keras_bert_impl.preprocessing import BertPreprocessor
     from keras_bert_impl.tokenization import BertTokenizer

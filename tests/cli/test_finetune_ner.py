@@ -37,6 +37,7 @@ def ner_run(tmp_path_factory):
     return directory, flags
 
 
+@pytest.mark.slow
 def test_finetune_ner_writes_models_scores_and_conlleval_predictions(capsys, ner_run):
     directory, flags = ner_run
     status, out, err = run_cli(capsys, *flags)
@@ -58,6 +59,7 @@ def test_finetune_ner_writes_models_scores_and_conlleval_predictions(capsys, ner
     assert status == 0 and "test:" in out
 
 
+@pytest.mark.slow
 def test_finetune_ner_picks_best_on_held_out_training_sentences(capsys, ner_run):
     directory, flags = ner_run
     dev_at = flags.index("--dev-file")
@@ -71,6 +73,7 @@ def test_finetune_ner_picks_best_on_held_out_training_sentences(capsys, ner_run)
     assert not (run / "eval_results.json").exists()  # no dev file to score
 
 
+@pytest.mark.slow
 def test_predict_and_export_give_entities_with_offsets(tmp_path, capsys, ner_run):
     import tensorflow as tf
 

@@ -88,6 +88,7 @@ def test_regression_prints_the_score(capsys, model_dirs):
     assert (index, probability, text) == ("0", "", "good film") and len(score.split(".")[1]) == 6
 
 
+@pytest.mark.slow
 def test_question_answerer_answers_from_the_context_and_a_squad_file(capsys, model_dirs, tmp_path):
     context = "the cat is on the mat ."
     status, out, err = run_cli(capsys, "predict", "--model", model_dirs / "answerer", "--question", "where is the cat ?",

@@ -34,6 +34,7 @@ def noise_in(stderr):
     return [line for line in stderr.splitlines() if any(marker in line for marker in NOISE)]
 
 
+@pytest.mark.slow
 def test_help_and_a_failing_command_print_no_tensorflow_noise(tmp_path):
     status, out, err = run(CLI + ["--help"])
     assert status == 0 and "finetune-classifier" in out and noise_in(err) == [], err
@@ -48,6 +49,7 @@ def test_quiet_startup_filters_only_the_noise_and_keeps_other_stderr():
     assert status == 0 and out.strip() == "3" and noise_in(err) == [] and "kept" in err, err
 
 
+@pytest.mark.slow
 def test_debug_and_tf_cpp_min_log_level_0_show_the_lines(tmp_path):
     """Without the filter the lines are there on this machine: the checks above would see them."""
     _, _, err = run(CLI + ["convert", "--input", str(tmp_path / "missing"), "--output", str(tmp_path / "out"),

@@ -35,6 +35,7 @@ def test_create_data_writes_readable_masked_shards(capsys, tmp_path):
     assert float(y["mask_weights"].numpy().sum()) > 0
 
 
+@pytest.mark.slow
 def test_pretrain_names_tfrecord_ids_beyond_the_model_vocabulary(capsys, tmp_path):
     corpus, vocab = write_corpus(tmp_path)
     bigger = tmp_path / "bigger_vocab.txt"  # the corpus words get ids beyond vocab.txt's size

@@ -169,6 +169,7 @@ def test_pairs_are_packed_longest_first(tokenizer):
     assert y.tolist() == [1, 0] and y.dtype == np.int32
 
 
+@pytest.mark.slow
 def test_dataset_classification_regression_and_unlabeled(tokenizer, tmp_path):
     from keras_bert_impl.preprocessing import BertPreprocessor
 

@@ -124,6 +124,7 @@ def test_bad_data_is_named():
 
 
 @pytest.mark.parametrize("model_class", [BertClassifier, BertQuestionAnswerer])
+@pytest.mark.slow
 def test_outputs_on_real_tokens_do_not_depend_on_bucket_padding(model_class):
     model = model_class(tiny_backbone(), num_classes=3) if model_class is BertClassifier else model_class(
         tiny_backbone())

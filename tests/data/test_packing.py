@@ -159,6 +159,7 @@ def test_real_mrpc_pairs_pack_as_the_original_loop_in_tf_data_and_eagerly(trunca
             assert tokens == [tokenizer.cls_token_id, *kept_a, tokenizer.sep_token_id, *kept_b, tokenizer.sep_token_id]
 
 
+@pytest.mark.slow
 def test_packer_in_dataset_map_on_ragged_ids():
     rng = np.random.default_rng(3)
     firsts, seconds = _random_segments(rng, 40, 30), _random_segments(rng, 40, 30)

@@ -339,6 +339,7 @@ def test_token_ids_within_the_vocabulary_read_unchanged(tmp_path):
 
 @backend_independent
 @pytest.mark.parametrize("masking", ["dynamic", "static"])
+@pytest.mark.slow
 def test_pretraining_dataset_structure_and_determinism(masking):
     preprocessor = BertPretrainingPreprocessor(_tokenizer(), sequence_length=24, max_predictions_per_seq=4)
 

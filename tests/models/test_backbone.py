@@ -123,6 +123,7 @@ def test_eager_calls_reject_bad_ids_and_lengths():
         backbone(random_batch(sequence_length=TINY_BACKBONE["max_sequence_length"] + 1))
 
 
+@pytest.mark.slow
 def test_one_step_fit_updates_weights():
     backbone = tiny_backbone()
     inputs = backbone.input
@@ -163,6 +164,7 @@ def test_output_positions_in_a_functional_model_and_under_jit():
 
 
 @pytest.mark.parametrize("sequence_length, chosen", [(8, [[1, 6], [0, 3], [2, 2]]), (16, [[], [], []])])
+@pytest.mark.slow
 def test_output_positions_train_like_gathering_the_full_output(sequence_length, chosen):
     """One SGD step through `output_positions` moves every weight as gathering from the full output does.
 
@@ -207,6 +209,7 @@ def test_output_positions_on_an_empty_batch_give_empty_outputs(sequence_length, 
 
 
 @pytest.mark.parametrize("sequence_length, num_positions", [(6, 3), (24, 0)])
+@pytest.mark.slow
 def test_output_positions_of_an_int8_quantized_backbone_match_its_full_output(sequence_length, num_positions):
     # A quantized Dense kernel holds integers, not weights: the last block must let the layer dequantize.
     backbone = tiny_backbone(dropout=0.0, attention_dropout=0.0)

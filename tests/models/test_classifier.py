@@ -71,6 +71,7 @@ def test_config_round_trip_keeps_head_arguments():
     assert restored.label_vocabulary.label_to_id("pos") == 2
 
 
+@pytest.mark.slow
 def test_keras_file_save_load_gives_equal_logits(tmp_path):
     model = BertClassifier(tiny_backbone(), num_classes=2, labels=["no", "yes"])
     model.compile(optimizer="adam")
@@ -85,6 +86,7 @@ def test_keras_file_save_load_gives_equal_logits(tmp_path):
     np.testing.assert_allclose(to_numpy(restored(x)), to_numpy(model(x)), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_one_step_fit_classification_and_default_compile():
     model = BertClassifier(tiny_backbone(), num_classes=3)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))

@@ -30,6 +30,7 @@ def test_from_scratch_attaches_a_preprocessor_on_the_vocabulary():
     assert BertClassifier.from_scratch("tiny", num_classes=3, num_layers=1).preprocessor is None
 
 
+@pytest.mark.slow
 def test_raw_text_fit_moves_the_loss_and_predict_equals_ids():
     model = _classifier(dropout=0.0)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
@@ -43,6 +44,7 @@ def test_raw_text_fit_moves_the_loss_and_predict_equals_ids():
     assert np.isfinite(loss) and 0.0 <= accuracy <= 1.0
 
 
+@pytest.mark.slow
 def test_text_pairs_and_validation_split():
     model = _classifier()
     model.compile(optimizer="adam")
@@ -57,6 +59,7 @@ def test_calling_the_model_on_strings_says_to_use_predict():
         _classifier()(["good film"])
 
 
+@pytest.mark.slow
 def test_save_pretrained_and_keras_file_keep_the_preprocessor(tmp_path):
     model = _classifier()
     expected = model.predict(["great plot"], verbose=0)

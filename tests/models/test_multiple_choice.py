@@ -57,6 +57,7 @@ def test_dropout_applies_only_in_training_and_bad_dropout_is_rejected():
         BertMultipleChoice(tiny_backbone(), dropout=1.0)
 
 
+@pytest.mark.slow
 def test_config_round_trip_and_one_step_fit_with_the_default_compile():
     model = BertMultipleChoice(tiny_backbone(), dropout=0.2)
     restored = assert_config_round_trip(model)

@@ -115,6 +115,7 @@ def test_masked_lm_loss_ignores_padding_slots_and_survives_no_masks():
     assert to_numpy(pretraining_losses(labels_column, y_pred)["nsp_loss"]) == pytest.approx(np.log(2), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_fit_logs_the_five_metrics_and_losses_fall_on_a_fixed_batch():
     model = BertPretrainer(tiny_backbone(num_layers=1, dropout=0.0, attention_dropout=0.0))
     x, y = pretraining_batch()
@@ -164,6 +165,7 @@ def _same_weights_model(source):
 
 
 @pytest.mark.skipif(keras.backend.backend() == "torch", reason="XLA compilation is a TensorFlow / JAX feature")
+@pytest.mark.slow
 def test_jit_compile_gives_the_same_steps_as_without():
     x, y = pretraining_batch()
     eager = deterministic_pretrainer()
@@ -182,6 +184,7 @@ def test_jit_compile_gives_the_same_steps_as_without():
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_and_loss_scaling_go_through_the_optimizer():
     x, y = pretraining_batch()
     model = deterministic_pretrainer()
@@ -222,6 +225,7 @@ def sgd_gradients(model, x, y):
     return [b - to_numpy(v) for b, v in zip(before, probe.trainable_variables)]
 
 
+@pytest.mark.slow
 def test_loss_scaling_clipping_and_accumulation_equal_a_hand_computed_step():
     """`LossScaleOptimizer(SGD(global_clipnorm, gradient_accumulation_steps=2))` through Keras' trainer:
     the second step applies `lr * clip(mean(g1, g2))`, with the gradients of the two batches checked
@@ -287,6 +291,7 @@ def test_evaluate_logs_are_weighted_means_over_uneven_batches():
             assert evaluated[name] == pytest.approx(expected[name], abs=1e-5), name
 
 
+@pytest.mark.slow
 def test_mixed_bfloat16_trains_with_float32_logits():
     model = BertPretrainer(tiny_backbone(num_layers=1, dtype="mixed_bfloat16"))
     x, y = pretraining_batch()
@@ -310,6 +315,7 @@ def test_config_and_keras_file_round_trip(tmp_path):
         np.testing.assert_allclose(to_numpy(loaded(x)[key]), to_numpy(model(x)[key]), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_compiled_keras_file_loads_compiled(tmp_path):
     """`compile_from_config`: Keras' default skips models with their own `compile` and leaves no optimizer."""
     model = deterministic_pretrainer()

@@ -32,6 +32,7 @@ def test_from_scratch_attaches_a_pretraining_preprocessor():
     assert BertPretrainer.from_scratch("tiny", num_layers=1).preprocessor is None
 
 
+@pytest.mark.slow
 def test_raw_text_fit_moves_the_loss_and_predict_equals_ids():
     model = _pretrainer(dropout=0.0, attention_dropout=0.0)
     model.compile(optimizer=keras.optimizers.Adam(3e-3))

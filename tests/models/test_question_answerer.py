@@ -68,6 +68,7 @@ def test_span_loss_is_the_mean_of_start_and_end_cross_entropy():
         numpy_nll(y_pred["start_logits"], y_true["start_positions"]), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_config_and_keras_file_round_trip(tmp_path):
     model = BertQuestionAnswerer(tiny_backbone())
     assert_config_round_trip(model)
@@ -252,6 +253,7 @@ def test_predict_answers_raw_questions_with_offsets_into_the_context():
                         answers)
 
 
+@pytest.mark.slow
 def test_predict_on_raw_text_is_decoding_of_predict_on_the_preprocessor_ids():
     model = qa_model()
     x = (QA_QUESTIONS, QA_CONTEXTS)
@@ -289,6 +291,7 @@ def test_fit_on_token_ids_with_a_preprocessor_attached():
 QA_ANSWERS = {"text": ["paris", "the old man", "", "ran home"], "answer_start": [15, 0, -1, 77]}
 
 
+@pytest.mark.slow
 def test_fit_on_raw_text_trains_on_the_offline_features_labels():
     """One SGD step on raw questions and answers moves the weights as one step on the offline features
     (`convert_examples_to_features(..., is_training=True)`): the same rows and labels."""

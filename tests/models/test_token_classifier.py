@@ -63,6 +63,7 @@ def test_loss_averages_over_labelled_tokens_only(rng):
     np.testing.assert_allclose(history["accuracy"][0], accuracy, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_targets_longer_than_the_batch_are_cut_at_the_padding(rng):
     """Length-bucketed batches cut the inputs to the batch's length but not the targets."""
     x = random_batch(2, 6, lengths=[6, 4])
@@ -75,6 +76,7 @@ def test_targets_longer_than_the_batch_are_cut_at_the_padding(rng):
     assert float(to_numpy(loss)) == 0.0  # no labelled token: no loss, no NaN
 
 
+@pytest.mark.slow
 def test_config_and_keras_file_round_trip(tmp_path, rng):
     model = BertTokenClassifier(tiny_backbone(), num_classes=3, dropout=0.2, labels=TAGS)
     restored = assert_config_round_trip(model)

@@ -51,6 +51,7 @@ def test_uneven_or_misaligned_inputs_are_refused():
         preprocessor((CONTEXTS, ENDINGS[:1]))
 
 
+@pytest.mark.slow
 def test_raw_text_fit_predict_and_save_pretrained_keep_the_preprocessor(tmp_path):
     model = BertMultipleChoice.from_scratch("tiny", vocabulary=VOCABULARY, sequence_length=8, dropout=0.0,
                                             max_sequence_length=16)

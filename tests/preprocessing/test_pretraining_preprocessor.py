@@ -76,6 +76,7 @@ def test_mask_rate_is_the_share_of_tokens_masked():
     assert abs(share - 0.3) < 0.01
 
 
+@pytest.mark.slow
 def test_make_dataset_is_reproducible_with_new_masks_every_epoch():
     texts = (_texts(10, 1), _texts(10, 2))
     labels = np.arange(10) % 2

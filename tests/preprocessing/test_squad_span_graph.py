@@ -183,6 +183,7 @@ def squad_sample():
 
 
 @pytest.mark.backend_independent
+@pytest.mark.slow
 def test_served_windows_equal_the_offline_features_on_the_squad_sample(squad_sample):
     examples, features, chunks = squad_sample
     assert len(examples) == 6078
@@ -201,6 +202,7 @@ def test_served_windows_equal_the_offline_features_on_the_squad_sample(squad_sam
     ("ties", True, 3, 5),
     ("ties", True, 1, 8),  # a one-entry n-best list
 ])
+@pytest.mark.slow
 def test_served_answers_equal_the_offline_answers_on_the_squad_sample(squad_sample, logits, version_2,
                                                                       n_best_size, max_answer_length):
     """Seeded random logits on every window of every question: `decode_best_spans` + `select_answers` (the

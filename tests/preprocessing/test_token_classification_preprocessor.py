@@ -97,6 +97,7 @@ def test_decoded_entities_are_the_metrics_chunks_of_the_decoded_tags(tokenizer):
         preprocessor.decode(features, logits, ["B-PER", "I-PER", "B-LOC", "I-LOC", "I-ORG"])
 
 
+@pytest.mark.slow
 def test_tiny_model_fits_word_lists_and_tags_raw_text(tokenizer):
     preprocessor = BertTokenClassificationPreprocessor(tokenizer, sequence_length=8)
     model = BertTokenClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), num_classes=len(TAGS),

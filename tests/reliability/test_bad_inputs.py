@@ -60,6 +60,7 @@ def test_row01_malformed_checkpoint_config_names_the_file(tmp_path):
 
 @pytest.mark.backend_independent
 @pytest.mark.parametrize("filename", ["training.weights.h5", "rng_state.npz", "training_state.json"])
+@pytest.mark.slow
 def test_row01_corrupt_training_checkpoint_says_how_to_fall_back(tmp_path, filename):
     from keras_bert_impl.training.callbacks import (
         CorruptCheckpointError,

@@ -177,6 +177,7 @@ def test_classifier_directory_and_its_label_vocabulary_are_replaced_together(tmp
     assert not no_partial_files(tmp_path)
 
 
+@pytest.mark.slow
 def test_training_checkpoint_and_latest_pointer_survive_a_crash_mid_save(tmp_path, monkeypatch):
     from keras_bert_impl.training import callbacks
     from tests.models.test_pretrainer import pretraining_batch

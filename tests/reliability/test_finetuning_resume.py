@@ -67,6 +67,7 @@ def test_interrupted_finetune_resumes_to_the_uninterrupted_weights(tmp_path):
 
 
 @pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.slow
 def test_a_finished_run_is_not_trained_again_and_other_settings_are_refused(tmp_path, capsys, keep):
     x, y = token_presence_task(12, sequence_length=12)
     model = classifier()

@@ -175,6 +175,7 @@ def test_empty_classification_test_file_is_refused_before_training(tmp_path, cap
     assert f"{test} has no examples" in err
 
 
+@pytest.mark.slow
 def test_keras_hub_preset_from_save_to_preset_fine_tunes_through_preset(tmp_path, capsys):
     """`save_to_preset` -> `finetune-classifier --preset DIR`: the run starts from the preset's backbone weights,
     sizes and tokenizer (they were refused as an unknown size, or overridden with the flags' sizes)."""

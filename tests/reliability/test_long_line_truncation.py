@@ -26,6 +26,7 @@ TEN_MB_LINE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_ten_megabyte_line_finishes_instance_creation_in_seconds():
     result = subprocess.run([sys.executable, "-c", TEN_MB_LINE], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

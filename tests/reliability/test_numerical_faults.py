@@ -17,6 +17,7 @@ def poison(model):
     variable.assign(np.full(variable.shape, np.nan, "float32"))
 
 
+@pytest.mark.slow
 def test_nan_loss_names_the_step_and_the_last_good_checkpoint(tmp_path):
     x, y = pretraining_batch()
     model = small_pretrainer()
@@ -32,6 +33,7 @@ def test_nan_loss_names_the_step_and_the_last_good_checkpoint(tmp_path):
     assert sorted(p.name for p in checkpoints.iterdir()) == ["latest", "step_00000001", "step_00000002"]
 
 
+@pytest.mark.slow
 def test_nan_loss_before_any_checkpoint_says_so(tmp_path):
     x, y = pretraining_batch()
     model = small_pretrainer()

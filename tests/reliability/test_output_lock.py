@@ -175,6 +175,7 @@ except OutputInUseError as error:
 
 
 @pytest.mark.parametrize("stale", [False, True])
+@pytest.mark.slow
 def test_of_racing_processes_exactly_one_wins(tmp_path, stale):
     out, ready, count = tmp_path / "out", tmp_path / "ready", 4
     ready.mkdir()

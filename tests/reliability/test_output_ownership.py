@@ -219,6 +219,7 @@ _KILLED_WRITER = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("command", ["convert", "export"])
+@pytest.mark.slow
 def test_a_killed_writer_leaves_nothing_in_the_system_temp_dir_and_the_next_run_cleans_up(tmp_path, capsys,
                                                                                           command):
     checkpoint = write_tiny_checkpoint(tmp_path / "model")

@@ -26,6 +26,7 @@ def small_pretrainer():
     return model
 
 
+@pytest.mark.slow
 def test_checkpoints_restore_weights_optimizer_and_dropout_rng(tmp_path):
     x, y = pretraining_batch()
     model = small_pretrainer()
@@ -71,6 +72,7 @@ def test_non_finite_loss_stops_training_without_checkpointing(tmp_path):
     assert not (tmp_path / "step_00000010").exists()
 
 
+@pytest.mark.slow
 def test_a_finished_run_keeps_its_record_restores_its_model_and_refuses_other_settings(tmp_path):
     x, y = pretraining_batch()
     model = small_pretrainer()
@@ -105,6 +107,7 @@ def test_a_finished_run_keeps_its_record_restores_its_model_and_refuses_other_se
         checkpoint(batch_size=8).restore(small_pretrainer())
 
 
+@pytest.mark.slow
 def test_a_resume_with_other_settings_is_refused_in_one_line(tmp_path):
     x, y = pretraining_batch()
     model = small_pretrainer()
@@ -121,6 +124,7 @@ def test_a_resume_with_other_settings_is_refused_in_one_line(tmp_path):
     assert allowed.restore(small_pretrainer())["step"] == 1
 
 
+@pytest.mark.slow
 def test_a_state_in_another_layout_is_refused_not_resumed_unchecked(tmp_path):
     x, y = pretraining_batch()
     small_pretrainer().fit(x, y, batch_size=4, epochs=1, verbose=0,

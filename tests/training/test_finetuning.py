@@ -61,6 +61,7 @@ def test_a_vocabulary_larger_than_the_embedding_table_is_rejected(tmp_path):
         ModelSource(init_checkpoint=checkpoint).build(BertClassifier, bigger, num_classes=2)
 
 
+@pytest.mark.slow
 def test_checkpoint_callback_keeps_last_and_the_best_epoch(tmp_path):
     model = BertClassifier(tiny_backbone(vocabulary_size=len(VOCABULARY)), num_classes=2, labels=["no", "yes"])
     scores = iter([0.5, 0.8, 0.6])
