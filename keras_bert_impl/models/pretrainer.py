@@ -108,6 +108,8 @@ class BertPretrainer(BertTask):
     # `run_pretraining.py`: peak 1e-4, 10k warmup steps of 1M.
     default_learning_rate = 1e-4
     default_warmup_fraction = 0.01
+    # Each `make_dataset` batch is masked under its own seed, which a batch outside `tf.data` does not draw.
+    predicts_raw_batch_directly = False
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
         inputs = dict(backbone.input)

@@ -107,7 +107,7 @@ class BertQuestionAnswerer(BertTask):
             return super().predict(x, batch_size=batch_size, **kwargs)
         examples, features = self.preprocessor.featurize(x)
         if len(features):
-            outputs = keras.Model.predict(self, features.inputs(), batch_size=batch_size or 32, **kwargs)
+            outputs = self._predict_inputs(features.inputs(), batch_size=batch_size, **kwargs)
         else:
             outputs = {name: ops.convert_to_numpy(ops.zeros((0, self.preprocessor.sequence_length)))
                        for name in LABEL_TO_OUTPUT.values()}

@@ -27,6 +27,8 @@ PREPROCESSOR_FILENAME = "preprocessor.json"
 VOCABULARY_FILENAME = "vocab.txt"
 # `from_pretrained(..., preprocessor=AUTO)`: attach one when the checkpoint has a vocabulary.
 AUTO = "auto"
+# `predict`'s rows per batch, as Keras' and `Preprocessor.make_dataset`'s default.
+DEFAULT_PREDICT_BATCH_SIZE = 32
 # The dropout of every head on the encoder's output, as the original and Hugging Face.
 DEFAULT_DROPOUT = 0.1
 
@@ -117,6 +119,25 @@ def _contains_strings(x):
     return dtype is not None and (getattr(dtype, "kind", None) in ("U", "S") or "string" in str(dtype))
 
 
+def _raw_rows(x):
+    """Examples in raw in-memory `x` (texts `(B,)`, or a tuple of text batches); None for one str or a dataset."""
+    if isinstance(x, tuple):
+        return _raw_rows(x[0]) if x else None
+    if isinstance(x, (str, bytes)) or not hasattr(x, "__getitem__"):
+        return None
+    try:
+        return len(x)
+    except TypeError:  # a rank-0 array or tensor: one text
+        return None
+
+
+def _fits_one_batch(rows, batch_size, predict_kwargs):
+    """Whether `predict` can run `rows` examples as one batch through Keras' predict step: at most `batch_size`
+    (default 32) of them, and no `predict` argument that needs Keras' loop (`steps`, `callbacks`)."""
+    return rows is not None and 0 < rows <= (batch_size or DEFAULT_PREDICT_BATCH_SIZE) and set(predict_kwargs) <= {
+        "verbose"}
+
+
 class BertTask(keras.Model):
     """A functional Keras model: `backbone` plus a head, optionally holding a preprocessor.
 
@@ -178,7 +199,18 @@ class BertTask(keras.Model):
     def predict(self, x, batch_size=None, **kwargs):
         if self.preprocessor is None:
             return super().predict(x, batch_size=batch_size, **kwargs)
+        if self.predicts_raw_batch_directly and _contains_strings(x) and _fits_one_batch(
+                _raw_rows(x), batch_size, kwargs):
+            return self.predict_on_batch(self.preprocessor.preprocess_batch(x))
         return super().predict(self._preprocessed(x, batch_size=batch_size), **kwargs)
+
+    def _predict_inputs(self, inputs, batch_size=None, **kwargs):
+        """`keras.Model.predict` of in-memory model inputs (a dict of `(F, ...)` arrays, `F` rows); rows that fit
+        one batch go straight through Keras' compiled predict step (`predict_on_batch`), without a data pipeline."""
+        rows = len(next(iter(inputs.values())))
+        if _fits_one_batch(rows, batch_size, kwargs):
+            return self.predict_on_batch(inputs)
+        return keras.Model.predict(self, inputs, batch_size=batch_size or DEFAULT_PREDICT_BATCH_SIZE, **kwargs)
 
     # -- config -------------------------------------------------------------------------------------------
 
@@ -206,6 +238,10 @@ class BertTask(keras.Model):
 
     # -- what each task declares (as keras-hub's Task declares `backbone_cls` / `preprocessor_cls`) ----------
 
+    # Whether `predict` runs raw in-memory text that fits one batch as `preprocessor.preprocess_batch` +
+    # `predict_on_batch` (one traced TensorFlow function, then Keras' compiled predict step) instead of a
+    # `tf.data` pipeline per call; False where a batch of `make_dataset` is not that (the pretrainer's seeded masks).
+    predicts_raw_batch_directly = True
     # The preprocessor class (a name in `keras_bert_impl.preprocessing`) built when none is saved; None for none.
     default_preprocessor_class = None
     # That preprocessor's packing length (at most the backbone's `max_sequence_length`).

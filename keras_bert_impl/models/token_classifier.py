@@ -135,7 +135,7 @@ class BertTokenClassifier(BertTask):
         if self.labels is None:
             raise ValueError("Tagging text needs the tag names: build the BertTokenClassifier with `labels`.")
         features = self.preprocessor.featurize(x)
-        logits = keras.Model.predict(self, features["inputs"], batch_size=batch_size or 32, **kwargs)
+        logits = self._predict_inputs(features["inputs"], batch_size=batch_size, **kwargs)
         results = self.preprocessor.decode(features, logits, self.labels)
         return results[0] if isinstance(x, (str, bytes)) else results
 

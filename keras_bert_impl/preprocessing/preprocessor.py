@@ -92,6 +92,20 @@ def _slice_structure(structure, start, stop):
     return structure[start:stop]
 
 
+def _as_tensors(element):
+    """Raw in-memory data (`Preprocessor._slices`' structure) as TensorFlow tensors, converted as
+    `tf.data.Dataset.from_tensor_slices` converts it: tuples and dicts are structure, anything else one tensor."""
+    if isinstance(element, tuple):
+        return tuple(_as_tensors(value) for value in element)
+    if isinstance(element, dict):
+        return {key: _as_tensors(value) for key, value in element.items()}
+    if isinstance(element, (tf.Tensor, tf.RaggedTensor)):
+        return element
+    if isinstance(element, np.ndarray) and element.dtype == object:
+        element = element.tolist()
+    return tf.convert_to_tensor(element)
+
+
 def _first_leaf_length(structure):
     for value in tf.nest.flatten(structure if not isinstance(structure, list) else [structure]):
         if value is not None:
@@ -122,6 +136,7 @@ class Preprocessor(keras.layers.Layer):
             raise ValueError(f"sequence_length must be an int >= 3 ([CLS] x [SEP]), got {sequence_length!r}.")
         self.tokenizer = _as_tokenizer(tokenizer)
         self.sequence_length = int(sequence_length)
+        self._traced_preprocess = None  # `preprocess_batch`'s tf.function, traced on its first call
         self.built = True  # no weights
 
     def segment_packer(self, **settings):
@@ -194,6 +209,31 @@ class Preprocessor(keras.layers.Layer):
             dataset = dataset.shuffle(int(dataset.cardinality()), seed=seed, reshuffle_each_iteration=True)
         dataset = self._batch(dataset, batch_size or DEFAULT_BATCH_SIZE)
         return dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+    def preprocess_batch(self, x):
+        """Model inputs (NumPy) of one in-memory batch of raw inputs, without a `tf.data` pipeline: what a batch of
+        `make_dataset(x)` holds, from the same `call`, traced once into a `tf.function` kept on this preprocessor
+        (relaxed to any batch size by the second size it sees), so a warm call runs one TensorFlow graph.
+
+        Args:
+            x: raw inputs as `make_dataset` takes them (texts `(B,)`, a tuple of text batches, ...).
+
+        Returns:
+            The model inputs dict (e.g. `token_ids` int32 `(B, T)`), NumPy arrays.
+
+        Example:
+        >>> from keras_bert_impl.tokenization import BertTokenizer
+        >>> from keras_bert_impl.preprocessing import BertPreprocessor
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film"])
+        >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
+        >>> preprocessor.preprocess_batch((["good film"], ["bad"]))["token_ids"].tolist()
+        [[2, 5, 7, 3, 6, 3]]
+        """
+        element = _as_tensors(self._slices(x, None, None))
+        if self._traced_preprocess is None:
+            self._traced_preprocess = tf.function(self._preprocess_element, reduce_retracing=True)
+        # As `tf.data` maps it: a tuple element as positional arguments, anything else as one.
+        return _to_numpy(self._traced_preprocess(*(element if isinstance(element, tuple) else (element,))))
 
     def _slices(self, x, y, sample_weight):
         """Raw in-memory data as `tf.data.Dataset.from_tensor_slices` takes it (subclasses convert their inputs)."""
