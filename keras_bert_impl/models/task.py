@@ -148,6 +148,9 @@ class BertTask(keras.Model):
     With a preprocessor, `fit`, `evaluate` and `predict` take raw strings (lists, NumPy string arrays, tuples
     of them for text pairs, or a `tf.data.Dataset`), preprocessed in `tf.data` (`preprocessor.make_dataset`);
     model inputs (a dict with `token_ids`) pass through. Without one the task takes token ids only.
+    `predict` on in-memory text of at most one batch (`batch_size`, default 32) skips the per-call `tf.data`
+    pipeline: `preprocessor.preprocess_batch` (one traced function, kept) and `predict_on_batch` (Keras' compiled
+    predict step), with the same outputs; more rows, a dataset, or `steps` / `callbacks` stream through `tf.data`.
     """
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):

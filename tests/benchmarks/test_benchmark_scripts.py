@@ -9,8 +9,8 @@ printing a figure fails its test.
 Each smoke runs in one pass of the suite only, most of them in the TensorFlow pass:
 - TensorFlow pass (`backend_independent`): the tokenizer and tf.data scripts: tokenizer_corpus,
   tokenizer_throughput, tokenizer_agreement, data_pipeline, length_bucketing.
-- JAX pass: pretraining_step_breakdown (JAX only: it times `jax.jit` parts of the step) and
-  training_throughput's pretraining workload.
+- JAX pass: pretraining_step_breakdown (JAX only: it times `jax.jit` parts of the step),
+  training_throughput's pretraining workload, and predict_latency (ours and keras-hub on JAX).
 - torch pass: checkpoint_parity (under the pass's backend, against transformers on torch) and
   training_throughput's inference workload.
 training_throughput's workers set their own backends (ours on JAX and torch, keras-hub on JAX, transformers
@@ -168,6 +168,17 @@ def test_training_throughput_pretraining_smoke():
     output = training_throughput_smoke("pretraining")
     assert_worker_rows(output, {"ours/jax": 1, "keras-hub/jax": 1, "hf/torch": 1, "ours/torch": 2})
     assert re.search(r"^ group 2 of 2", output, re.M), output[-4000:]
+
+
+@pytest.mark.slow
+@only_in_pass("jax")
+def test_predict_latency_smoke():
+    # Ours and keras-hub on JAX, Hugging Face's pipeline on torch, all on the same weights.
+    output = run_script(["predict_latency.py", "--smoke"])
+    rows = [rf"^  {re.escape(name)} +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+%$"
+            for name in ("ours predict", "keras-hub predict", "hf pipeline (torch)")]
+    assert_lines(output, r"\(jax\), keras-hub", r"^load average before", r"^batch 1, 1 rounds", r"^batch 32, 1 rounds",
+                 *rows, r"^load average after", r"^predict latency benchmark done$")
 
 
 # -- torch pass ----------------------------------------------------------------------------------------------
