@@ -16,9 +16,9 @@ torch either way. TensorFlow and torch run on `THREADS` threads (JAX / XLA on th
 
 How it is timed: per batch size, one untimed warm-up call per path (tracing, compilation), then `--rounds`
 rounds; each round takes the next batch of pairs and hands it to every path in turn (the order rotates each
-round), timing the whole call (wall and process CPU time). Printed: p50 and p95 wall, median CPU time,
-`x keras-hub` (keras-hub's median / the path's: above 1, faster), and `agree` (the share of predicted labels
-equal to keras-hub's). The load average is printed before and after: the machine may be shared.
+round), timing the whole call (wall and process CPU time); `serving.py`'s timing and table. Printed: p50 and
+p95 wall, texts/s at the median, median CPU time, `x keras-hub` (keras-hub's median / the path's: above 1,
+faster), and `agree` (the share of predicted labels equal to keras-hub's). The load average is printed before and after: the machine may be shared.
 
 Run:
     KERAS_BACKEND=tensorflow .venv/bin/python benchmarks/predict_latency.py
@@ -28,22 +28,17 @@ Run:
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+from serving import (SMOKE_BACKBONE, THREADS, load_and_process_time, report,  # noqa: E402
+                     save_huggingface_with_tokenizer, sentence_pairs, time_paths)
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MRPC_TEST = os.path.join(REPO_ROOT, "..", "shared", "data", "mrpc", "msr_paraphrase_test.txt")
-THREADS = 2
 NUM_CLASSES = 2
 SEED = 0
 REFERENCE = "keras-hub predict"
-SMOKE_BACKBONE = dict(num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32, max_sequence_length=512)
 
 
 def parse_args(argv=None):
@@ -56,20 +51,6 @@ def parse_args(argv=None):
     parser.add_argument("--sequence-length", type=int, default=128, help="packing length of ours and keras-hub")
     parser.add_argument("--smoke", action="store_true", help="tiny random model, 1 round: checks the script runs")
     return parser.parse_args(argv)
-
-
-def sentence_pairs(count):
-    """`count` MRPC test sentence pairs, cycled (synthetic pairs when ../shared/data is absent)."""
-    pairs = []
-    if os.path.exists(MRPC_TEST):
-        with open(MRPC_TEST, encoding="utf-8-sig") as handle:
-            rows = [line.rstrip("\n").split("\t") for line in handle][1:]
-        pairs = [(row[3], row[4]) for row in rows if len(row) == 5]
-    if not pairs:
-        words = "the a film was good bad long short story actor plot music scene ending".split()
-        rng = np.random.default_rng(SEED)
-        pairs = [(" ".join(rng.choice(words, 20)), " ".join(rng.choice(words, 18))) for _ in range(64)]
-    return [pairs[index % len(pairs)] for index in range(count)]
 
 
 def build_paths(args, workdir):
@@ -100,12 +81,7 @@ def build_paths(args, workdir):
     theirs.preprocessor.sequence_length = args.sequence_length
 
     huggingface_dir = os.path.join(workdir, "huggingface")
-    ours.save_huggingface(huggingface_dir)
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if os.path.exists(os.path.join(checkpoint, name)):
-            with open(os.path.join(checkpoint, name), "rb") as source, \
-                    open(os.path.join(huggingface_dir, name), "wb") as target:
-                target.write(source.read())
+    save_huggingface_with_tokenizer(ours, checkpoint, huggingface_dir)
     pipeline = transformers.pipeline("text-classification", model=huggingface_dir, device=-1, truncation=True,
                                      max_length=args.sequence_length)
     label_ids = {label: index for index, label in pipeline.model.config.id2label.items()}
@@ -124,35 +100,6 @@ def build_paths(args, workdir):
         return [label_ids[result["label"]] for result in results]
 
     return {"ours predict": ours_predict, REFERENCE: keras_hub_predict, "hf pipeline (torch)": hf_pipeline}
-
-
-def time_paths(paths, batches):
-    """Interleaved rounds after one warm-up call each: `{name: {"wall": [s], "cpu": [s], "labels": [...]}}`."""
-    names = list(paths)
-    results = {name: {"wall": [], "cpu": [], "labels": []} for name in names}
-    for name in names:
-        paths[name](batches[0])
-    for round_index, batch in enumerate(batches):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            wall, cpu = time.perf_counter(), time.process_time()
-            labels = paths[name](batch)
-            results[name]["wall"].append(time.perf_counter() - wall)
-            results[name]["cpu"].append(time.process_time() - cpu)
-            results[name]["labels"].extend(labels)
-    return results
-
-
-def report(batch_size, results):
-    reference = statistics.median(results[REFERENCE]["wall"])
-    expected = results[REFERENCE]["labels"]
-    print(f"\nbatch {batch_size}, {len(results[REFERENCE]['wall'])} rounds")
-    print(f"  {'path':<22} {'p50 ms':>9} {'p95 ms':>9} {'CPU ms':>9} {'x keras-hub':>12} {'agree':>6}")
-    for name, timings in results.items():
-        median = statistics.median(timings["wall"])
-        agree = np.mean([a == b for a, b in zip(timings["labels"], expected)])
-        print(f"  {name:<22} {median * 1e3:9.1f} {np.percentile(timings['wall'], 95) * 1e3:9.1f} "
-              f"{statistics.median(timings['cpu']) * 1e3:9.1f} {reference / median:12.2f} {agree:6.0%}")
 
 
 def main(argv=None):
@@ -178,21 +125,14 @@ def main(argv=None):
           f"sentence-pair classifier, sequence length {args.sequence_length}, keras {keras.__version__} "
           f"({keras.backend.backend()}), keras-hub {keras_hub.__version__}, tensorflow {tf.__version__}, "
           f"torch {torch.__version__}, transformers {transformers.__version__}")
-    load_before = os.getloadavg()
-    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
-          f"({os.cpu_count()} CPUs)")
-    cpu_started, wall_started = time.process_time(), time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="predict_latency_") as workdir:
+    with load_and_process_time(), tempfile.TemporaryDirectory(prefix="predict_latency_") as workdir:
         paths = build_paths(args, workdir)
         for batch_size in [int(size) for size in args.batch_sizes.split(",") if size]:
             rounds = args.rounds or (1 if args.smoke else 20 if batch_size == 1 else 5)
             pairs = sentence_pairs(batch_size * rounds)
-            report(batch_size, time_paths(paths, [pairs[index * batch_size:(index + 1) * batch_size]
-                                                  for index in range(rounds)]))
-    load_after = os.getloadavg()
-    print(f"\nload average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; "
-          f"benchmark process: {time.perf_counter() - wall_started:.0f} s wall, "
-          f"{time.process_time() - cpu_started:.0f} s CPU")
+            results = time_paths(paths, [pairs[index * batch_size:(index + 1) * batch_size]
+                                         for index in range(rounds)])
+            report("sentence pairs", batch_size, results, reference_name=REFERENCE, ratio_label="x keras-hub")
     print("predict latency benchmark done")
     return 0
 

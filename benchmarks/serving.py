@@ -35,6 +35,7 @@ Run:
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -135,13 +136,18 @@ def build_models(task, args, workdir):
                                                          max_answer_length=MAX_ANSWER_LENGTH)
         model = BertQuestionAnswerer(backbone, preprocessor=preprocessor)
     huggingface_dir = os.path.join(workdir, f"{task}_huggingface")
-    model.save_huggingface(huggingface_dir)
+    save_huggingface_with_tokenizer(model, checkpoint, huggingface_dir)
+    return model, tokenizer, huggingface_dir
+
+
+def save_huggingface_with_tokenizer(model, checkpoint, directory):
+    """`model.save_huggingface(directory)` plus the Hugging Face tokenizer files of `checkpoint`."""
+    model.save_huggingface(directory)
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         if os.path.exists(os.path.join(checkpoint, name)):
             with open(os.path.join(checkpoint, name), "rb") as source, \
-                    open(os.path.join(huggingface_dir, name), "wb") as target:
+                    open(os.path.join(directory, name), "wb") as target:
                 target.write(source.read())
-    return model, tokenizer, huggingface_dir
 
 
 def ort_session(path, spin):
@@ -377,21 +383,35 @@ def time_paths(paths, batches, after_warmup=lambda: None):
     return results
 
 
+@contextlib.contextmanager
+def load_and_process_time():
+    """Print the load average before and after the block, and the block's wall and process CPU seconds."""
+    load = os.getloadavg()
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)")
+    cpu_started, wall_started = time.process_time(), time.perf_counter()
+    yield
+    load = os.getloadavg()
+    print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; benchmark process: "
+          f"{time.perf_counter() - wall_started:.0f} s wall, {time.process_time() - cpu_started:.0f} s CPU")
+
+
 def percentile(values, q):
     return float(np.percentile(np.array(values), q))
 
 
-def report(task, batch_size, results):
-    reference = statistics.median(results[REFERENCE]["wall"])
-    expected = results[REFERENCE]["predictions"]
-    print(f"\n{task}, batch {batch_size}, {len(results[REFERENCE]['wall'])} rounds")
-    print(f"  {'path':<24} {'p50 ms':>9} {'p95 ms':>9} {'texts/s':>9} {'CPU ms':>9} {'x hf+ort':>9} {'agree':>6}")
+def report(task, batch_size, results, reference_name=REFERENCE, ratio_label="x hf+ort"):
+    """The table of one (task, batch size): p50 / p95 wall, texts/s, CPU, the ratio to `reference_name`'s median
+    (`ratio_label`), and the share of predictions equal to its."""
+    reference = statistics.median(results[reference_name]["wall"])
+    expected = results[reference_name]["predictions"]
+    print(f"\n{task}, batch {batch_size}, {len(results[reference_name]['wall'])} rounds")
+    print(f"  {'path':<24} {'p50 ms':>9} {'p95 ms':>9} {'texts/s':>9} {'CPU ms':>9} {ratio_label:>11} {'agree':>6}")
     for name, timings in results.items():
         median = statistics.median(timings["wall"])
         agree = np.mean([a == b for a, b in zip(timings["predictions"], expected)])
         print(f"  {name:<24} {median * 1e3:9.1f} {percentile(timings['wall'], 95) * 1e3:9.1f} "
               f"{batch_size / median:9.1f} {statistics.median(timings['cpu']) * 1e3:9.1f} "
-              f"{reference / median:9.2f} {agree:6.0%}")
+              f"{reference / median:11.2f} {agree:6.0%}")
 
 
 def main(argv=None):
@@ -416,11 +436,7 @@ def main(argv=None):
           f"{THREADS} threads (ORT spinning {'on' if args.ort_spin else 'off'}), keras {keras.__version__} "
           f"({keras.backend.backend()}), tensorflow {tf.__version__}, "
           f"onnxruntime {onnxruntime.__version__}, torch {torch.__version__}, transformers {transformers.__version__}")
-    load_before = os.getloadavg()
-    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} "
-          f"({os.cpu_count()} CPUs)")
-    cpu_started, wall_started = time.process_time(), time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="serving_benchmark_") as workdir:
+    with load_and_process_time(), tempfile.TemporaryDirectory(prefix="serving_benchmark_") as workdir:
         for task in tasks:
             model, tokenizer, huggingface_dir = build_models(task, args, workdir)
             paths, notes, hf_tokenizer = make_paths(task, model, tokenizer, huggingface_dir, workdir,
@@ -446,10 +462,6 @@ def main(argv=None):
                 report(task, batch_size, time_paths(paths, batches, forget_warmup))
                 for name, timer in stages.items():
                     print(f"  stages of {name}: {timer.summary()}")
-    load_after = os.getloadavg()
-    print(f"\nload average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; "
-          f"benchmark process: {time.perf_counter() - wall_started:.0f} s wall, "
-          f"{time.process_time() - cpu_started:.0f} s CPU")
     print("serving benchmark done")
     return 0
 

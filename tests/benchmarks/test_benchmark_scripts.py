@@ -175,10 +175,11 @@ def test_training_throughput_pretraining_smoke():
 def test_predict_latency_smoke():
     # Ours and keras-hub on JAX, Hugging Face's pipeline on torch, all on the same weights.
     output = run_script(["predict_latency.py", "--smoke"])
-    rows = [rf"^  {re.escape(name)} +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+%$"
+    rows = [rf"^  {re.escape(name)} +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\d+%$"
             for name in ("ours predict", "keras-hub predict", "hf pipeline (torch)")]
-    assert_lines(output, r"\(jax\), keras-hub", r"^load average before", r"^batch 1, 1 rounds", r"^batch 32, 1 rounds",
-                 *rows, r"^load average after", r"^predict latency benchmark done$")
+    assert_lines(output, r"\(jax\), keras-hub", r"^load average before", r"^sentence pairs, batch 1, 1 rounds",
+                 r"^sentence pairs, batch 32, 1 rounds", *rows, r"^load average after",
+                 r"^predict latency benchmark done$")
 
 
 # -- torch pass ----------------------------------------------------------------------------------------------
