@@ -90,8 +90,13 @@ def test_token_classifier_one_batch_predict_equals_the_stream(monkeypatch):
 
 
 @pytest.mark.backend_independent
-def test_preprocess_batch_equals_a_make_dataset_batch():
+def test_eager_calls_and_preprocess_batch_equal_a_make_dataset_batch_and_trace_once(monkeypatch):
     preprocessor = BertPreprocessor(BertTokenizer(VOCABULARY), sequence_length=10)
     (batch,) = list(preprocessor.make_dataset(PAIRS))
-    for name, value in preprocessor.preprocess_batch(PAIRS).items():
-        np.testing.assert_array_equal(value, batch[name].numpy())
+    call = Spy(preprocessor.call)
+    monkeypatch.setattr(preprocessor, "call", call)
+    for outputs in (preprocessor(PAIRS), preprocessor(PAIRS), preprocessor.preprocess_batch(PAIRS)):
+        assert set(outputs) == set(batch)
+        for name, value in outputs.items():
+            np.testing.assert_array_equal(value, batch[name].numpy())
+    assert call.calls == 1  # traced by the first eager call, reused by the others
