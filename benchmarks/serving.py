@@ -12,7 +12,8 @@ Paths (one process, 2 threads each: TensorFlow intra-op 2, ONNX Runtime intra-op
   packing to `--sequence-length`), then argmax / `answers`.
 - `ours savedmodel`: `export_saved_model`'s `serve_text_pair` (classifier: label) or `serve_text` (QA:
   answer), tokenization and decoding in the TensorFlow graph.
-- `ours onnx + ort`: `export_onnx`'s file in ONNX Runtime (all graph optimisations), our tokenizer and packer
+- `ours onnx + ort`: `export_onnx(optimize=True)`'s file (ONNX Runtime's transformer optimizer already run on
+  it) in ONNX Runtime (all graph optimisations), our tokenizer and packer
   outside it (dynamic padding, like the others); QA features and decoding by the preprocessor's
   `featurize` / `decode`.
 - `hf tokenizers + ort`: the fast (Rust) tokenizer, the HF model exported with `torch.onnx` (TorchScript,
@@ -179,6 +180,16 @@ def huggingface_onnx(huggingface_model, hf_tokenizer, task, workdir):
     return fused, fusions
 
 
+def fused_operators(path):
+    """`{op type: count}` of ONNX Runtime's fused operators (contrib domain) in the ONNX file at `path`."""
+    import collections
+
+    import onnx
+
+    return dict(collections.Counter(node.op_type for node in onnx.load(path).graph.node
+                                    if node.domain == "com.microsoft"))
+
+
 # -- the serving paths: each maps a batch of raw inputs to predictions (label ids / answer strings) --------
 
 class Stages:
@@ -246,7 +257,8 @@ def make_paths(task, model, tokenizer, huggingface_dir, workdir, ort_spin):
         model, os.path.join(workdir, f"{task}_saved_model"), tokenizer,
         sequence_length=preprocessor.sequence_length, **qa_settings))
     serve_text = saved_model.signatures["serve_text_pair" if task == "classifier" else "serve_text"]
-    onnx_path = export_onnx(model, os.path.join(workdir, f"{task}.onnx"))
+    onnx_path = export_onnx(model, os.path.join(workdir, f"{task}.onnx"), optimize=True)
+    notes["our fusions"] = fused_operators(onnx_path)
     ours_onnx = ort_session(onnx_path, ort_spin)
     hf_onnx_path, notes["hf fusions"] = huggingface_onnx(hf_model, hf_tokenizer, task, workdir)
     hf_onnx = ort_session(hf_onnx_path, ort_spin)
