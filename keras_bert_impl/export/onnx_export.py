@@ -4,7 +4,8 @@
 The graph takes the task model's numeric inputs, `token_ids` int32 `(B, T)`, `segment_ids` int32 `(B, T)`,
 `padding_mask` bool `(B, T)` (and `mask_positions` int32 `(B, P)` for `BertPretrainer`), every axis dynamic.
 Outputs keep the task's names; a single output is named `logits`. The file's metadata holds `METADATA_KEYS`.
-Layer norms are written in the node pattern ONNX Runtime's transformer optimizer fuses (`onnx_rewrites`, exact);
+Layer norms and GELUs are written in the node patterns ONNX Runtime's transformer optimizer fuses (`onnx_rewrites`,
+exact);
 `optimize=True` writes the optimizer's output instead (ONNX Runtime contrib ops: runs in ONNX Runtime only).
 ONNX cannot refuse a bad input by name (ORT wraps a token id of -1 to the table's last row): serve through
 `run_onnx`, which checks the inputs first.
@@ -21,7 +22,7 @@ import warnings
 
 import keras
 
-from keras_bert_impl.export.onnx_rewrites import rewrite_layer_norms
+from keras_bert_impl.export.onnx_rewrites import rewrite_for_onnxruntime
 from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
                                                           exported_class_name)
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
@@ -58,8 +59,9 @@ def export_onnx(model, path=None, *, overwrite=False, opset=None, optimize=False
         opset: int or None. ONNX opset; None takes tf2onnx's default. Defaults to None.
         optimize: bool. Write the graph after ONNX Runtime's transformer optimizer
             (`optimize_model(model_type="bert")`): layer norms fused with their residual add
-            (`SkipLayerNormalization`), faster in ONNX Runtime, same outputs (to float rounding); the file then
-            holds ONNX Runtime contrib ops that other runtimes lack. Defaults to False (standard ONNX ops only).
+            (`SkipLayerNormalization`), GELUs with their bias (`BiasGelu` / `FastGelu`); faster in ONNX
+            Runtime, same outputs (to float rounding); the file then holds ONNX Runtime contrib ops that other
+            runtimes lack. Defaults to False (standard ONNX ops only).
 
     Returns:
         str. The absolute path of the written file.
@@ -232,7 +234,7 @@ def _optimize_for_onnxruntime(path, model, class_name):
 
 def _export_with_tensorflow(model, class_name, path, opset, optimize=False):
     """Convert `model` with Keras' ONNX export (tf2onnx) into a temporary file renamed over `path`: layer norms
-    rewritten for ONNX Runtime's optimizer, which runs on the file when `optimize`."""
+    and GELUs rewritten for ONNX Runtime's optimizer, which runs on the file when `optimize`."""
     import onnx
 
     _register_erfc_conversion()
@@ -252,7 +254,7 @@ def _export_with_tensorflow(model, class_name, path, opset, optimize=False):
             first_line = str(error).strip().splitlines()[0]
             raise ExportError(f"The ONNX graph tf2onnx made of {class_name} is invalid ({first_line}); nothing "
                               f"was written to {path}.") from None
-        rewrite_layer_norms(proto)
+        rewrite_for_onnxruntime(proto)
         onnx.save(proto, tmp)
         if optimize:
             _optimize_for_onnxruntime(tmp, model, class_name)

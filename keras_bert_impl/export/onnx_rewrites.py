@@ -1,11 +1,15 @@
 """Exact rewrites of tf2onnx's BERT graph into the node patterns ONNX Runtime's transformer optimizer fuses.
 
+`rewrite_for_onnxruntime` applies both: `rewrite_layer_norms` and `rewrite_gelus`.
+
 tf2onnx lowers Keras' `LayerNormalization` (TensorFlow's `tf.nn.moments` + `batch_normalization`) to
 `GlobalAveragePool` means and a `Neg`/`Mul`/`Add` shift; `onnxruntime.transformers.optimizer.optimize_model`
 recognises a layer norm only from `ReduceMean` means and a `Mul`/`Sub` shift (its `FusionLayerNormalizationTF`).
 `rewrite_layer_norms` turns the first form into the second, op for op with the same arithmetic (outputs equal
 bit for bit), so the optimizer fuses every layer norm (and the residual `Add` before it into
-`SkipLayerNormalization`). The rewrite only renames how the same values are computed: no layer is written here.
+`SkipLayerNormalization`). TensorFlow's exact GELU `0.5 x erfc(-x / sqrt(2))` (tf2onnx: `Erf` of `Neg`, then
+`1 - erf`) becomes `x ((1 + erf(x / sqrt(2))) 0.5)`, the form the optimizer fuses into `Gelu`. The rewrites only
+change how the same values are computed: no layer is written here.
 
 Node legend: `x` the normalised `(..., H)` tensor, `m` its mean over H, `s` the scale `gamma / sqrt(var + eps)`.
 """
@@ -122,3 +126,86 @@ def rewrite_layer_norms(model):
     for node in negations:
         graph.node.remove(node)
     return len(negations)
+
+
+def _constant(initializers, name):
+    tensor = initializers.get(name)
+    return None if tensor is None else onnx.numpy_helper.to_array(tensor)
+
+
+def _is_scalar(initializers, name, value):
+    array = _constant(initializers, name)
+    return array is not None and array.size == 1 and float(array.reshape(())) == value
+
+
+def _sort_topologically(graph):
+    """Reorder `graph.node` so every node follows the producers of its inputs (rewrites may swap two)."""
+    available = {value.name for value in graph.input} | {tensor.name for tensor in graph.initializer} | {""}
+    pending, ordered = list(graph.node), []
+    while pending:
+        ready = [node for node in pending if all(name in available for name in node.input)]
+        if not ready:
+            raise ValueError("the rewritten ONNX graph has a cycle")  # a rewrite bug, never the user's input
+        for node in ready:
+            ordered.append(node)
+            available.update(node.output)
+        pending = [node for node in pending if node not in ready]
+    del graph.node[:]
+    graph.node.extend(ordered)
+
+
+def rewrite_gelus(model):
+    """Rewrite tf2onnx's exact-GELU nodes in `model` (changed in place) into the form ONNX Runtime's optimizer
+    fuses into `Gelu`; values are unchanged.
+
+    `Mul(Mul(0.5, x), Sub(1, Erf(Mul(Neg(x), c))))` -> `Mul(x, Mul(Add(Erf(Mul(x, c)), 1), 0.5))`: `erf` is odd
+    and negation exact, and scaling by 0.5 is exact whichever factor takes it.
+
+    Args:
+        model: `onnx.ModelProto` written by tf2onnx (with `onnx_export`'s `Erfc` conversion).
+
+    Returns:
+        int. The number of GELUs rewritten.
+    """
+    graph = model.graph
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    producers = {output: node for node in graph.node for output in node.output}
+    consumers = _consumers(graph)
+    rewritten, negations = 0, []
+    for erf in [node for node in graph.node if node.op_type == "Erf"]:
+        scaling = producers.get(erf.input[0])
+        negation = producers.get(scaling.input[0]) if scaling is not None and scaling.op_type == "Mul" else None
+        complements = consumers.get(erf.output[0], [])
+        if (negation is None or negation.op_type != "Neg" or len(complements) != 1
+                or complements[0].op_type != "Sub" or not _is_scalar(initializers, complements[0].input[0], 1.0)):
+            continue
+        complement = complements[0]
+        products = consumers.get(complement.output[0], [])
+        if len(products) != 1 or products[0].op_type != "Mul":
+            continue
+        product = products[0]
+        half = producers.get(next(name for name in product.input if name != complement.output[0]))
+        x = negation.input[0]
+        if half is None or half.op_type != "Mul" or x not in half.input:
+            continue
+        one_half = next(name for name in half.input if name != x)
+        if not _is_scalar(initializers, one_half, 0.5):
+            continue
+        scaling.input[0] = x  # x * c
+        complement.op_type = "Add"
+        complement.input[:] = [erf.output[0], complement.input[0]]  # erf(x c) + 1
+        half.input[:] = [complement.output[0], one_half]  # (1 + erf(x c)) * 0.5
+        product.input[:] = [x, half.output[0]]
+        if len(consumers[negation.output[0]]) == 1:
+            negations.append(negation)
+        rewritten += 1
+    for node in negations:
+        graph.node.remove(node)
+    _sort_topologically(graph)
+    return rewritten
+
+
+def rewrite_for_onnxruntime(model):
+    """`rewrite_layer_norms` and `rewrite_gelus` on `model` (an `onnx.ModelProto`, changed in place)."""
+    rewrite_layer_norms(model)
+    rewrite_gelus(model)
