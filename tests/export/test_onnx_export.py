@@ -215,9 +215,10 @@ def test_cli_exports_a_model_directory_to_onnx(capsys, tmp_path):
     model.save_pretrained(tmp_path / "model")
     output = tmp_path / "out" / "classifier.onnx"
     status, out, err = run_cli(capsys, "export", "--model", tmp_path / "model", "--format", "onnx",
-                               "--output", output)
+                               "--output", output, "--optimize")
     assert status == 0 and f"Exported BertClassifier to {output}" in out, err
     _assert_session_matches(model, str(output))
+    assert "SkipLayerNormalization" in {node.op_type for node in onnx.load(output).graph.node}
     status, _, err = run_cli(capsys, "export", "--model", tmp_path / "model", "--format", "onnx",
                              "--output", output)
     assert status == 1 and "already exists" in err and "--overwrite" in err
@@ -225,6 +226,9 @@ def test_cli_exports_a_model_directory_to_onnx(capsys, tmp_path):
                              "--output", tmp_path / "other.onnx", "--sequence-length", "16")
     assert status == 1 and "--sequence-length apply to SavedModel exports" in err
     assert not (tmp_path / "other.onnx").exists()
+    status, _, err = run_cli(capsys, "export", "--model", tmp_path / "model", "--output", tmp_path / "saved",
+                             "--optimize")
+    assert status == 1 and "--optimize applies to ONNX exports" in err and not (tmp_path / "saved").exists()
 
 
 @pytest.mark.backend_independent
