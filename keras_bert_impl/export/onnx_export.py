@@ -5,8 +5,8 @@ The graph takes the task model's numeric inputs, `token_ids` int32 `(B, T)`, `se
 `padding_mask` bool `(B, T)` (and `mask_positions` int32 `(B, P)` for `BertPretrainer`), every axis dynamic.
 Outputs keep the task's names; a single output is named `logits`. The file's metadata holds `METADATA_KEYS`.
 Layer norms and GELUs are written in the node patterns ONNX Runtime's transformer optimizer fuses (`onnx_rewrites`,
-exact);
-`optimize=True` writes the optimizer's output instead (ONNX Runtime contrib ops: runs in ONNX Runtime only).
+same values); `optimize=True` writes the optimizer's output instead (ONNX Runtime contrib ops: ONNX Runtime
+alone runs it).
 ONNX cannot refuse a bad input by name (ORT wraps a token id of -1 to the table's last row): serve through
 `run_onnx`, which checks the inputs first.
 """

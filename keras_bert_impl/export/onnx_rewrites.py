@@ -1,15 +1,15 @@
-"""Exact rewrites of tf2onnx's BERT graph into the node patterns ONNX Runtime's transformer optimizer fuses.
+"""Value-preserving rewrites of tf2onnx's BERT graph into the node patterns ONNX Runtime's transformer optimizer fuses.
 
 `rewrite_for_onnxruntime` applies both: `rewrite_layer_norms` and `rewrite_gelus`.
 
 tf2onnx lowers Keras' `LayerNormalization` (TensorFlow's `tf.nn.moments` + `batch_normalization`) to
 `GlobalAveragePool` means and a `Neg`/`Mul`/`Add` shift; `onnxruntime.transformers.optimizer.optimize_model`
 recognises a layer norm only from `ReduceMean` means and a `Mul`/`Sub` shift (its `FusionLayerNormalizationTF`).
-`rewrite_layer_norms` turns the first form into the second, op for op with the same arithmetic (outputs equal
-bit for bit), so the optimizer fuses every layer norm (and the residual `Add` before it into
-`SkipLayerNormalization`). TensorFlow's exact GELU `0.5 x erfc(-x / sqrt(2))` (tf2onnx: `Erf` of `Neg`, then
-`1 - erf`) becomes `x ((1 + erf(x / sqrt(2))) 0.5)`, the form the optimizer fuses into `Gelu`. The rewrites only
-change how the same values are computed: no layer is written here.
+`rewrite_layer_norms` turns the first form into the second, op for op with the same arithmetic (the means may
+sum in another order: outputs agree to about 1e-9), so the optimizer fuses every layer norm (and the residual
+`Add` before it into `SkipLayerNormalization`). TensorFlow's exact GELU `0.5 x erfc(-x / sqrt(2))` (tf2onnx:
+`Erf` of `Neg`, then `1 - erf`) becomes `x ((1 + erf(x / sqrt(2))) 0.5)`, the form the optimizer fuses into
+`Gelu`. The rewrites only change how the same values are computed: no layer is written here.
 
 Node legend: `x` the normalised `(..., H)` tensor, `m` its mean over H, `s` the scale `gamma / sqrt(var + eps)`.
 """
@@ -69,9 +69,9 @@ def rewrite_layer_norms(model):
     """Rewrite tf2onnx's layer-norm pattern in `model` (an `onnx.ModelProto`, changed in place) into the one
     ONNX Runtime's optimizer fuses; values are unchanged.
 
-    Two rewrites, each exact:
+    Two rewrites:
     - `GlobalAveragePool(x)` of a rank-3 `x` `(B, T, H)` -> `ReduceMean(x, axes=[-1], keepdims=1)` (the same
-      mean over H);
+      mean over H, summed in the kernel's order);
     - `Add(Mul(Neg(m), s), beta)` -> `Sub(beta, Mul(m, s))` (IEEE negation is exact, so both give the same
       float).
 
@@ -83,8 +83,8 @@ def rewrite_layer_norms(model):
 
     Example:
     >>> import onnx  # doctest: +SKIP
-    >>> model = onnx.load("/tmp/bert_sentiment.onnx")  # doctest: +SKIP
-    >>> rewrite_layer_norms(model)  # embeddings + 2 per encoder block  # doctest: +SKIP
+    >>> model = onnx.load("tf2onnx_bert.onnx")  # a 1-block encoder as tf2onnx wrote it  # doctest: +SKIP
+    >>> rewrite_layer_norms(model)  # the embeddings' layer norm and the block's 2  # doctest: +SKIP
     3
     """
     graph = model.graph
@@ -109,7 +109,6 @@ def rewrite_layer_norms(model):
                 or len(shift_adds) != 1 or shift_adds[0].op_type != "Add"):
             continue
         shift_add = shift_adds[0]
-        beta = next(name for name in shift_add.input if name != shift_mul.output[0])
         scale = next(name for name in shift_mul.input if name != node.output[0])
         scale_producer = producers.get(scale)
         if scale_producer is not None and scale_producer.op_type == "Mul":
