@@ -8,7 +8,7 @@ SavedModel (`export.export_saved_model`) needs only `tensorflow` and `tensorflow
 `tf.saved_model.load(path).signatures["serve_text"](question=..., context=...)["answer"]`. `--format onnx`
 (`export.export_onnx`; `pip install "keras-bert-impl[onnx]"`) takes `token_ids`, `segment_ids`,
 `padding_mask` from the model's preprocessor (`BertPreprocessor.from_pretrained(model directory)`);
-`--optimize` writes it after ONNX Runtime's transformer optimizer (faster in ONNX Runtime, which alone runs it).
+`--optimize` writes it after ONNX Runtime's transformer optimizer (fused nodes; ONNX Runtime alone runs it).
 """
 
 import os
@@ -40,7 +40,7 @@ def add_arguments(parser):
                              "folder; with --format onnx: replace an existing file)")
     parser.add_argument("--optimize", action="store_true",
                         help="with --format onnx: write the graph after ONNX Runtime's transformer optimizer "
-                             "(fused layer norms and GELUs; faster, but only ONNX Runtime runs it)")
+                             "(fused layer norms and GELUs; only ONNX Runtime runs it)")
     add_question_answering_arguments(parser.add_argument_group("question answering"))
 
 
