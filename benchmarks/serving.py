@@ -12,9 +12,10 @@ Paths (one process, 2 threads each: TensorFlow intra-op 2, ONNX Runtime intra-op
   packing to `--sequence-length`), then argmax / `answers`.
 - `ours savedmodel`: `export_saved_model`'s `serve_text_pair` (classifier: label) or `serve_text` (QA:
   answer), tokenization and decoding in the TensorFlow graph.
-- `ours onnx + ort`: `export_onnx`'s file in ONNX Runtime (all graph optimisations), our tokenizer and packer
-  outside it (dynamic padding, like the others); QA features and decoding by the preprocessor's
-  `featurize` / `decode`.
+- `ours onnx + ort`: `export_onnx(optimize=True)`'s file (ONNX Runtime's transformer optimizer already run on
+  it) in ONNX Runtime (all graph optimisations), our tokenizer and packer
+  outside it (dynamic padding, like the others); QA windows and span decoding by the SavedModel's graph functions
+  (`preprocessing.squad_span_graph`), each one `tf.function` call around the ONNX Runtime call.
 - `hf tokenizers + ort`: the fast (Rust) tokenizer, the HF model exported with `torch.onnx` (TorchScript,
   dynamic axes), fused by ONNX Runtime's transformer optimizer (`optimize_model(model_type="bert")`), all
   graph optimisations; QA spans by transformers' `decode_spans`. The reference of the ratios.
@@ -185,6 +186,16 @@ def huggingface_onnx(huggingface_model, hf_tokenizer, task, workdir):
     return fused, fusions
 
 
+def fused_operators(path):
+    """`{op type: count}` of ONNX Runtime's fused operators (contrib domain) in the ONNX file at `path`."""
+    import collections
+
+    import onnx
+
+    return dict(collections.Counter(node.op_type for node in onnx.load(path).graph.node
+                                    if node.domain == "com.microsoft"))
+
+
 # -- the serving paths: each maps a batch of raw inputs to predictions (label ids / answer strings) --------
 
 class Stages:
@@ -237,6 +248,7 @@ def make_paths(task, model, tokenizer, huggingface_dir, workdir, ort_spin):
 
     from keras_bert_impl.data.packing import SegmentPacker
     from keras_bert_impl.export import export_onnx, export_saved_model
+    from keras_bert_impl.preprocessing import squad_span_graph
 
     preprocessor = model.preprocessor
     notes = {}
@@ -252,7 +264,8 @@ def make_paths(task, model, tokenizer, huggingface_dir, workdir, ort_spin):
         model, os.path.join(workdir, f"{task}_saved_model"), tokenizer,
         sequence_length=preprocessor.sequence_length, **qa_settings))
     serve_text = saved_model.signatures["serve_text_pair" if task == "classifier" else "serve_text"]
-    onnx_path = export_onnx(model, os.path.join(workdir, f"{task}.onnx"))
+    onnx_path = export_onnx(model, os.path.join(workdir, f"{task}.onnx"), optimize=True)
+    notes["our fusions"] = fused_operators(onnx_path)
     ours_onnx = ort_session(onnx_path, ort_spin)
     hf_onnx_path, notes["hf fusions"] = huggingface_onnx(hf_model, hf_tokenizer, task, workdir)
     hf_onnx = ort_session(hf_onnx_path, ort_spin)
@@ -318,10 +331,27 @@ def make_paths(task, model, tokenizer, huggingface_dir, workdir, ort_spin):
             answers = serve_text(question=questions, context=contexts)["answer"].numpy()
             return [answer.decode() for answer in answers]
 
+        settings = {name: getattr(preprocessor, name) for name in ("doc_stride", "max_query_length", "n_best_size",
+                                                                   "version_2_with_negative",
+                                                                   "null_score_diff_threshold")}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+        def featurize(questions, contexts):  # the SavedModel's windowing, one TensorFlow graph call
+            return squad_span_graph.windowed_features(tokenizer, questions, contexts, length, settings["doc_stride"],
+                                                      settings["max_query_length"])
+
+        @tf.function(reduce_retracing=True)
+        def decode(start_logits, end_logits, features):  # the SavedModel's span decoding, one graph call
+            best = squad_span_graph.decode_best_spans(
+                start_logits, end_logits, features["windows"], features["context_starts"], features["context_ends"],
+                settings["n_best_size"], MAX_ANSWER_LENGTH, settings["version_2_with_negative"])
+            return squad_span_graph.select_answers(features["context"], best, settings["version_2_with_negative"],
+                                                   settings["null_score_diff_threshold"])["answer"]
+
         def ours_onnx_ort(pairs):
             with ours_stages("featurize"):
-                examples, features = preprocessor.featurize(tuple(list(texts) for texts in zip(*pairs)))
-                inputs = features.inputs()
+                features = featurize(*(tf.constant(texts) for texts in zip(*pairs)))
+                inputs = {name: value.numpy() for name, value in features.pop("inputs").items()}
                 used = int(inputs["padding_mask"].sum(-1).max())  # dynamic padding: drop all-padding columns
             with ours_stages("model"):
                 start, end = ours_onnx.run(["start_logits", "end_logits"],
@@ -329,9 +359,7 @@ def make_paths(task, model, tokenizer, huggingface_dir, workdir, ort_spin):
             with ours_stages("decode"):
                 padded = [np.pad(logits, ((0, 0), (0, length - used)), constant_values=-1e4)
                           for logits in (start, end)]
-                decoded = preprocessor.decode(examples, features,
-                                              {"start_logits": padded[0], "end_logits": padded[1]})
-                return [decoded.answer(example.qas_id)["text"] for example in examples]
+                return [answer.decode() for answer in decode(*padded, features).numpy()]
 
         def hf_encode(pairs, tensors):
             questions, contexts = (list(texts) for texts in zip(*pairs))

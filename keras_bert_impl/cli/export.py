@@ -1,13 +1,14 @@
 """Export a saved model directory as a TensorFlow SavedModel that serves raw text, or as ONNX.
 
     keras-bert export --model runs/squad/best --output saved_models/squad --sequence-length 384
-    keras-bert export --model runs/mrpc/best --format onnx --output onnx_models/mrpc.onnx
+    keras-bert export --model runs/mrpc/best --format onnx --output onnx_models/mrpc.onnx [--optimize]
 
 The model comes from the directory (`models.load_task`), the tokenizer from the `vocab.txt` beside it. The
 SavedModel (`export.export_saved_model`) needs only `tensorflow` and `tensorflow_text` to serve:
 `tf.saved_model.load(path).signatures["serve_text"](question=..., context=...)["answer"]`. `--format onnx`
 (`export.export_onnx`; `pip install "keras-bert-impl[onnx]"`) takes `token_ids`, `segment_ids`,
-`padding_mask` from the model's preprocessor (`BertPreprocessor.from_pretrained(model directory)`).
+`padding_mask` from the model's preprocessor (`BertPreprocessor.from_pretrained(model directory)`);
+`--optimize` writes it after ONNX Runtime's transformer optimizer (fused nodes; ONNX Runtime alone runs it).
 """
 
 import os
@@ -37,6 +38,9 @@ def add_arguments(parser):
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --output if it is a previous output of keras-bert (never anyone else's "
                              "folder; with --format onnx: replace an existing file)")
+    parser.add_argument("--optimize", action="store_true",
+                        help="with --format onnx: write the graph after ONNX Runtime's transformer optimizer "
+                             "(fused layer norms and GELUs; only ONNX Runtime runs it)")
     add_question_answering_arguments(parser.add_argument_group("question answering"))
 
 
@@ -60,13 +64,16 @@ def run(args):
         check_not_input(output, [args.model], "ONNX file")  # before loading anything
         check_onnx_output(os.path.abspath(output), args.overwrite)
     else:
+        if args.optimize:
+            raise ValueError("--optimize applies to ONNX exports (ONNX Runtime's optimizer): add --format onnx, "
+                             "or drop --optimize.")
         check_output(os.path.abspath(output), [args.model], args.overwrite, "SavedModel")  # before loading anything
     model = load_task(args.model, task=None if args.model_class == "auto" else args.model_class)
     if options and type(model).__name__ != "BertQuestionAnswerer":
         raise ValueError(f"{args.model} holds a {type(model).__name__}; the question-answering flags "
                          f"({', '.join(sorted(options))}) apply only to question answerers.")
     if onnx:
-        path = export_onnx(model, output, overwrite=args.overwrite)
+        path = export_onnx(model, output, overwrite=args.overwrite, optimize=args.optimize)
         print(f"Exported {type(model).__name__} to {path} (ONNX; inputs token_ids, segment_ids, padding_mask)")
     else:
         path = export_saved_model(model, output, checkpoint_tokenizer(args.model, required=True),

@@ -5,6 +5,7 @@ the TensorFlow worker subprocess. Each file is exported once and run at two batc
 graph with a batch size or length baked in fails.
 """
 
+import collections
 import json
 import os
 
@@ -17,6 +18,7 @@ from tests.cli.cli_test_utils import run_cli
 from tests.helpers import random_batch, to_numpy
 
 onnxruntime = pytest.importorskip("onnxruntime", reason="ONNX export tests need the `onnx` extra")
+onnx = pytest.importorskip("onnx", reason="ONNX export tests need the `onnx` extra")
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "the", "was", "##s"]
 TINY = dict(vocabulary_size=32, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
@@ -213,9 +215,10 @@ def test_cli_exports_a_model_directory_to_onnx(capsys, tmp_path):
     model.save_pretrained(tmp_path / "model")
     output = tmp_path / "out" / "classifier.onnx"
     status, out, err = run_cli(capsys, "export", "--model", tmp_path / "model", "--format", "onnx",
-                               "--output", output)
+                               "--output", output, "--optimize")
     assert status == 0 and f"Exported BertClassifier to {output}" in out, err
     _assert_session_matches(model, str(output))
+    assert "SkipLayerNormalization" in {node.op_type for node in onnx.load(output).graph.node}
     status, _, err = run_cli(capsys, "export", "--model", tmp_path / "model", "--format", "onnx",
                              "--output", output)
     assert status == 1 and "already exists" in err and "--overwrite" in err
@@ -223,3 +226,36 @@ def test_cli_exports_a_model_directory_to_onnx(capsys, tmp_path):
                              "--output", tmp_path / "other.onnx", "--sequence-length", "16")
     assert status == 1 and "--sequence-length apply to SavedModel exports" in err
     assert not (tmp_path / "other.onnx").exists()
+    status, _, err = run_cli(capsys, "export", "--model", tmp_path / "model", "--output", tmp_path / "saved",
+                             "--optimize")
+    assert status == 1 and "--optimize applies to ONNX exports" in err and not (tmp_path / "saved").exists()
+
+
+@pytest.mark.backend_independent
+@pytest.mark.slow
+def test_onnx_runtime_optimizer_fuses_every_layer_norm_with_the_same_outputs(tmp_path):
+    """`optimize=True`: ONNX Runtime's transformer optimizer fuses each layer norm with its residual add (2 per
+    block, 1 after the embeddings) and each GELU with its bias; outputs match the unfused file and Keras."""
+    from keras_bert_impl.export import export_onnx
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.classifier import BertClassifier
+
+    keras.utils.set_random_seed(5)
+    model = BertClassifier(BertBackbone(**{**TINY, "num_layers": 2}, hidden_activation="gelu"), 3,
+                           labels=["negative", "neutral", "positive"])
+    rng = np.random.default_rng(5)
+    for weight in model.weights:  # non-zero biases and betas, as a trained model (tf2onnx folds zero adds)
+        weight.assign(rng.normal(0, 0.5, weight.shape).astype("float32"))
+    plain = export_onnx(model, tmp_path / "plain.onnx")
+    fused = export_onnx(model, tmp_path / "fused.onnx", optimize=True)
+    fused_nodes = collections.Counter(node.op_type for node in onnx.load(fused).graph.node
+                                      if node.domain == "com.microsoft")
+    assert fused_nodes == {"SkipLayerNormalization": 2 * 2 + 1, "BiasGelu": 2}, fused_nodes
+    assert not any(node.domain for node in onnx.load(plain).graph.node)  # the default file: standard ops only
+    _assert_session_matches(model, fused)
+    inputs = _inputs(model, 4, 19, seed=7)
+    (expected,) = onnxruntime.InferenceSession(plain, providers=["CPUExecutionProvider"]).run(["logits"], inputs)
+    session = onnxruntime.InferenceSession(fused, providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(["logits"], inputs)[0], expected, atol=TOLERANCE, rtol=0)
+    metadata = session.get_modelmeta().custom_metadata_map
+    assert json.loads(metadata["keras_bert_impl.labels"]) == ["negative", "neutral", "positive"]
