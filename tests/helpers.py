@@ -89,3 +89,17 @@ def write_original_tf_checkpoint(directory, tensors, config):
     )
     with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as handle:
         json.dump(config, handle)
+
+
+# The reduced main job the docs pages and tests/cli/test_quickstart.py run against (a few steps of each stage).
+SMALL_MAIN_JOB = ["--steps-scale", "0.02", "--pretrain-steps", "10", "--classifier-epochs", "1", "--squad-epochs", "1",
+                  "--vocab-size", "2000"]
+
+
+def user_environment():
+    """The environment of a user's shell: this checkout importable, TensorFlow's log level not set, the TensorFlow
+    backend (PATH as it is: a `make demo` user's shell may not have the venv's `keras-bert` on it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    return env

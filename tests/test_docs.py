@@ -2,9 +2,10 @@
 
 Each page runs top to bottom in its own empty working directory (Python blocks share one namespace per page, as
 a reader pasting them into one session would). A page that names `runs/quickstart` finds there the outputs of a
-small main-job run, made once per test session. A block that needs a GPU or the network is skipped with Sybil's
-`<!-- skip: next "reason" -->` directive, and its reason must say which. The README's Python quick tour runs on every
-backend; the rest of this file is backend-independent and runs once, in the TensorFlow pass.
+small main-job run made once per pass (`conftest.small_main_job`, shared with tests/cli/test_quickstart.py). A
+block that needs a GPU or the network is skipped with Sybil's `<!-- skip: next "reason" -->` directive, and its
+reason must say which. The README's Python quick tour runs on every backend; the rest of this file is
+backend-independent and runs once, in the TensorFlow pass.
 """
 
 import gc
@@ -22,9 +23,6 @@ from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipP
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = ["README.md"] + sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*.md"))
-# Settings of the main job small enough for a test (tests/cli/test_quickstart.py uses the same).
-SMALL_MAIN_JOB = ["--steps-scale", "0.02", "--pretrain-steps", "10", "--classifier-epochs", "1", "--squad-epochs",
-                  "1", "--vocab-size", "2000", "--verbose", "0"]
 
 
 def command_environment():
@@ -54,17 +52,6 @@ class BashBlockParser(CodeBlockParser):
         return None
 
 
-@pytest.fixture(scope="session")
-def main_job_outputs(tmp_path_factory):
-    """`keras-bert quickstart` at small settings into <tmp>/runs/quickstart, once per session."""
-    output = tmp_path_factory.mktemp("main_job") / "runs" / "quickstart"
-    completed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "keras-bert"), "quickstart",
-                                "--output-dir", str(output), *SMALL_MAIN_JOB], cwd=ROOT, env=command_environment(),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200)
-    assert completed.returncode == 0, completed.stdout[-4000:]
-    return output
-
-
 def run_examples(document):
     """Evaluates a parsed page's examples in order; returns the (line, reason) of each skipped one."""
     skipped = []
@@ -85,8 +72,9 @@ def page_workdir(page, tmp_path, request):
     """An empty folder for the page; with `runs/quickstart` hard-linked from the session's main-job run when the
     page uses it (hard links: a page that writes there replaces files, never the shared run's)."""
     if "runs/quickstart" in (ROOT / page).read_text(encoding="utf-8"):
-        shutil.copytree(request.getfixturevalue("main_job_outputs"), tmp_path / "runs" / "quickstart",
-                        copy_function=os.link)
+        # `exported/` aside: tests/cli/test_quickstart.py's pasted commands may be writing it meanwhile
+        shutil.copytree(request.getfixturevalue("small_main_job")[0], tmp_path / "runs" / "quickstart",
+                        copy_function=os.link, ignore=shutil.ignore_patterns("exported"))
     return tmp_path
 
 

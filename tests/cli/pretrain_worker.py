@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 def main():
     devices, argv = int(sys.argv[1]), sys.argv[2:]
     if os.environ.get("KERAS_BACKEND") == "jax":  # N host devices for the Keras distribution API
-        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
         if "KERAS_DISTRIBUTION_NUM_PROCESSES" not in os.environ:  # JAX's devices wait for the other processes
             import jax
 

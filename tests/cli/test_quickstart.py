@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.cli.cli_test_utils import run_cli
+from tests.helpers import user_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.backend_independent]
 REPOSITORY_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -25,22 +26,14 @@ TOPICS = {"networking", "files", "code_tools", "text_formats", "numbers"}
 
 
 def shell(command, **kwargs):
-    """`command` in a shell as a user's (TensorFlow's log level not set), with this checkout importable."""
-    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
-    env.update(KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(filter(None, [
-        str(REPOSITORY_ROOT), os.environ.get("PYTHONPATH")])))
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=2400, **kwargs)
+    """`command` in a shell as a user's (`tests.helpers.user_environment`)."""
+    return subprocess.run(command, env=user_environment(), capture_output=True, text=True, timeout=2400, **kwargs)
 
 
 @pytest.fixture(scope="module")
-def quickstart_run(tmp_path_factory):
-    """`(output directory, stdout, stderr)` of one reduced quickstart; the output directory has a space in it."""
-    output = tmp_path_factory.mktemp("quickstart") / "my run"
-    result = shell([sys.executable, "-m", "keras_bert_impl.cli", "quickstart", "--output-dir", str(output),
-                    "--steps-scale", "0.02", "--pretrain-steps", "10", "--classifier-epochs", "1", "--squad-epochs",
-                    "1", "--vocab-size", "2000"], cwd=REPOSITORY_ROOT)
-    assert result.returncode == 0, result.stderr
-    return output, result.stdout, result.stderr
+def quickstart_run(small_main_job):
+    """`(output directory, stdout, stderr)` of the reduced quickstart (`conftest.small_main_job`)."""
+    return small_main_job
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ def parse_args():
 def configure_devices(distribution):
     """Device setup that must happen before the framework initialises (fresh processes only)."""
     if distribution == "jax_data_parallel":
-        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
     if distribution == "mirrored":
         import tensorflow as tf
 
