@@ -22,7 +22,7 @@ import warnings
 
 import keras
 
-from keras_bert_impl.export.onnx_rewrites import rewrite_for_onnxruntime
+from keras_bert_impl.export.onnx_rewrites import fuse_attention, rewrite_for_onnxruntime
 from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
                                                           exported_class_name)
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
@@ -230,6 +230,9 @@ def _optimize_for_onnxruntime(path, model, class_name):
                                              hidden_size=backbone.hidden_dim, opt_level=0)
     finally:
         optimizer_logger.setLevel(level)
+    fused = fuse_attention(optimized.model, backbone.num_heads, backbone.hidden_dim)
+    logger.info("Fused %d of %s's %d self-attention blocks into ONNX Runtime Attention nodes", fused, class_name,
+                backbone.num_layers)
     optimized.save_model_to_file(path)
 
 
