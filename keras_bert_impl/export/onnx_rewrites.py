@@ -283,7 +283,7 @@ def fuse_attention(model, num_heads, hidden_dim):
 
     The layer's kernel `(H, 3H)` is already laid out as `Attention` expects (query | key | value, heads
     contiguous in each), and its scale is `Attention`'s default `1 / sqrt(D)`. The boolean padding mask becomes
-    the 2-D `mask_index` `(B, T)` (int32, 1 for real tokens). A subgraph that differs in any way (the
+    the 2-D `mask_index` `(B, T)` (int32, 1 for real tokens), padded keys' scores -1e9 as in the layer. A subgraph that differs in any way (the
     classifier's [CLS]-only last block, a quantized projection) is left as it is.
 
     Args:
@@ -321,7 +321,8 @@ def fuse_attention(model, num_heads, hidden_dim):
         mask_index = f"{padding_mask}/int32"
         name = producers[context].name
         attention = helper.make_node("Attention", [x, kernel, bias, mask_index], [f"{name}/attention"],
-                                     name=f"{name}/attention", domain="com.microsoft", num_heads=num_heads)
+                                     name=f"{name}/attention", domain="com.microsoft", num_heads=num_heads,
+                                     mask_filter_value=-1e9)  # the layer's: a row of padding alone still matches
         heads = helper.make_node("Reshape", [attention.output[0], head_shape], [context], name=f"{name}/heads")
         graph.node.remove(producers[context])
         graph.node.extend([attention, heads])
