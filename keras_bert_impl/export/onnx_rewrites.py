@@ -1,6 +1,8 @@
 """Value-preserving rewrites of tf2onnx's BERT graph into the node patterns ONNX Runtime's transformer optimizer fuses.
 
-`rewrite_for_onnxruntime` applies both: `rewrite_layer_norms` and `rewrite_gelus`.
+`rewrite_for_onnxruntime` applies both: `rewrite_layer_norms` and `rewrite_gelus`. `fuse_attention` (run on the
+optimizer's output by `export_onnx(optimize=True)`) writes each self-attention block as one ONNX Runtime `Attention`
+node, a pattern the optimizer cannot find in our graph.
 
 tf2onnx lowers Keras' `LayerNormalization` (TensorFlow's `tf.nn.moments` + `batch_normalization`) to
 `GlobalAveragePool` means and a `Neg`/`Mul`/`Add` shift; `onnxruntime.transformers.optimizer.optimize_model`
@@ -215,8 +217,8 @@ def rewrite_for_onnxruntime(model):
 
 # Ops tf2onnx writes between the fused projection's bias add and the context: the head split (slices, reshapes,
 # transposes, the einsums' MatMuls and their shape arithmetic), the scaling, the select mask and the softmax.
-_ATTENTION_OPS = {"Add", "And", "Cast", "Concat", "Constant", "Expand", "Gather", "MatMul", "Max", "Mul", "Not", "ReduceProd",
-                  "Reshape", "Shape", "Slice", "Softmax", "Squeeze", "Transpose", "Unsqueeze"}
+_ATTENTION_OPS = {"Add", "And", "Cast", "Concat", "Constant", "Expand", "Gather", "MatMul", "Max", "Mul", "Not",
+                  "ReduceProd", "Reshape", "Shape", "Slice", "Softmax", "Squeeze", "Transpose", "Unsqueeze"}
 
 
 def _initializer_shape(initializers, name):
@@ -224,7 +226,7 @@ def _initializer_shape(initializers, name):
     return None if tensor is None else tuple(tensor.dims)
 
 
-def _attention_block(graph, producers, initializers, context, hidden_dim):
+def _attention_block(graph, producers, initializers, ranks, context, hidden_dim):
     """The self-attention subgraph that computes `context` `(B, T, N, D)`, or None where it is not exactly
     tf2onnx's form of `BertSelfAttention`'s projection path.
 
@@ -259,12 +261,16 @@ def _attention_block(graph, producers, initializers, context, hidden_dim):
     if flatten is None or flatten.op_type != "Reshape":
         return None
     x = flatten.input[0]
+    if ranks.get(x, 3) != 3:  # unknown after a contrib op (`SkipLayerNormalization`): its schema is ORT's
+        return None
     nodes = [node for node in walked.values() if node is not bias_add]
     produced = {output for node in nodes for output in node.output} | set(bias_add.output)
     entering = {name for node in nodes for name in node.input if name and name not in produced
                 and name not in initializers and producers.get(name, onnx.NodeProto()).op_type != "Constant"}
     masks = [name for name in entering if name in graph_inputs]
-    if len(masks) != 1 or graph_inputs[masks[0]].type.tensor_type.elem_type != onnx.TensorProto.BOOL:
+    mask_type = graph_inputs[masks[0]].type.tensor_type if len(masks) == 1 else None
+    # `(B, T)` as the block sees it: a multiple-choice `(B, C, T)` mask is reshaped on the way (not fused)
+    if mask_type is None or mask_type.elem_type != onnx.TensorProto.BOOL or len(mask_type.shape.dim) != 2:
         return None
     if entering - {x, masks[0]}:
         return None
@@ -277,14 +283,16 @@ def _attention_block(graph, producers, initializers, context, hidden_dim):
 
 
 def fuse_attention(model, num_heads, hidden_dim):
-    """Replace each `BertSelfAttention` subgraph of `model` (tf2onnx's graph, changed in place) from the fused
-    query/key/value projection to the context `(B, T, N, D)` with one ONNX Runtime `com.microsoft.Attention`
-    node; values agree to float rounding (ONNX Runtime's kernel sums in its own order).
+    """Replace each `BertSelfAttention` subgraph of `model` (tf2onnx's graph, rewritten and optimized by ONNX
+    Runtime's optimizer or not; changed in place) from the fused query/key/value projection to the context
+    `(B, T, N, D)` with one ONNX Runtime `com.microsoft.Attention` node; values agree to float rounding (ONNX
+    Runtime's kernel sums in its own order).
 
     The layer's kernel `(H, 3H)` is already laid out as `Attention` expects (query | key | value, heads
     contiguous in each), and its scale is `Attention`'s default `1 / sqrt(D)`. The boolean padding mask becomes
-    the 2-D `mask_index` `(B, T)` (int32, 1 for real tokens), padded keys' scores -1e9 as in the layer. A subgraph that differs in any way (the
-    classifier's [CLS]-only last block, a quantized projection) is left as it is.
+    the 2-D `mask_index` `(B, T)` (int32, 1 for real tokens), padded keys scored -1e9 as in the layer. A
+    subgraph that differs in any way (the classifier's [CLS]-only last block, a multiple-choice model's reshaped
+    mask) is left as it is.
 
     Args:
         model: `onnx.ModelProto`.
@@ -314,7 +322,7 @@ def fuse_attention(model, num_heads, hidden_dim):
                 or rows is None or rows.op_type != "Reshape" or ranks.get(rows.input[0]) != 4):
             continue
         context = rows.input[0]
-        block = _attention_block(graph, producers, initializers, context, hidden_dim)
+        block = _attention_block(graph, producers, initializers, ranks, context, hidden_dim)
         if block is None:
             continue
         x, kernel, bias, padding_mask = block
