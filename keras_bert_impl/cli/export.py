@@ -40,7 +40,7 @@ def add_arguments(parser):
                              "folder; with --format onnx: replace an existing file)")
     parser.add_argument("--optimize", action="store_true",
                         help="with --format onnx: write the graph after ONNX Runtime's transformer optimizer "
-                             "(fused layer norms and GELUs; only ONNX Runtime runs it)")
+                             "(fused layer norms, GELUs and attention; only ONNX Runtime runs it)")
     add_question_answering_arguments(parser.add_argument_group("question answering"))
 
 

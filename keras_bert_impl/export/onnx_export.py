@@ -5,8 +5,8 @@ The graph takes the task model's numeric inputs, `token_ids` int32 `(B, T)`, `se
 `padding_mask` bool `(B, T)` (and `mask_positions` int32 `(B, P)` for `BertPretrainer`), every axis dynamic.
 Outputs keep the task's names; a single output is named `logits`. The file's metadata holds `METADATA_KEYS`.
 Layer norms and GELUs are written in the node patterns ONNX Runtime's transformer optimizer fuses (`onnx_rewrites`,
-same values); `optimize=True` writes the optimizer's output instead (ONNX Runtime contrib ops: ONNX Runtime
-alone runs it).
+same values); `optimize=True` writes the optimizer's output instead, self-attention blocks fused into `Attention`
+nodes (ONNX Runtime contrib ops: ONNX Runtime alone runs it).
 ONNX cannot refuse a bad input by name (ORT wraps a token id of -1 to the table's last row): serve through
 `run_onnx`, which checks the inputs first.
 """
@@ -22,7 +22,7 @@ import warnings
 
 import keras
 
-from keras_bert_impl.export.onnx_rewrites import rewrite_for_onnxruntime
+from keras_bert_impl.export.onnx_rewrites import fuse_attention, rewrite_for_onnxruntime
 from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
                                                           exported_class_name)
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
@@ -59,10 +59,10 @@ def export_onnx(model, path=None, *, overwrite=False, opset=None, optimize=False
         opset: int or None. ONNX opset; None takes tf2onnx's default. Defaults to None.
         optimize: bool. Write the graph after ONNX Runtime's transformer optimizer
             (`optimize_model(model_type="bert")`): layer norms fused with their residual add
-            (`SkipLayerNormalization`), GELUs with their bias (`BiasGelu` / `FastGelu`); same outputs (to float
-            rounding), fewer nodes (on MiniLM the model time is within noise of the plain file: ONNX Runtime's
-            own session fusions already cover much of it); the file then holds ONNX Runtime contrib ops that
-            other runtimes lack. Defaults to False (standard ONNX ops only).
+            (`SkipLayerNormalization`), GELUs with their bias (`BiasGelu` / `FastGelu`), each self-attention block
+            one `Attention` node (`onnx_rewrites.fuse_attention`); same outputs (to float rounding; on MiniLM a
+            QA batch of 32 x 192 tokens takes 1.15-1.25x less CPU time than the plain file); the file then holds
+            ONNX Runtime contrib ops that other runtimes lack. Defaults to False (standard ONNX ops only).
 
     Returns:
         str. The absolute path of the written file.
@@ -230,6 +230,9 @@ def _optimize_for_onnxruntime(path, model, class_name):
                                              hidden_size=backbone.hidden_dim, opt_level=0)
     finally:
         optimizer_logger.setLevel(level)
+    fused = fuse_attention(optimized.model, backbone.num_heads, backbone.hidden_dim)
+    logger.info("Fused %d of %s's %d self-attention blocks into ONNX Runtime Attention nodes", fused, class_name,
+                backbone.num_layers)
     optimized.save_model_to_file(path)
 
 

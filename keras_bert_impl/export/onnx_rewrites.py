@@ -1,6 +1,8 @@
 """Value-preserving rewrites of tf2onnx's BERT graph into the node patterns ONNX Runtime's transformer optimizer fuses.
 
-`rewrite_for_onnxruntime` applies both: `rewrite_layer_norms` and `rewrite_gelus`.
+`rewrite_for_onnxruntime` applies both: `rewrite_layer_norms` and `rewrite_gelus`. `fuse_attention` (run on the
+optimizer's output by `export_onnx(optimize=True)`) writes each self-attention block as one ONNX Runtime `Attention`
+node, a pattern the optimizer cannot find in our graph.
 
 tf2onnx lowers Keras' `LayerNormalization` (TensorFlow's `tf.nn.moments` + `batch_normalization`) to
 `GlobalAveragePool` means and a `Neg`/`Mul`/`Add` shift; `onnxruntime.transformers.optimizer.optimize_model`
@@ -14,6 +16,9 @@ sum in another order: outputs agree to about 1e-9), so the optimizer fuses every
 Node legend: `x` the normalised `(..., H)` tensor, `m` its mean over H, `s` the scale `gamma / sqrt(var + eps)`.
 """
 
+import collections
+
+import numpy as np
 import onnx
 import onnx.numpy_helper
 from onnx import helper
@@ -208,3 +213,156 @@ def rewrite_for_onnxruntime(model):
     """`rewrite_layer_norms` and `rewrite_gelus` on `model` (an `onnx.ModelProto`, changed in place)."""
     rewrite_layer_norms(model)
     rewrite_gelus(model)
+
+
+# Ops tf2onnx writes between the fused projection's bias add and the context: the head split (slices, reshapes,
+# transposes, the einsums' MatMuls and their shape arithmetic), the scaling, the select mask and the softmax.
+_ATTENTION_OPS = {"Add", "And", "Cast", "Concat", "Constant", "Expand", "Gather", "MatMul", "Max", "Mul", "Not",
+                  "ReduceProd", "Reshape", "Shape", "Slice", "Softmax", "Squeeze", "Transpose", "Unsqueeze"}
+
+
+def _initializer_shape(initializers, name):
+    tensor = initializers.get(name)
+    return None if tensor is None else tuple(tensor.dims)
+
+
+def _attention_block(graph, producers, initializers, ranks, context, hidden_dim):
+    """The self-attention subgraph that computes `context` `(B, T, N, D)`, or None where it is not exactly
+    tf2onnx's form of `BertSelfAttention`'s projection path.
+
+    Walks back from `context` to the fused projection's bias add; every value entering the walked nodes must be
+    a constant, the projection's input `x` (only through `Shape`), or the `padding_mask` graph input.
+
+    Returns:
+        `(x, kernel, bias, padding_mask)` value names: `x` `(B, T, H)`, `kernel` `(H, 3H)`, `bias` `(3H,)`.
+    """
+    graph_inputs = {value.name: value for value in graph.input}
+    walked, pending, bias_add = {}, [context], None
+    while pending:
+        node = producers.get(pending.pop())
+        if node is None or id(node) in walked:
+            continue
+        walked[id(node)] = node
+        if node.op_type not in _ATTENTION_OPS:
+            return None
+        projection = producers.get(node.input[0]) if node.op_type == "Add" else None
+        if projection is not None and projection.op_type == "MatMul" and \
+                _initializer_shape(initializers, projection.input[1]) == (hidden_dim, 3 * hidden_dim):
+            if bias_add is not None and bias_add is not node:
+                return None  # two projections: not one attention block
+            bias_add = node
+            continue  # the walk stops at the projection
+        if node.op_type != "Shape":  # `x` enters through its shape alone; the check below finds what else does
+            pending.extend(name for name in node.input if name and name not in initializers)
+    if bias_add is None or _initializer_shape(initializers, bias_add.input[1]) != (3 * hidden_dim,):
+        return None
+    projection = producers[bias_add.input[0]]
+    flatten = producers.get(projection.input[0])  # `x` `(B, T, H)` -> `(B*T, H)` rows
+    if flatten is None or flatten.op_type != "Reshape":
+        return None
+    x = flatten.input[0]
+    if ranks.get(x, 3) != 3:  # unknown after a contrib op (`SkipLayerNormalization`): its schema is ORT's
+        return None
+    nodes = [node for node in walked.values() if node is not bias_add]
+    produced = {output for node in nodes for output in node.output} | set(bias_add.output)
+    entering = {name for node in nodes for name in node.input if name and name not in produced
+                and name not in initializers and producers.get(name, onnx.NodeProto()).op_type != "Constant"}
+    masks = [name for name in entering if name in graph_inputs]
+    mask_type = graph_inputs[masks[0]].type.tensor_type if len(masks) == 1 else None
+    # `(B, T)` as the block sees it: a multiple-choice `(B, C, T)` mask is reshaped on the way (not fused)
+    if mask_type is None or mask_type.elem_type != onnx.TensorProto.BOOL or len(mask_type.shape.dim) != 2:
+        return None
+    if entering - {x, masks[0]}:
+        return None
+    if any(node.op_type != "Shape" for node in nodes if x in node.input):
+        return None  # `x` may enter only as the source of the dynamic sizes
+    operations = collections.Counter(node.op_type for node in nodes)
+    if operations["Softmax"] != 1 or operations["MatMul"] != 2:  # scores and context: nothing else multiplied
+        return None
+    return x, projection.input[1], bias_add.input[1], masks[0]
+
+
+def fuse_attention(model, num_heads, hidden_dim):
+    """Replace each `BertSelfAttention` subgraph of `model` (tf2onnx's graph, rewritten and optimized by ONNX
+    Runtime's optimizer or not; changed in place) from the fused query/key/value projection to the context
+    `(B, T, N, D)` with one ONNX Runtime `com.microsoft.Attention` node; values agree to float rounding (ONNX
+    Runtime's kernel sums in its own order).
+
+    The layer's kernel `(H, 3H)` is already laid out as `Attention` expects (query | key | value, heads
+    contiguous in each), and its scale is `Attention`'s default `1 / sqrt(D)`. The boolean padding mask becomes
+    the 2-D `mask_index` `(B, T)` (int32, 1 for real tokens), padded keys scored -1e9 as in the layer. A
+    subgraph that differs in any way (the classifier's [CLS]-only last block, a multiple-choice model's reshaped
+    mask) is left as it is.
+
+    Args:
+        model: `onnx.ModelProto`.
+        num_heads: int. `N`.
+        hidden_dim: int. `H`.
+
+    Returns:
+        int. The number of attention blocks fused.
+
+    Example:
+    >>> import onnx  # doctest: +SKIP
+    >>> model = onnx.load("bert_question_answerer.onnx")  # 2 encoder blocks  # doctest: +SKIP
+    >>> fuse_attention(model, num_heads=2, hidden_dim=16)  # doctest: +SKIP
+    2
+    """
+    graph = model.graph
+    if not any(opset.domain == "com.microsoft" for opset in model.opset_import):  # shape inference needs it
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    ranks = _ranks(model)
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    producers = {output: node for node in graph.node for output in node.output}
+    head_shape = f"attention_head_shape_{num_heads}"  # (0, 0, N, D): (B, T, H) -> (B, T, N, D), B and T copied
+    fused = []
+    for output_projection in [node for node in graph.node if node.op_type == "MatMul"]:
+        rows = producers.get(output_projection.input[0])  # the context `(B, T, N, D)` as `(B*T, H)` rows
+        if (_initializer_shape(initializers, output_projection.input[1]) != (hidden_dim, hidden_dim)
+                or rows is None or rows.op_type != "Reshape" or ranks.get(rows.input[0]) != 4):
+            continue
+        context = rows.input[0]
+        block = _attention_block(graph, producers, initializers, ranks, context, hidden_dim)
+        if block is None:
+            continue
+        x, kernel, bias, padding_mask = block
+        mask_index = f"{padding_mask}/int32"
+        name = producers[context].name
+        attention = helper.make_node("Attention", [x, kernel, bias, mask_index], [f"{name}/attention"],
+                                     name=f"{name}/attention", domain="com.microsoft", num_heads=num_heads,
+                                     mask_filter_value=-1e9)  # the layer's: a row of padding alone still matches
+        heads = helper.make_node("Reshape", [attention.output[0], head_shape], [context], name=f"{name}/heads")
+        graph.node.remove(producers[context])
+        graph.node.extend([attention, heads])
+        fused.append((mask_index, padding_mask))
+    if not fused:
+        return 0
+    graph.initializer.append(onnx.numpy_helper.from_array(
+        np.array([0, 0, num_heads, hidden_dim // num_heads], "int64"), head_shape))
+    mask_index, padding_mask = fused[0]
+    graph.node.append(helper.make_node("Cast", [padding_mask], [mask_index], name=mask_index,
+                                       to=onnx.TensorProto.INT32))
+    _remove_unused(graph)
+    _sort_topologically(graph)
+    return len(fused)
+
+
+def _remove_unused(graph):
+    """Drop the nodes and initializers no graph output depends on (the replaced subgraphs)."""
+    producers = {output: node for node in graph.node for output in node.output}
+    needed, pending, live = set(), [value.name for value in graph.output], {}
+    while pending:
+        name = pending.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        node = producers.get(name)
+        if node is not None and id(node) not in live:
+            live[id(node)] = node
+            pending.extend(name for name in node.input if name)
+    kept = [node for node in graph.node if id(node) in live]
+    del graph.node[:]
+    graph.node.extend(kept)
+    initializers = [tensor for tensor in graph.initializer if tensor.name in needed]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)

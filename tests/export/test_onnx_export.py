@@ -233,16 +233,21 @@ def test_cli_exports_a_model_directory_to_onnx(capsys, tmp_path):
 
 @pytest.mark.backend_independent
 @pytest.mark.slow
-def test_onnx_runtime_optimizer_fuses_every_layer_norm_with_the_same_outputs(tmp_path):
+@pytest.mark.parametrize("name", ["classifier", "question_answerer"])
+def test_onnx_runtime_optimizer_fuses_layer_norms_gelus_and_attention_with_the_same_outputs(tmp_path, name):
     """`optimize=True`: ONNX Runtime's transformer optimizer fuses each layer norm with its residual add (2 per
-    block, 1 after the embeddings) and each GELU with its bias; outputs match the unfused file and Keras."""
+    block, 1 after the embeddings) and each GELU with its bias, and each self-attention block becomes one
+    `Attention` node (the classifier's last block attends from [CLS] alone: left unfused); outputs match the
+    unfused file and Keras, padded rows included."""
     from keras_bert_impl.export import export_onnx
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.models.question_answerer import BertQuestionAnswerer
 
     keras.utils.set_random_seed(5)
-    model = BertClassifier(BertBackbone(**{**TINY, "num_layers": 2}, hidden_activation="gelu"), 3,
-                           labels=["negative", "neutral", "positive"])
+    backbone = BertBackbone(**{**TINY, "num_layers": 2}, hidden_activation="gelu")
+    model = BertClassifier(backbone, 3, labels=["negative", "neutral", "positive"]) if name == "classifier" \
+        else BertQuestionAnswerer(backbone)
     rng = np.random.default_rng(5)
     for weight in model.weights:  # non-zero biases and betas, as a trained model (tf2onnx folds zero adds)
         weight.assign(rng.normal(0, 0.5, weight.shape).astype("float32"))
@@ -250,12 +255,18 @@ def test_onnx_runtime_optimizer_fuses_every_layer_norm_with_the_same_outputs(tmp
     fused = export_onnx(model, tmp_path / "fused.onnx", optimize=True)
     fused_nodes = collections.Counter(node.op_type for node in onnx.load(fused).graph.node
                                       if node.domain == "com.microsoft")
-    assert fused_nodes == {"SkipLayerNormalization": 2 * 2 + 1, "BiasGelu": 2}, fused_nodes
+    attention_blocks = 1 if name == "classifier" else 2
+    assert fused_nodes == {"SkipLayerNormalization": 2 * 2 + 1, "BiasGelu": 2, "Attention": attention_blocks}, \
+        fused_nodes
     assert not any(node.domain for node in onnx.load(plain).graph.node)  # the default file: standard ops only
     _assert_session_matches(model, fused)
     inputs = _inputs(model, 4, 19, seed=7)
-    (expected,) = onnxruntime.InferenceSession(plain, providers=["CPUExecutionProvider"]).run(["logits"], inputs)
+    inputs["padding_mask"][-1] = False  # a row of padding alone: masked as the layer masks it
+    output_names = sorted(model.output) if isinstance(model.output, dict) else ["logits"]
+    expected = onnxruntime.InferenceSession(plain, providers=["CPUExecutionProvider"]).run(output_names, inputs)
     session = onnxruntime.InferenceSession(fused, providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(session.run(["logits"], inputs)[0], expected, atol=TOLERANCE, rtol=0)
-    metadata = session.get_modelmeta().custom_metadata_map
-    assert json.loads(metadata["keras_bert_impl.labels"]) == ["negative", "neutral", "positive"]
+    for value, expected_value in zip(session.run(output_names, inputs), expected):
+        np.testing.assert_allclose(value, expected_value, atol=TOLERANCE, rtol=0)
+    if name == "classifier":
+        metadata = session.get_modelmeta().custom_metadata_map
+        assert json.loads(metadata["keras_bert_impl.labels"]) == ["negative", "neutral", "positive"]
