@@ -7,8 +7,7 @@ The model comes from the directory (`models.load_task`), the tokenizer from the 
 SavedModel (`export.export_saved_model`) needs only `tensorflow` and `tensorflow_text` to serve:
 `tf.saved_model.load(path).signatures["serve_text"](question=..., context=...)["answer"]`. `--format onnx`
 (`export.export_onnx`; `pip install "keras-bert-impl[onnx]"`) takes `token_ids`, `segment_ids`,
-`padding_mask` from the model's preprocessor (`BertPreprocessor.from_pretrained(model directory)`);
-`--optimize` writes it after ONNX Runtime's transformer optimizer (fused nodes; ONNX Runtime alone runs it).
+`padding_mask` from the model's preprocessor (`BertPreprocessor.from_pretrained(model directory)`).
 """
 
 import os
