@@ -217,8 +217,9 @@ def _register_erfc_conversion():
     return Erfc
 
 
-def _optimize_for_onnxruntime(path, model, class_name):
-    """ONNX Runtime's transformer optimizer (its Python fusions, `opt_level=0`) on the file at `path`, in place."""
+def _optimize_for_onnxruntime(proto, model, class_name):
+    """ONNX Runtime's transformer optimizer (its Python fusions, `opt_level=0`) on `proto` (an `onnx.ModelProto`),
+    then `fuse_attention`; returns the optimized `onnx.ModelProto`, its nodes in topological order."""
     from onnxruntime.transformers import optimizer
 
     backbone = model if class_name == "BertBackbone" else model.backbone
@@ -226,14 +227,15 @@ def _optimize_for_onnxruntime(path, model, class_name):
     level = optimizer_logger.level
     optimizer_logger.setLevel(logging.ERROR)  # it warns that the producer is tf2onnx, not PyTorch: expected here
     try:
-        optimized = optimizer.optimize_model(path, model_type="bert", num_heads=backbone.num_heads,
+        optimized = optimizer.optimize_model(proto, model_type="bert", num_heads=backbone.num_heads,
                                              hidden_size=backbone.hidden_dim, opt_level=0)
     finally:
         optimizer_logger.setLevel(level)
     fused = fuse_attention(optimized.model, backbone.num_heads, backbone.hidden_dim)
     logger.info("Fused %d of %s's %d self-attention blocks into ONNX Runtime Attention nodes", fused, class_name,
                 backbone.num_layers)
-    optimized.save_model_to_file(path)
+    optimized.topological_sort()
+    return optimized.model
 
 
 def _export_with_tensorflow(model, class_name, path, opset, optimize=False):
@@ -259,9 +261,7 @@ def _export_with_tensorflow(model, class_name, path, opset, optimize=False):
             raise ExportError(f"The ONNX graph tf2onnx made of {class_name} is invalid ({first_line}); nothing "
                               f"was written to {path}.") from None
         rewrite_for_onnxruntime(proto)
-        onnx.save(proto, tmp)
         if optimize:
-            _optimize_for_onnxruntime(tmp, model, class_name)
-            proto = onnx.load(tmp)
+            proto = _optimize_for_onnxruntime(proto, model, class_name)
         onnx.helper.set_model_props(proto, _metadata(model, class_name))
         onnx.save(proto, tmp)
