@@ -19,7 +19,8 @@ How it is timed: per batch size, one untimed warm-up call per path (tracing, com
 rounds; each round takes the next batch of pairs and hands it to every path in turn (the order rotates each
 round), timing the whole call (wall and process CPU time); `serving.py`'s timing and table. Printed: p50 and
 p95 wall, texts/s at the median, median CPU time, `x keras-hub` (keras-hub's median / the path's: above 1,
-faster), and `agree` (the share of predicted labels equal to keras-hub's). The load average is printed before and after: the machine may be shared.
+faster), and `agree` (the share of predicted labels equal to keras-hub's). The load average is printed before and
+after: the machine may be shared.
 
 Run:
     KERAS_BACKEND=tensorflow .venv/bin/python benchmarks/predict_latency.py

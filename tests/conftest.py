@@ -57,7 +57,6 @@ def rng():
     return np.random.default_rng(0)
 
 
-
 @pytest.fixture(scope="session")
 def small_main_job(tmp_path_factory, worker_id):
     """`(output directory, stdout, stderr)` of one `keras-bert quickstart` at `SMALL_MAIN_JOB` settings, run as a

@@ -101,5 +101,6 @@ def user_environment():
     backend (PATH as it is: a `make demo` user's shell may not have the venv's `keras-bert` on it)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
-    env.update(KERAS_BACKEND="tensorflow", PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    env.update(KERAS_BACKEND="tensorflow",
+               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     return env
