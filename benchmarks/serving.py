@@ -342,11 +342,9 @@ def make_paths(task, model, tokenizer, huggingface_dir, workdir, ort_spin):
 
         @tf.function(reduce_retracing=True)
         def decode(start_logits, end_logits, features):  # the SavedModel's span decoding, one graph call
-            best = squad_span_graph.decode_best_spans(
-                start_logits, end_logits, features["windows"], features["context_starts"], features["context_ends"],
-                settings["n_best_size"], MAX_ANSWER_LENGTH, settings["version_2_with_negative"])
-            return squad_span_graph.select_answers(features["context"], best, settings["version_2_with_negative"],
-                                                   settings["null_score_diff_threshold"])["answer"]
+            return squad_span_graph.answers_from_logits(
+                start_logits, end_logits, features, settings["n_best_size"], MAX_ANSWER_LENGTH,
+                settings["version_2_with_negative"], settings["null_score_diff_threshold"])["answer"]
 
         def ours_onnx_ort(pairs):
             with ours_stages("featurize"):

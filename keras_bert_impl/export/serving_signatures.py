@@ -216,12 +216,10 @@ def _question_answering_function(run_model, tokenizer, settings):
         features = squad_span_graph.windowed_features(tokenizer, question, context, sequence_length,
                                                       settings["doc_stride"], settings["max_query_length"])
         outputs = run_model(features["inputs"])
-        version_2_with_negative = settings.get("version_2_with_negative", False)
-        best = squad_span_graph.decode_best_spans(
-            outputs["start_logits"], outputs["end_logits"], features["windows"], features["context_starts"],
-            features["context_ends"], settings["n_best_size"], settings["max_answer_length"], version_2_with_negative)
-        return squad_span_graph.select_answers(features["context"], best, version_2_with_negative,
-                                               null_score_diff_threshold=settings.get("null_score_diff_threshold", 0.0))
+        return squad_span_graph.answers_from_logits(
+            outputs["start_logits"], outputs["end_logits"], features, settings["n_best_size"],
+            settings["max_answer_length"], settings.get("version_2_with_negative", False),
+            settings.get("null_score_diff_threshold", 0.0))
 
     return serve_text
 

@@ -352,3 +352,22 @@ def select_answers(context, best, version_2_with_negative=False, null_score_diff
     if version_2_with_negative:
         outputs["null_odds"] = tf.cast(best["null_odds"], tf.float32)
     return outputs
+
+
+def answers_from_logits(start_logits, end_logits, features, n_best_size, max_answer_length,
+                        version_2_with_negative=False, null_score_diff_threshold=0.0):
+    """`select_answers` of `decode_best_spans` on the logits of `windowed_features`' windows: the answer of every
+    question, as `export_saved_model`'s `serve_text` returns it.
+
+    Args:
+        start_logits, end_logits: float `(F, T)`. The model's logits on `features["inputs"]`.
+        features: dict from `windowed_features`.
+        n_best_size, max_answer_length, version_2_with_negative: as in `decode_best_spans`.
+        null_score_diff_threshold: float. As in `select_answers`. Defaults to 0.0.
+
+    Returns:
+        dict from `select_answers` (`answer` tf.string `(B,)`, ...).
+    """
+    best = decode_best_spans(start_logits, end_logits, features["windows"], features["context_starts"],
+                             features["context_ends"], n_best_size, max_answer_length, version_2_with_negative)
+    return select_answers(features["context"], best, version_2_with_negative, null_score_diff_threshold)
