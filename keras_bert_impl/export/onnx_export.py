@@ -22,7 +22,6 @@ import warnings
 
 import keras
 
-from keras_bert_impl.export.onnx_rewrites import fuse_attention, rewrite_for_onnxruntime
 from keras_bert_impl.export.tensorflow_subprocess import (ExportError, export_in_tensorflow_subprocess,
                                                           exported_class_name)
 from keras_bert_impl.utils.atomic_io import OutputExistsError, atomic_path
@@ -221,6 +220,8 @@ def _optimize_for_onnxruntime(proto, model, class_name):
     then `fuse_attention`; returns the optimized `onnx.ModelProto`, its nodes in topological order."""
     from onnxruntime.transformers import optimizer
 
+    from keras_bert_impl.export.onnx_rewrites import fuse_attention  # imports onnx: the `onnx` extra
+
     backbone = model if class_name == "BertBackbone" else model.backbone
     optimizer_logger = logging.getLogger(optimizer.__name__)
     level = optimizer_logger.level
@@ -241,6 +242,8 @@ def _export_with_tensorflow(model, class_name, path, opset, optimize=False):
     """Convert `model` with Keras' ONNX export (tf2onnx) into a temporary file renamed over `path`: layer norms
     and GELUs rewritten for ONNX Runtime's optimizer, which runs on the file when `optimize`."""
     import onnx
+
+    from keras_bert_impl.export.onnx_rewrites import rewrite_for_onnxruntime  # imports onnx, as above
 
     _register_erfc_conversion()
     # The task's own inputs, every axis dynamic; a single output is named rather than left `Identity:0`.

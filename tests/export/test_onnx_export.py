@@ -170,6 +170,26 @@ def test_bad_inputs_raise_one_clear_line_and_write_nothing(tmp_path, monkeypatch
     assert existing.read_bytes() == b"an earlier file" and sorted(os.listdir(tmp_path)) == ["existing.onnx"]
 
 
+
+@pytest.mark.backend_independent
+def test_without_the_onnx_extra_the_package_imports_and_export_onnx_says_what_to_install(tmp_path):
+    """onnx is the optional `onnx` extra: importing the export package must not need it (only exporting does)."""
+    import subprocess
+    import sys
+
+    script = ("import sys; sys.modules['onnx'] = None\n"  # `import onnx` raises, as where it is not installed
+              "from keras_bert_impl.export import ExportError, export_onnx, export_saved_model\n"
+              "from keras_bert_impl.models.backbone import BertBackbone\n"
+              "model = BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16)\n"
+              "try:\n    export_onnx(model, sys.argv[1])\nexcept ExportError as error:\n    print(error)\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "model.onnx")], capture_output=True,
+                            text=True, timeout=600, cwd=root,
+                            env=dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=root))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "onnx not installed" in result.stdout and 'pip install "keras-bert-impl[onnx]"' in result.stdout
+    assert not (tmp_path / "model.onnx").exists()
+
 @pytest.mark.backend_independent
 def test_failed_conversion_keeps_the_previous_file_and_leaves_no_temporary(tmp_path, monkeypatch):
     """A conversion that dies half-way (here: after writing part of the file) leaves `path` as it was."""
