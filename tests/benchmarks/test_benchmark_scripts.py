@@ -88,8 +88,9 @@ def training_throughput_smoke(workload):
                          "--impls", "ours,keras-hub,hf", "--backends", "jax,torch"])
     assert_lines(output, rf"^== {workload}: tiny .*, float32$", r"fp32 matmul at this step's shapes, jax XLA",
                  r"fp32 matmul at this step's shapes .*NumPy", r"ours executes \d+% of them",
-                 r"^  ours/jax / keras-hub/jax \(group 1\): ratio of medians [\d.]+x, median per-round ratio",
-                 r"^  ours/torch / keras-hub/jax \(group 1\): ratio of medians [\d.]+x", r"^worker logs: ")
+                 # Against the fastest peer of the group, keras-hub or Hugging Face: which one moves with the load.
+                 r"^  ours/jax / (keras-hub/jax|hf/torch) \(group 1\): ratio of medians [\d.]+x, median per-round",
+                 r"^  ours/torch / (keras-hub/jax|hf/torch) \(group 1\): ratio of medians [\d.]+x", r"^worker logs: ")
     return output
 
 
@@ -164,7 +165,7 @@ def test_pretraining_step_breakdown_smoke():
 @only_in_pass("jax")
 def test_training_throughput_pretraining_smoke():
     # Ours is BertPretrainer; keras-hub's masked LM and Hugging Face's BertForPreTraining. Ours on torch runs in
-    # a second group, against keras-hub on JAX of the first.
+    # a second group, against the faster peer of the first.
     output = training_throughput_smoke("pretraining")
     assert_worker_rows(output, {"ours/jax": 1, "keras-hub/jax": 1, "hf/torch": 1, "ours/torch": 2})
     assert re.search(r"^ group 2 of 2", output, re.M), output[-4000:]
