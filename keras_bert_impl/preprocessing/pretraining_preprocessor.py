@@ -158,6 +158,7 @@ class BertPretrainingPreprocessor(Preprocessor):
                                                              num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
+    @tf.autograph.experimental.do_not_convert  # plain TensorFlow: see Preprocessor._preprocess_element
     def _preprocess_seeded(self, element, element_seed):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(element)
         return self.call(x, y, sample_weight, seed=tf.stack([tf.constant(self.seed, tf.int64), element_seed]))

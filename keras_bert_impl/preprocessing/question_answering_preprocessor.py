@@ -117,6 +117,7 @@ class BertQuestionAnsweringPreprocessor(Preprocessor):
         questions, contexts, _ = _question_context(x)
         return keras.utils.pack_x_y_sample_weight((questions, contexts), y, sample_weight)
 
+    @tf.autograph.experimental.do_not_convert  # as the base class's: plain TensorFlow, nothing to convert
     def _preprocess_element(self, *element):
         if len(element) == 2 and all(isinstance(part, tf.Tensor) for part in element):
             element = (element,)  # a dataset of (question, context) pairs without targets

@@ -263,7 +263,8 @@ def _shared_batch_function(with_offsets, lowercase, strip_accents, tokenize_chin
 
     signature = [tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.uint8), tf.TensorSpec([None], tf.uint8),
                  tf.TensorSpec([], tf.int32)]
-    return tf.function(run, input_signature=signature)
+    # autograph=False: the tokenizer graph has no Python control flow on tensors, and converting it cost seconds.
+    return tf.function(run, input_signature=signature, autograph=False)
 
 
 class BertTokenizer(tf.Module):
