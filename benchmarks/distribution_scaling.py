@@ -78,7 +78,8 @@ def run_worker(args, devices, weights_path):
     the final weights to `weights_path`."""
     backend = os.environ["KERAS_BACKEND"]
     if backend == "jax":
-        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+        # Appended, so flags the caller set (the test suite's fast-compile ones) still apply.
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]

@@ -53,7 +53,7 @@ MAX_PARAGRAPHS = 20000
 VOCABULARY_SIZE = 30522  # the real uncased vocabulary's
 THREADS = 2
 SEED = 0
-SMOKE = dict(size="tiny", batch_size=4, bucket_width=64, pair_rows=16, squad_examples=8, train_rows=16, repeats=1,
+SMOKE = dict(size="tiny", batch_size=4, bucket_width=64, pair_rows=8, squad_examples=2, train_rows=4, repeats=1,
              max_paragraphs=2000)
 
 

@@ -86,7 +86,7 @@ WORKERS = {
 }
 OURS = ("ours", "ours-mlm")
 SMOKE = dict(size="tiny", num_layers=2, hidden_dim=64, num_heads=2, intermediate_dim=256, vocabulary_size=1000,
-             seq_length=32, batch_size=4, predictions=4, repeats=2, chunk_seconds=0.2, warmup=1)
+             seq_length=32, batch_size=4, predictions=4, repeats=2, chunk_seconds=0.05, warmup=1)
 
 
 def parse_args(argv=None):
