@@ -69,6 +69,17 @@ def test_what_next_commands_work_when_pasted(quickstart_run):
     assert results[3].stdout.strip().strip("[]'b") in TOPICS
 
 
+def test_readme_what_next_block_is_what_the_main_job_prints(monkeypatch):
+    """README's "What next" block (which tests/test_docs.py leaves to this file) is, word for word, what the main
+    job prints for the default `runs/quickstart` with `keras-bert` on PATH; the test above runs those commands."""
+    from keras_bert_impl.cli import quickstart
+
+    readme = (REPOSITORY_ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## What next", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    monkeypatch.setattr(quickstart, "_programs", lambda: ("keras-bert", "python"))
+    assert block.replace(" \\\n    ", " ").splitlines() == quickstart.what_next(os.path.join("runs", "quickstart"))
+
+
 def test_question_answerer_is_scored_on_held_out_real_squad_articles(quickstart_run):
     output, out, _ = quickstart_run
     qa = json.loads((output / "summary.json").read_text())["question_answering"]
