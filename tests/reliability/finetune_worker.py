@@ -7,7 +7,7 @@ Builds a tiny `BertClassifier` on the synthetic token-presence task, compiles it
 dropout on, and writes `OUTPUT_DIR/final.weights.npz` (every weight, by path) at the end. `--slow` sleeps
 that many seconds per batch in the evaluation that ends the second and later epochs (before their state is
 saved), so that the test can kill the process in epoch 2 after the first training state exists. Run the same
-command again to resume.
+command again, or `main([OUTPUT_DIR])` in a process, to resume.
 """
 
 import argparse
@@ -24,11 +24,11 @@ NUM_EXAMPLES = 40
 SEED = 7
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("output_dir")
     parser.add_argument("--slow", type=float, default=0.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     from keras_bert_impl.models.backbone import BertBackbone

@@ -1,10 +1,12 @@
 """Kill -9 a training run mid-epoch, start it again with the same command, and compare with a run that was
 never interrupted.
 
-Both runs are real processes (`python -m keras_bert_impl.cli pretrain ...`, and the library-driven
+The interrupted run is a real process (`python -m keras_bert_impl.cli pretrain ...`, and the library-driven
 `tests.reliability.finetune_worker` for fine-tuning), killed with SIGKILL: no `finally`, no atexit, no flush.
-The resumed run must continue from the newest checkpoint (step, learning rate, optimizer state, data
-position, dropout RNG) and end with the uninterrupted run's weights.
+The same command then runs again, and the uninterrupted reference once, in the pytest process (what they check
+needs no fresh process, and each would pay TensorFlow's start-up again). The resumed run must continue from the
+newest checkpoint (step, learning rate, optimizer state, data position, dropout RNG) and end with the
+uninterrupted run's weights.
 
 Sources of non-determinism, and why they do not show here: both runs use the same seeds and the TensorFlow
 backend on CPU with one process, where the step is deterministic; the data order is a function of the seed
@@ -14,6 +16,7 @@ with several workers, reductions are not bit-reproducible and the weights agree 
 """
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -38,10 +41,6 @@ def start(argv):
                             stderr=subprocess.PIPE, text=True)
 
 
-def finish(process, timeout=120):
-    out, err = process.communicate(timeout=timeout)
-    assert process.returncode == 0, f"exit {process.returncode}\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
-    return out, err
 
 
 def kill_when_exists(process, path, grace=0.5, timeout=120):
@@ -58,20 +57,21 @@ def kill_when_exists(process, path, grace=0.5, timeout=120):
     assert process.returncode == -signal.SIGKILL
 
 
-def test_pretraining_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path):
+def test_pretraining_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_path, caplog):
     from safetensors.numpy import load_file
+
+    from keras_bert_impl.cli import main
 
     write_corpus(tmp_path)
 
     def command(output):
-        return ["-m", "keras_bert_impl.cli", "pretrain", "--input-files", str(tmp_path / "corpus.txt"),
+        return ["pretrain", "--input-files", str(tmp_path / "corpus.txt"),
                 "--vocab-file", str(tmp_path / "vocab.txt"), "--preset", "tiny", "--seq-length", "24",
                 "--max-predictions-per-seq", "4", "--batch-size", "4", "--learning-rate", "1e-3",
                 "--warmup-fraction", "0.25", "--steps", "48", "--checkpoint-every", "4", "--keep-checkpoints", "2",
                 "--output-dir", str(output), "--verbose", "0", "--log-level", "INFO"]
 
-    straight = start(command(tmp_path / "straight"))
-    killed = start(command(tmp_path / "resumed"))
+    killed = start(["-m", "keras_bert_impl.cli", *command(tmp_path / "resumed")])
     checkpoints = tmp_path / "resumed" / "checkpoints" / "phase1"
     kill_when_exists(killed, checkpoints / "latest", grace=0.2)
     assert not (tmp_path / "resumed" / "final").exists()
@@ -81,9 +81,10 @@ def test_pretraining_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
     state = json.loads((checkpoints / f"step_{killed_at:08d}" / "training_state.json").read_text())
     assert state["step"] == killed_at
 
-    _, log = finish(start(command(tmp_path / "resumed")))
-    assert f"Resuming phase 1 at step {killed_at} from {checkpoints / f'step_{killed_at:08d}'}" in log
-    finish(straight)
+    with caplog.at_level(logging.INFO):
+        assert main(command(tmp_path / "resumed")) == 0
+    assert f"Resuming phase 1 at step {killed_at} from {checkpoints / f'step_{killed_at:08d}'}" in caplog.text
+    assert main(command(tmp_path / "straight")) == 0
 
     straight_weights = load_file(str(tmp_path / "straight" / "final" / "model.safetensors"))
     resumed_weights = load_file(str(tmp_path / "resumed" / "final" / "model.safetensors"))
@@ -101,10 +102,10 @@ def test_pretraining_killed_mid_run_resumes_to_the_uninterrupted_weights(tmp_pat
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-4), a["step"]
 
 
-def test_finetuning_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_path):
-    worker = ["-m", "tests.reliability.finetune_worker"]
-    straight = start([*worker, str(tmp_path / "straight")])
-    killed = start([*worker, str(tmp_path / "resumed"), "--slow", "0.3"])
+def test_finetuning_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_path, capsys, caplog):
+    from tests.reliability import finetune_worker
+
+    killed = start(["-m", "tests.reliability.finetune_worker", str(tmp_path / "resumed"), "--slow", "0.3"])
     state_dir = tmp_path / "resumed" / "training_state"
     kill_when_exists(killed, state_dir / "latest")
     assert (tmp_path / "resumed" / "last").is_dir() and (tmp_path / "resumed" / "best").is_dir()
@@ -114,9 +115,13 @@ def test_finetuning_killed_mid_epoch_resumes_to_the_uninterrupted_weights(tmp_pa
     lock = tmp_path / "resumed" / ".keras_bert.lock"  # the killed run's output lock (`utils.output_lock`) is left
     assert json.loads(lock.read_text())["pid"] == killed.pid
 
-    resumed_out, log = finish(start([*worker, str(tmp_path / "resumed")]))
+    capsys.readouterr()
+    with caplog.at_level(logging.INFO):
+        finetune_worker.main([str(tmp_path / "resumed")])
+    resumed_out, log = capsys.readouterr().out, caplog.text
     assert f"Taking over the stale lock {lock} of pid {killed.pid}" in log and not lock.exists()
-    straight_out, _ = finish(straight)
+    finetune_worker.main([str(tmp_path / "straight")])
+    straight_out = capsys.readouterr().out
     assert "started at epoch 1" in resumed_out and "started at epoch 0" in straight_out
     assert f"Resuming fine-tuning after epoch 1 of 3 (step {state['step']}) from {state_dir}" in log
     # Same optimizer step count and best-checkpoint bookkeeping as the uninterrupted run.
