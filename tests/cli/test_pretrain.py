@@ -184,9 +184,12 @@ def test_mirrored_on_two_cpu_devices_trains_and_resumes_from_the_command_line(tm
     device on the same global batch of 4: the input stream is the same on every read, and the clip factor
     comes from the global gradient. One prediction per sequence gives every replica the same mask-weight sum
     (each replica normalises the MLM loss by its own weights, as the original's per-TPU-core loss does)."""
+    from keras_bert_impl.cli import main
+
     write_corpus(tmp_path)
     steps = ("--steps", "4", "--max-predictions-per-seq", "1")
-    run_pretrain_process(tmp_path, tmp_path / "one_device", 1, *steps)
+    # The one-device reference needs no fresh process (no logical devices to set up): it runs in this one.
+    assert main(worker_command(tmp_path, tmp_path / "one_device", 1, *steps)[3:]) == 0
     steps += ("--distribution", "mirrored")
     log = run_pretrain_process(tmp_path, tmp_path / "straight", 2, *steps)
     assert "MirroredStrategy with 2 replicas in sync" in log
