@@ -13,6 +13,9 @@ TINY_BACKBONE = dict(
     intermediate_dim=32,
     max_sequence_length=24,
 )
+# `jit_compile` for the tests that train a tiny model: XLA on JAX, where a step without it runs op by op, each op
+# compiled on its own (slower than one compiled step); not on TensorFlow, whose XLA compile costs more than it saves.
+TINY_JIT_COMPILE = keras.backend.backend() == "jax"
 
 
 def tiny_backbone(**overrides):

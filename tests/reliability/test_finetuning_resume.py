@@ -8,7 +8,7 @@ import pytest
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.preprocessing import BertPreprocessor
 from keras_bert_impl.training import finetuning
-from tests.helpers import tiny_backbone, to_numpy
+from tests.helpers import TINY_JIT_COMPILE, tiny_backbone, to_numpy
 from tests.models.task_test_utils import token_presence_task
 from tests.training.finetuning_test_utils import tokenizer
 
@@ -26,8 +26,8 @@ class Interrupted(Exception):
 
 
 def settings(output, **changes):
-    return finetuning.FinetuningSettings(str(output), **{**dict(epochs=2, batch_size=4, learning_rate=1e-3,
-                                                                jit_compile=False, verbose=0), **changes})
+    defaults = dict(epochs=2, batch_size=4, learning_rate=1e-3, jit_compile=TINY_JIT_COMPILE, verbose=0)
+    return finetuning.FinetuningSettings(str(output), **{**defaults, **changes})
 
 
 @pytest.mark.slow
@@ -36,8 +36,7 @@ def test_interrupted_finetune_resumes_to_the_uninterrupted_weights(tmp_path):
     dropout = 0.0 if keras.backend.backend() == "torch" else 0.1
     x, y = token_presence_task(20, sequence_length=12)
     steps = 5  # 20 rows, 4 per batch
-    run_settings = dict(epochs=3, learning_rate=1e-2, warmup_fraction=0.3, length_bucketing=False, seed=2,
-                        jit_compile=keras.backend.backend() == "jax")
+    run_settings = dict(epochs=3, learning_rate=1e-2, warmup_fraction=0.3, length_bucketing=False, seed=2)
 
     def run(output, interrupt_at=None):
         """`interrupt_at`: raise at that epoch's end, before its state is saved (a crash in that epoch)."""

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.cli.cli_test_utils import run_cli
+from tests.helpers import TINY_JIT_COMPILE
 from tests.training.finetuning_test_utils import VOCABULARY, write_squad_json, write_tiny_checkpoint
 
 
@@ -198,9 +199,10 @@ def test_keras_hub_preset_from_save_to_preset_fine_tunes_through_preset(tmp_path
     for ours, theirs in zip(model.backbone.weights, original.backbone.weights):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)
     train = write_mrpc_tsv(tmp_path / "train.tsv", 4, seed=0)
+    no_jit = [] if TINY_JIT_COMPILE else ["--no-jit"]
     status, _, err = run_cli(capsys, "finetune-classifier", "--task", "mrpc", "--train-file", train, "--preset",
                              preset, "--output-dir", tmp_path / "run", "--max-seq-length", 32, "--epochs", 1,
-                             "--batch-size", 2, "--no-jit", "--verbose", 0)
+                             "--batch-size", 2, *no_jit, "--verbose", 0)
     assert status == 0, err
     assert (tmp_path / "run" / "last" / "config.json").is_file()
 

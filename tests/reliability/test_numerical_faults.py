@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.training.callbacks import NonFiniteLossError, TrainingCheckpoint
-from tests.helpers import tiny_backbone, to_numpy
+from tests.helpers import TINY_JIT_COMPILE, tiny_backbone, to_numpy
 from tests.models.test_pretrainer import pretraining_batch
 from tests.training.test_callbacks import small_pretrainer
 
@@ -54,7 +54,7 @@ def test_nan_loss_in_finetuning_stops_before_saving_diverged_weights(tmp_path):
                            preprocessor=BertPreprocessor(tokenizer(), sequence_length=12))
     poison(model)
     settings = finetuning.FinetuningSettings(str(tmp_path), epochs=2, batch_size=4, learning_rate=1e-3,
-                                             jit_compile=False, verbose=0)
+                                             jit_compile=TINY_JIT_COMPILE, verbose=0)
     with pytest.raises(NonFiniteLossError, match=r"optimizer step \d.*training_state \(the run restarts"):
         finetuning.finetune(model, x, y, settings, counts="16 rows")
     assert not (tmp_path / "last").exists() and not (tmp_path / "training_state").exists()
