@@ -4,8 +4,9 @@ Each page runs top to bottom in its own empty working directory (Python blocks s
 a reader pasting them into one session would). A page that names `runs/quickstart` finds there the outputs of a
 small main-job run made once per pass (`conftest.small_main_job`, shared with tests/cli/test_quickstart.py). A
 block that needs a GPU or the network is skipped with Sybil's `<!-- skip: next "reason" -->` directive, and its
-reason must say which; so is a block another test runs, whose reason names that test file ("run by tests/...py, "). The README's Python quick tour runs on every backend; the rest of this file is
-backend-independent and runs once, in the TensorFlow pass.
+reason must say which; so is a block another test runs, whose reason names that test file ("run by tests/...py, ").
+The README's Python quick tour runs on every backend; the rest of this file is backend-independent and runs once,
+in the TensorFlow pass.
 """
 
 import gc

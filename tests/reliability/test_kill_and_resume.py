@@ -41,8 +41,6 @@ def start(argv):
                             stderr=subprocess.PIPE, text=True)
 
 
-
-
 def kill_when_exists(process, path, grace=0.5, timeout=120):
     """SIGKILL `process` `grace` seconds after `path` appears; fail if the process ends before."""
     deadline = time.monotonic() + timeout
