@@ -45,8 +45,14 @@ def _common_flags():
     return common
 
 
-def build_parser():
-    """`(the keras-bert parser, {subcommand: its parser})`."""
+def build_parser(command=None):
+    """`(the keras-bert parser, {subcommand: its parser})`; only `command`'s parser gets its flags.
+
+    Args:
+        command: str or None. The subcommand being run; the others get only their help line, so `keras-bert
+            --help` or a mistyped subcommand does not import what their flags need (e.g. Keras for `pretrain`'s
+            defaults). None: no subcommand gets its flags. Defaults to None.
+    """
     from keras_bert_impl import __version__
 
     parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__,
@@ -62,7 +68,8 @@ def build_parser():
             name, parents=[_common_flags()], help=module.__doc__.splitlines()[0], description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        module.add_arguments(subparser)
+        if name == command:
+            module.add_arguments(subparser)
         subparser.set_defaults(run=module.run, check_arguments=getattr(module, "check_arguments", None))
         parsers[name] = subparser
     return parser, parsers
@@ -117,9 +124,10 @@ def parse_arguments(argv):
     Returns:
         `argparse.Namespace` with `command`, `run` and the subcommand's flags.
     """
-    parser, parsers = build_parser()
-    # The subcommand and its `--config` value, found before the full parse.
+    # The subcommand (the first argument that is no flag: the program's own flags take no value) and its
+    # `--config` value, found before the full parse.
     command = next((arg for arg in argv if not arg.startswith("-")), None)
+    parser, parsers = build_parser(command)
     config_parser = argparse.ArgumentParser(add_help=False)
     config_parser.add_argument("--config")
     config = config_parser.parse_known_args(argv)[0].config

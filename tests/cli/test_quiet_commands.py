@@ -42,6 +42,18 @@ def test_help_and_a_failing_command_print_no_tensorflow_noise(tmp_path):
     assert status == 1 and err == f"keras-bert convert: error: Checkpoint path {tmp_path / 'missing'} does not exist.\n"
 
 
+def test_top_level_help_and_a_mistyped_subcommand_import_neither_keras_nor_tensorflow():
+    """Only the subcommand being run gets its flags (`command_line.build_parser`): `keras-bert --help` or a typo
+    answers in a fraction of a second, not after the ~5 CPU-s of loading Keras and TensorFlow."""
+    code = ("import sys\nfrom keras_bert_impl.cli.command_line import main\n"
+            "for argv in (['--help'], ['pretrian', '--steps', '3']):\n"
+            "    try:\n        main(argv)\n    except SystemExit as exit:\n        print('exit', exit.code)\n"
+            "print('loaded:', *sorted(name for name in ('keras', 'tensorflow', 'jax', 'torch') if name in sys.modules))")
+    status, out, err = run([sys.executable, "-c", code])
+    assert status == 0 and "finetune-classifier" in out and "invalid choice: 'pretrian'" in err, err
+    assert out.splitlines()[-3:] == ["exit 0", "exit 2", "loaded:"], out
+
+
 def test_quiet_startup_filters_only_the_noise_and_keeps_other_stderr():
     code = QUIET + ("import sys, tensorflow as tf; print('kept', file=sys.stderr); "
                     "print(tf.constant([1, 2]).numpy().sum())")
