@@ -7,8 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 BACKENDS ?= tensorflow jax torch
 # pytest-xdist workers per backend pass; tests of one file stay on one worker, so a module's fixtures are built
-# once, and files are handed out in tests/conftest.py's order (long files first). PYTEST_WORKERS=0 runs the tests
-# in the pytest process itself.
+# once. PYTEST_WORKERS=0 runs the tests in the pytest process itself.
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
@@ -37,13 +36,12 @@ demo: $(BIN)/.runtime-installed
 test: $(BIN)/.installed
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== pytest, KERAS_BACKEND=$$backend ==="; \
-		KERAS_BACKEND=$$backend $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile \
-			--no-loadscope-reorder $(PYTEST_ARGS) || status=1; \
+		KERAS_BACKEND=$$backend $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) \
+			|| status=1; \
 	done; exit $$status
 
 test-fast: $(BIN)/.installed
-	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
-		-m "not slow" $(PYTEST_ARGS)
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or docstring reference.
 docs: $(BIN)/.installed

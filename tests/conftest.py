@@ -8,7 +8,6 @@ The JAX and torch passes deselect them (not skip: they are not reported). Tests 
 or layers stay in every pass, since their numerics and compiled paths differ per backend.
 """
 
-import collections
 import fcntl
 import json
 import os
@@ -40,17 +39,11 @@ def pytest_collection_modifyitems(config, items):
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
-    # Files by their share of slow tests, highest first; the sort is stable, so each file keeps its order.
-    # pytest-xdist hands whole files to its workers in this order (`make test`: --dist loadfile
-    # --no-loadscope-reorder; its default reorder puts the files with the most tests first, so the one-test
-    # real-data files ran last and one worker finished them alone), so the long files start early and the short
-    # ones fill the end. On the TensorFlow pass's per-file times, greedy scheduling in this order ends both workers
-    # within a second of each other, against ~80 s apart in the reordered one.
-    tests, slow = collections.Counter(), collections.Counter()
-    for item in items:
-        tests[item.path] += 1
-        slow[item.path] += item.get_closest_marker("slow") is not None
-    items.sort(key=lambda item: -slow[item.path] / tests[item.path])
+    # Files that hold slow tests first; the sort is stable, so each file keeps its order. pytest-xdist hands whole
+    # files to its workers in this order (`make test`), so the long files start early and the short ones fill the
+    # end, instead of one worker finishing a long file alone.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture(autouse=True)
