@@ -39,11 +39,6 @@ def pytest_collection_modifyitems(config, items):
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
-    # Files that hold slow tests first; the sort is stable, so each file keeps its order. pytest-xdist hands whole
-    # files to its workers in this order (`make test`), so the long files start early and the short ones fill the
-    # end, instead of one worker finishing a long file alone.
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture(autouse=True)
