@@ -53,7 +53,7 @@ _EXPORTS = {
     "entity_scores": "keras_bert_impl.metrics",
     # Training: fine-tuning with resume, checkpoints, numerical-fault guard.
     "finetune": "keras_bert_impl.training.finetuning",
-    "FinetuningCheckpoint": "keras_bert_impl.training.finetuning",
+    "FinetuningCheckpoint": "keras_bert_impl.training.callbacks",
     "TrainingCheckpoint": "keras_bert_impl.training.callbacks",
     "NonFiniteLossError": "keras_bert_impl.training.callbacks",
     "CorruptCheckpointError": "keras_bert_impl.training.callbacks",

@@ -51,7 +51,7 @@ fraction_held_out = _bounded("tune_fraction", _finite_float, lambda value: 0 < v
 
 def add_verbose_argument(parser):
     """`--verbose 0|1|2`: Keras' fit verbosity; `command_line.main` sets the default (1 on a terminal, else 2)."""
-    from keras_bert_impl.training.callbacks import PROGRESS_EVERY_SECONDS, PROGRESS_EVERY_STEPS
+    from keras_bert_impl.training import PROGRESS_EVERY_SECONDS, PROGRESS_EVERY_STEPS
 
     parser.add_argument("--verbose", type=int, choices=(0, 1, 2),
                         help="training output: 0 silent, 1 progress bar, 2 a line per epoch and a progress line "

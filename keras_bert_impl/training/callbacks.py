@@ -17,6 +17,7 @@ import zipfile
 import keras
 import numpy as np
 
+from keras_bert_impl.training import PROGRESS_EVERY_SECONDS, PROGRESS_EVERY_STEPS
 from keras_bert_impl.utils.atomic_io import (atomic_directory, atomic_write, atomic_write_json, atomic_write_text,
                                              remove_stale_temporaries, require_free_space)
 from keras_bert_impl.training.finetuning_results import json_ready, save_finetuned
@@ -370,11 +371,6 @@ def restore_training_checkpoint(model, path):
             f"seed generators: the checkpoint is from a different architecture.")
     for variable, value in zip(states, values):
         variable.assign(value)
-
-
-# What `fit(verbose=2)` runs add: a progress line after this many steps or seconds, whichever comes first.
-PROGRESS_EVERY_STEPS = 100
-PROGRESS_EVERY_SECONDS = 60.0
 
 
 class ProgressLog(keras.callbacks.Callback):

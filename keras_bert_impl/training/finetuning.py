@@ -11,20 +11,18 @@ import json
 import logging
 import os
 
-import keras
 import numpy as np
 
 # Re-exported: callers use them as `finetuning.<name>` (the recipes, CLI, examples and tests).
 from keras_bert_impl.training.finetuning_results import (
     EVAL_RESULTS_FILENAME, classification_monitor, classification_scores, evaluate_squad_predictions, json_ready,
     save_finetuned, write_classification_predictions)
-from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
 from keras_bert_impl.utils.output_lock import output_lock
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "EVAL_RESULTS_FILENAME", "FinetuningCheckpoint", "FinetuningFiles", "FinetuningSettings", "ModelSource",
+    "EVAL_RESULTS_FILENAME", "FinetuningFiles", "FinetuningSettings", "ModelSource",
     "check_model_inputs", "claims_output_dir", "classification_monitor", "classification_scores",
     "evaluate_squad_predictions", "finetune", "finetune_and_score", "load_tokenizer", "save_finetuned",
     "write_classification_predictions", "xla_jit_compile",
@@ -92,9 +90,12 @@ def xla_jit_compile(requested=True):
         requested: bool. Whether XLA is wanted at all. Defaults to True.
 
     Example:
+    >>> import keras
     >>> xla_jit_compile() == (keras.backend.backend() in ("tensorflow", "jax"))
     True
     """
+    import keras
+
     return bool(requested) and keras.backend.backend() in ("tensorflow", "jax")
 
 
@@ -259,9 +260,9 @@ def claims_output_dir(recipe):
 def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, details="", evaluate=None, monitor=None,
              selection_name="dev"):
     """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` do (`BertTask.compile`) and
-    fit it for `settings.epochs` on `model.preprocessor.make_dataset` batches, resumably (`FinetuningCheckpoint`):
-    rerun on the same `output_dir` after a kill, it reaches the uninterrupted run's weights (bit for bit on
-    TensorFlow and JAX on one device); other settings are refused. Prints what it trains and the best epoch.
+    fit it for `settings.epochs` on `model.preprocessor.make_dataset` batches, resumably
+    (`callbacks.FinetuningCheckpoint`): rerun on the same `output_dir` after a kill, it reaches the uninterrupted
+    run's weights (bit for bit on TensorFlow and JAX on one device); other settings are refused. Prints what it trains and the best epoch.
 
     Args:
         model: the task model to fine-tune, with a preprocessor.
@@ -279,6 +280,8 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
         `FinetuningCheckpoint`: its `trained_from` is the epoch the run started from (0, where it resumed, or
         `settings.epochs` for a finished run); `history`, `best_epoch`, `best_score` say what it picked.
     """
+    from keras_bert_impl.training.callbacks import FinetuningCheckpoint, ProgressLog
+
     if settings.epochs < 1:
         raise ValueError(f"finetune trains at least one epoch, got epochs={settings.epochs}.")
     check_model_inputs(model, train_x, "training data")
