@@ -262,7 +262,8 @@ def finetune(model, train_x, train_y, settings, tokenizer=None, *, counts, detai
     """The fine-tuning recipe: compile `model` as `run_classifier.py` / `run_squad.py` do (`BertTask.compile`) and
     fit it for `settings.epochs` on `model.preprocessor.make_dataset` batches, resumably
     (`callbacks.FinetuningCheckpoint`): rerun on the same `output_dir` after a kill, it reaches the uninterrupted
-    run's weights (bit for bit on TensorFlow and JAX on one device); other settings are refused. Prints what it trains and the best epoch.
+    run's weights (bit for bit on TensorFlow and JAX on one device); other settings are refused. Prints what it
+    trains and the best epoch.
 
     Args:
         model: the task model to fine-tune, with a preprocessor.
